@@ -1,0 +1,348 @@
+//! Configuration, read once at start-up (design.md section 2).
+//!
+//! Parsed from a lookup function so tests never touch the process
+//! environment. Every variable is parsed before any error is returned, so a
+//! user sees every mistake at once, each naming its variable.
+
+mod upstream;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::HeaderValue;
+
+use crate::mode::{Mode, Runtime};
+use crate::preset::{Catalog, ConfigFile};
+
+pub use upstream::UpstreamBase;
+
+/// Address to bind.
+pub const LISTEN: &str = "CODEMODE_LISTEN";
+/// Provider base URL.
+pub const UPSTREAM: &str = "CODEMODE_UPSTREAM";
+/// Default tool mode.
+pub const MODE: &str = "CODEMODE_MODE";
+/// Where `run_code` runs.
+pub const RUNTIME: &str = "CODEMODE_RUNTIME";
+/// Path of the TOML config file.
+pub const CONFIG: &str = "CODEMODE_CONFIG";
+/// Re-asks of the model per request after a denial.
+pub const MAX_REPAIRS: &str = "CODEMODE_MAX_REPAIRS";
+/// Bearer token sent upstream in place of the client's.
+pub const UPSTREAM_API_KEY: &str = "CODEMODE_UPSTREAM_API_KEY";
+/// Whether clients may pick preset or mode per request.
+pub const CLIENT_SELECT: &str = "CODEMODE_CLIENT_SELECT";
+/// Largest chat-completions request body the proxy reads.
+pub const MAX_BODY_BYTES: &str = "CODEMODE_MAX_BODY_BYTES";
+/// Seconds to wait for upstream response headers (and a whole non-streamed body).
+pub const UPSTREAM_TIMEOUT_SECS: &str = "CODEMODE_UPSTREAM_TIMEOUT_SECS";
+/// Seconds to wait for a TCP/TLS connection to the upstream.
+pub const CONNECT_TIMEOUT_SECS: &str = "CODEMODE_CONNECT_TIMEOUT_SECS";
+/// Seconds a mixed turn's denials wait for the request that returns its results.
+pub const SPLICE_TTL_SECS: &str = "CODEMODE_SPLICE_TTL_SECS";
+/// How many mixed turns' denials are kept at once.
+pub const SPLICE_CAPACITY: &str = "CODEMODE_SPLICE_CAPACITY";
+
+/// Whether a client may choose preset or mode per request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientSelect {
+    /// Headers and path prefixes select.
+    Allow,
+    /// A request that tries to select is a 403.
+    Deny,
+}
+
+/// The validated configuration; nothing reads the environment after this.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Address to bind.
+    pub listen: SocketAddr,
+    /// Provider base URL.
+    pub upstream: UpstreamBase,
+    /// Default tool mode.
+    pub default_mode: Mode,
+    /// Where `run_code` runs.
+    pub runtime: Runtime,
+    /// Presets, sections, scope bindings.
+    pub catalog: Catalog,
+    /// Re-asks per request after a denial.
+    pub max_repairs: u32,
+    /// Replaces the client's `Authorization` upstream when set (marked sensitive).
+    pub upstream_api_key: Option<HeaderValue>,
+    /// Per-request selection policy.
+    pub client_select: ClientSelect,
+    /// Largest chat-completions body read.
+    pub max_body_bytes: usize,
+    /// Upstream response timeout.
+    pub upstream_timeout: Duration,
+    /// Upstream connect timeout.
+    pub connect_timeout: Duration,
+    /// Lifetime of stored mixed-turn denials.
+    pub splice_ttl: Duration,
+    /// Capacity of the mixed-turn store.
+    pub splice_capacity: usize,
+}
+
+/// One bad variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable at fault.
+    pub var: &'static str,
+    /// What is wrong and what to do; never the value of a secret.
+    pub message: String,
+}
+
+/// Every problem found in the environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "codemode-proxy cannot start; fix the configuration:")?;
+        for e in &self.0 {
+            writeln!(f, "  {}: {}", e.var, e.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigErrors> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads variables through `get`; unset and empty are the same.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigErrors> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let mut errors = Vec::new();
+        let mut fail = |var: &'static str, message: String| {
+            errors.push(ConfigError { var, message });
+        };
+
+        let listen = parse_or(
+            &get,
+            LISTEN,
+            "127.0.0.1:8080".parse().ok(),
+            &mut fail,
+            |v| {
+                v.parse::<SocketAddr>().map_err(|_| {
+                    format!("`{v}` is not an address; use HOST:PORT such as 127.0.0.1:8080")
+                })
+            },
+        );
+        let upstream = parse_or(&get, UPSTREAM, None, &mut fail, |v| UpstreamBase::parse(v))
+            .or_else(|| UpstreamBase::parse("https://api.openai.com/v1").ok());
+        let default_mode = parse_or(&get, MODE, Some(Mode::Code), &mut fail, |v| {
+            v.parse::<Mode>().map_err(|e| e.to_string())
+        });
+        let runtime = parse_or(
+            &get,
+            RUNTIME,
+            Some(Runtime::Client),
+            &mut fail,
+            |v| match v.trim() {
+                "client" => Ok(Runtime::Client),
+                "none" => Ok(Runtime::None),
+                "embedded" => Err("`embedded` is not available in this build yet; use client \
+                                   (the client declares and runs run_code) or none"
+                    .to_owned()),
+                other => Err(format!("`{other}` is not a runtime; use client or none")),
+            },
+        );
+        let max_repairs = parse_or(&get, MAX_REPAIRS, Some(2), &mut fail, |v| {
+            v.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 10)
+                .ok_or_else(|| format!("`{v}` is not a whole number from 0 to 10"))
+        });
+        let upstream_api_key = get(UPSTREAM_API_KEY).and_then(|key| {
+            match HeaderValue::try_from(format!("Bearer {}", key.trim())) {
+                Ok(mut h) => {
+                    h.set_sensitive(true);
+                    Some(h)
+                }
+                Err(_) => {
+                    fail(
+                        UPSTREAM_API_KEY,
+                        "the key holds characters a header cannot carry (value not shown)".into(),
+                    );
+                    None
+                }
+            }
+        });
+        let client_select = parse_or(
+            &get,
+            CLIENT_SELECT,
+            Some(ClientSelect::Allow),
+            &mut fail,
+            |v| match v.trim() {
+                "allow" => Ok(ClientSelect::Allow),
+                "deny" => Ok(ClientSelect::Deny),
+                other => Err(format!("`{other}` is neither allow nor deny")),
+            },
+        );
+        let max_body_bytes = parse_or(&get, MAX_BODY_BYTES, Some(8 << 20), &mut fail, |v| {
+            positive::<usize>(v, "a size in bytes")
+        });
+        let upstream_timeout = parse_or(&get, UPSTREAM_TIMEOUT_SECS, Some(600), &mut fail, |v| {
+            positive::<u64>(v, "a number of seconds")
+        });
+        let connect_timeout = parse_or(&get, CONNECT_TIMEOUT_SECS, Some(10), &mut fail, |v| {
+            positive::<u64>(v, "a number of seconds")
+        });
+        let splice_ttl = parse_or(&get, SPLICE_TTL_SECS, Some(3600), &mut fail, |v| {
+            positive::<u64>(v, "a number of seconds")
+        });
+        let splice_capacity = parse_or(&get, SPLICE_CAPACITY, Some(10_000), &mut fail, |v| {
+            positive::<usize>(v, "a number of entries")
+        });
+        let file = match get(CONFIG) {
+            None => Some(ConfigFile::default()),
+            Some(path) => match read_config_file(&path) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    fail(CONFIG, e);
+                    None
+                }
+            },
+        };
+        let catalog = match (file, default_mode) {
+            (Some(file), Some(mode)) => match Catalog::build(mode, file) {
+                Ok(c) => Some(c),
+                Err(problems) => {
+                    for p in problems {
+                        fail(CONFIG, p);
+                    }
+                    None
+                }
+            },
+            _ => None,
+        };
+        if let (Some(catalog), Some(Runtime::None)) = (&catalog, runtime) {
+            for e in runtime_conflicts(catalog) {
+                errors.push(e);
+            }
+        }
+
+        match (
+            listen,
+            upstream,
+            default_mode,
+            runtime,
+            catalog,
+            max_repairs,
+            client_select,
+            max_body_bytes,
+            upstream_timeout,
+            connect_timeout,
+            splice_ttl,
+            splice_capacity,
+        ) {
+            (
+                Some(listen),
+                Some(upstream),
+                Some(default_mode),
+                Some(runtime),
+                Some(catalog),
+                Some(max_repairs),
+                Some(client_select),
+                Some(max_body_bytes),
+                Some(upstream_timeout),
+                Some(connect_timeout),
+                Some(splice_ttl),
+                Some(splice_capacity),
+            ) if errors.is_empty() => Ok(Config {
+                listen,
+                upstream,
+                default_mode,
+                runtime,
+                catalog,
+                max_repairs,
+                upstream_api_key,
+                client_select,
+                max_body_bytes,
+                upstream_timeout: Duration::from_secs(upstream_timeout),
+                connect_timeout: Duration::from_secs(connect_timeout),
+                splice_ttl: Duration::from_secs(splice_ttl),
+                splice_capacity,
+            }),
+            _ => Err(ConfigErrors(errors)),
+        }
+    }
+}
+
+/// Parses `var` with `parse`, recording a failure; `default` when unset.
+fn parse_or<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: Option<T>,
+    fail: &mut impl FnMut(&'static str, String),
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Option<T> {
+    match get(var) {
+        None => default,
+        Some(v) => match parse(&v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                fail(var, e);
+                None
+            }
+        },
+    }
+}
+
+fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str, what: &str) -> Result<T, String> {
+    v.trim()
+        .parse::<T>()
+        .ok()
+        .filter(|n| *n > T::default())
+        .ok_or_else(|| format!("`{v}` is not {what} greater than zero"))
+}
+
+fn read_config_file(path: &str) -> Result<ConfigFile, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
+    toml::from_str(&text).map_err(|e| format!("`{path}` is not a valid config file: {e}"))
+}
+
+/// A code-capable mode needs a runtime: refuse at start-up, naming the row.
+fn runtime_conflicts(catalog: &Catalog) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    let mut default_named = false;
+    for p in catalog.presets() {
+        if !p.mode.is_code_capable() {
+            continue;
+        }
+        match &p.mode_row {
+            Some(row) => errors.push(ConfigError {
+                var: RUNTIME,
+                message: format!(
+                    "preset `{}` has mode `{}` from the `tool_mode` row of preset `{row}`, which \
+                     needs a runtime, but {RUNTIME}=none; set {RUNTIME}=client, or override \
+                     preset `{row}` in {CONFIG} with tool_mode = \"native\"",
+                    p.name, p.mode
+                ),
+            }),
+            None if !default_named => {
+                default_named = true;
+                errors.push(ConfigError {
+                    var: MODE,
+                    message: format!(
+                        "{MODE}={} needs a runtime, but {RUNTIME}=none; set {MODE}=native or \
+                         {RUNTIME}=client",
+                        p.mode
+                    ),
+                });
+            }
+            None => {}
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::*;
+
+fn from(vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(|k| map.get(k).cloned())
+}
+
+#[test]
+fn defaults_match_the_contract() {
+    let c = from(&[]).unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.upstream.to_string(), "https://api.openai.com/v1");
+    assert_eq!(c.default_mode, Mode::Code);
+    assert_eq!(c.runtime, Runtime::Client);
+    assert_eq!(c.max_repairs, 2);
+    assert_eq!(c.client_select, ClientSelect::Allow);
+    assert!(c.upstream_api_key.is_none());
+}
+
+#[test]
+fn every_bad_variable_is_reported_at_once() {
+    let errors = from(&[
+        (LISTEN, "nowhere"),
+        (UPSTREAM, "ftp://x"),
+        (MODE, "fast"),
+        (RUNTIME, "cloud"),
+        (MAX_REPAIRS, "-1"),
+        (CLIENT_SELECT, "maybe"),
+        (MAX_BODY_BYTES, "0"),
+    ])
+    .unwrap_err();
+    let vars: Vec<_> = errors.0.iter().map(|e| e.var).collect();
+    assert_eq!(
+        vars,
+        vec![
+            LISTEN,
+            UPSTREAM,
+            MODE,
+            RUNTIME,
+            MAX_REPAIRS,
+            CLIENT_SELECT,
+            MAX_BODY_BYTES
+        ]
+    );
+}
+
+#[test]
+fn a_bad_api_key_is_reported_without_its_value() {
+    let errors = from(&[(UPSTREAM_API_KEY, "sk-secret\nvalue")]).unwrap_err();
+    assert_eq!(errors.0[0].var, UPSTREAM_API_KEY);
+    assert!(!errors.to_string().contains("sk-secret"));
+}
+
+#[test]
+fn runtime_none_with_code_modes_names_the_rows() {
+    let errors = from(&[(RUNTIME, "none")]).unwrap_err();
+    let text = errors.to_string();
+    assert!(text.contains("CODEMODE_MODE=code"), "{text}");
+    assert!(
+        text.contains("preset `code`") && text.contains("`tool_mode` row"),
+        "{text}"
+    );
+}
+
+#[test]
+fn runtime_none_is_fine_when_no_mode_needs_code() {
+    let mut f = tempfile();
+    writeln!(f.1, "[[preset]]\nname = \"code\"\ntool_mode = \"native\"").unwrap();
+    let c = from(&[(RUNTIME, "none"), (MODE, "native"), (CONFIG, &f.0)]).unwrap();
+    assert_eq!(c.runtime, Runtime::None);
+}
+
+#[test]
+fn config_file_problems_name_the_file_variable() {
+    let errors = from(&[(CONFIG, "/no/such/file.toml")]).unwrap_err();
+    assert_eq!(errors.0[0].var, CONFIG);
+    let mut f = tempfile();
+    writeln!(f.1, "[[preset]]\nname = \"x\"\nextends = \"ghost\"").unwrap();
+    let errors = from(&[(CONFIG, &f.0)]).unwrap_err();
+    assert!(errors.to_string().contains("ghost"));
+}
+
+fn tempfile() -> (String, std::fs::File) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "codemode-config-{}-{}.toml",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = std::fs::File::create(&path).unwrap();
+    (path.to_string_lossy().into_owned(), file)
+}

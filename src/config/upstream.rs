@@ -1,0 +1,92 @@
+//! The provider base URL and how proxy paths map onto it.
+
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::Uri;
+
+/// `CODEMODE_UPSTREAM`, validated: `/v1/<rest>` on the proxy goes to `<base>/<rest>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamBase {
+    scheme: Scheme,
+    authority: Authority,
+    /// The base path without its trailing slash (`/v1`, or empty).
+    prefix: String,
+}
+
+impl UpstreamBase {
+    /// Parses an `http` or `https` base URL.
+    pub fn parse(text: &str) -> Result<UpstreamBase, String> {
+        let uri: Uri = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}` is not a URL; use e.g. https://api.openai.com/v1"))?;
+        let scheme = uri
+            .scheme()
+            .cloned()
+            .filter(|s| *s == Scheme::HTTP || *s == Scheme::HTTPS);
+        let (Some(scheme), Some(authority)) = (scheme, uri.authority().cloned()) else {
+            return Err(format!(
+                "`{text}` needs an http:// or https:// scheme and a host, e.g. https://api.openai.com/v1"
+            ));
+        };
+        if uri.query().is_some() {
+            return Err(format!("`{text}` must not carry a query string"));
+        }
+        Ok(UpstreamBase {
+            scheme,
+            authority,
+            prefix: uri.path().trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// The upstream URI for proxy path `/v1/<rest>` (with its query).
+    pub fn uri_for(&self, proxy_path: &str, query: Option<&str>) -> Result<Uri, http::Error> {
+        let rest = proxy_path.strip_prefix("/v1").unwrap_or(proxy_path);
+        let path = match query {
+            Some(q) => format!("{}{rest}?{q}", self.prefix),
+            None => format!("{}{rest}", self.prefix),
+        };
+        Uri::builder()
+            .scheme(self.scheme.clone())
+            .authority(self.authority.clone())
+            .path_and_query(PathAndQuery::try_from(path)?)
+            .build()
+    }
+
+    /// The authority, for the `Host` header.
+    pub fn authority(&self) -> &Authority {
+        &self.authority
+    }
+}
+
+impl std::fmt::Display for UpstreamBase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}{}", self.scheme, self.authority, self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_paths_map_under_the_base_path() {
+        let b = UpstreamBase::parse("https://api.example.com/openai/v1/").unwrap();
+        let u = b.uri_for("/v1/chat/completions", Some("a=1")).unwrap();
+        assert_eq!(
+            u.to_string(),
+            "https://api.example.com/openai/v1/chat/completions?a=1"
+        );
+        let b = UpstreamBase::parse("http://127.0.0.1:9000").unwrap();
+        assert_eq!(
+            b.uri_for("/v1/models", None).unwrap().to_string(),
+            "http://127.0.0.1:9000/models"
+        );
+    }
+
+    #[test]
+    fn schemes_other_than_http_are_refused() {
+        assert!(UpstreamBase::parse("ftp://x/v1").is_err());
+        assert!(UpstreamBase::parse("api.openai.com").is_err());
+        assert!(UpstreamBase::parse("http://x/v1?key=1").is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! Errors a client can see, and the one place they become responses.
+//!
+//! Every error is OpenAI-shaped: `{"error": {"message", "type", "code"}}`,
+//! with a message that says what to do.
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use serde_json::json;
+
+use crate::body::{full, ProxyBody};
+use crate::mode::Mode;
+
+/// An error the proxy answers a client with.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The body is not JSON, or not a JSON object.
+    #[error("the request body is not valid JSON ({0}); send a chat-completions JSON object")]
+    InvalidJson(String),
+    /// The body is JSON but not a usable chat-completions request.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The client's body could not be read.
+    #[error("the request body could not be read ({0}); send it again")]
+    ClientBody(String),
+    /// The body exceeds `CODEMODE_MAX_BODY_BYTES`.
+    #[error("the request body is larger than {limit} bytes; send a shorter conversation or raise CODEMODE_MAX_BODY_BYTES")]
+    BodyTooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// No preset has this name.
+    #[error("there is no preset named `{name}`; known presets: {}", known.join(", "))]
+    UnknownPreset {
+        /// The name asked for.
+        name: String,
+        /// Every preset, in picker order.
+        known: Vec<String>,
+    },
+    /// `x-codemode-mode` holds something other than a mode.
+    #[error("x-codemode-mode is `{0}`; use native, code or both")]
+    InvalidModeHeader(String),
+    /// The client tried to select a preset or mode under `CODEMODE_CLIENT_SELECT=deny`.
+    #[error("this proxy does not let clients choose {0} (CODEMODE_CLIENT_SELECT=deny); remove it, or ask the operator to bind your x-codemode-scope to a preset")]
+    SelectionDenied(&'static str),
+    /// A code-capable request on the client runtime did not declare `run_code`.
+    #[error("mode `{0}` with CODEMODE_RUNTIME=client needs the client to declare a `run_code` tool, the transport that runs programs; add a function tool named run_code, or use mode native")]
+    MissingRunCode(Mode),
+    /// `n > 1` where calls may be denied.
+    #[error("n = {0} is not supported in a mode that can deny tool calls (each choice would need its own repair); send n = 1, or use mode native")]
+    UnsupportedN(u64),
+    /// Streaming where interception is needed, before it exists.
+    #[error("streaming interception is not available yet: a `stream: true` request in mode `{0}` cannot be checked; send stream: false, or use mode native")]
+    StreamingUnavailable(Mode),
+    /// No route.
+    #[error(
+        "no route for {0}; the proxy serves /v1/*, /preset/NAME/v1/*, /healthz and /codemode/*"
+    )]
+    NotFound(String),
+    /// Wrong method on a proxy endpoint.
+    #[error("{0}")]
+    MethodNotAllowed(&'static str),
+    /// The upstream could not be reached.
+    #[error("the upstream provider could not be reached ({0}); check CODEMODE_UPSTREAM and that the provider is up")]
+    UpstreamUnreachable(String),
+    /// The upstream did not answer in time.
+    #[error("the upstream provider did not answer within {0} s; retry, or raise CODEMODE_UPSTREAM_TIMEOUT_SECS")]
+    UpstreamTimeout(u64),
+    /// The upstream answered something the proxy cannot check.
+    #[error(
+        "the upstream provider sent a response the proxy cannot check ({0}); nothing was passed on"
+    )]
+    UpstreamInvalid(String),
+}
+
+impl ProxyError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::InvalidJson(_)
+            | ProxyError::InvalidRequest(_)
+            | ProxyError::ClientBody(_)
+            | ProxyError::UnknownPreset { .. }
+            | ProxyError::InvalidModeHeader(_)
+            | ProxyError::MissingRunCode(_)
+            | ProxyError::UnsupportedN(_) => StatusCode::BAD_REQUEST,
+            ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::SelectionDenied(_) => StatusCode::FORBIDDEN,
+            ProxyError::StreamingUnavailable(_) => StatusCode::NOT_IMPLEMENTED,
+            ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
+            ProxyError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ProxyError::UpstreamUnreachable(_) | ProxyError::UpstreamInvalid(_) => {
+                StatusCode::BAD_GATEWAY
+            }
+            ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// The OpenAI `type` field.
+    pub fn kind(&self) -> &'static str {
+        match self.status() {
+            StatusCode::FORBIDDEN => "permission_error",
+            StatusCode::NOT_FOUND => "not_found_error",
+            s if s.is_server_error() => "upstream_error",
+            _ => "invalid_request_error",
+        }
+    }
+
+    /// The machine-readable `code` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProxyError::InvalidJson(_) => "invalid_json",
+            ProxyError::InvalidRequest(_) => "invalid_request",
+            ProxyError::ClientBody(_) => "client_body_error",
+            ProxyError::BodyTooLarge { .. } => "body_too_large",
+            ProxyError::UnknownPreset { .. } => "unknown_preset",
+            ProxyError::InvalidModeHeader(_) => "invalid_mode",
+            ProxyError::SelectionDenied(_) => "client_select_denied",
+            ProxyError::MissingRunCode(_) => "run_code_missing",
+            ProxyError::UnsupportedN(_) => "unsupported_n",
+            ProxyError::StreamingUnavailable(_) => "streaming_unavailable",
+            ProxyError::NotFound(_) => "not_found",
+            ProxyError::MethodNotAllowed(_) => "method_not_allowed",
+            ProxyError::UpstreamUnreachable(_) => "upstream_unreachable",
+            ProxyError::UpstreamTimeout(_) => "upstream_timeout",
+            ProxyError::UpstreamInvalid(_) => "upstream_invalid_response",
+        }
+    }
+
+    /// The JSON body: `{"error": {"message", "type", "code"}}`.
+    pub fn body(&self) -> Bytes {
+        let v = json!({"error": {
+            "message": self.to_string(),
+            "type": self.kind(),
+            "param": null,
+            "code": self.code(),
+        }});
+        Bytes::from(v.to_string())
+    }
+
+    /// The whole response.
+    pub fn into_response(self) -> Response<ProxyBody> {
+        let mut res = Response::new(full(self.body()));
+        *res.status_mut() = self.status();
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_openai_shaped() {
+        let e = ProxyError::UnknownPreset {
+            name: "x".into(),
+            known: vec!["standard".into(), "code".into()],
+        };
+        let v: serde_json::Value = serde_json::from_slice(&e.body()).unwrap();
+        assert_eq!(v["error"]["code"], "unknown_preset");
+        assert_eq!(v["error"]["type"], "invalid_request_error");
+        assert!(v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("standard, code"));
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+    }
+}

@@ -1,0 +1,176 @@
+//! `POST /v1/chat/completions`: rewrite, forward, judge, repair.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderValue};
+use http::{Request, Response, Uri};
+use serde_json::Value;
+
+use super::forward::{
+    read_client_body, read_upstream_body, relay, respond_with, send, upstream_headers, upstream_uri,
+};
+use super::{State, Upstream};
+use crate::body::{full, ProxyBody};
+use crate::error::ProxyError;
+use crate::intercept::{add_usage, give_up, judge_completion, Turn};
+use crate::mode::Mode;
+use crate::plan::ToolPlan;
+use crate::rewrite::ChatRequest;
+use crate::select::Selection;
+use crate::splice::Splice;
+
+/// Response header: the mode that governed the request.
+pub const RESPONSE_MODE: &str = "x-codemode-mode";
+/// Response header: the preset that governed the request.
+pub const RESPONSE_PRESET: &str = "x-codemode-preset";
+/// Response header: how many repair rounds ran.
+pub const RESPONSE_REPAIRS: &str = "x-codemode-repairs";
+
+/// Where one request goes upstream, built once and reused by repair rounds.
+struct Target {
+    uri: Uri,
+    headers: HeaderMap,
+}
+
+impl Target {
+    fn request(&self, body: Bytes) -> Request<ProxyBody> {
+        let mut req = Request::new(full(body));
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+pub(crate) async fn chat_completions(
+    state: &State,
+    inner: Upstream,
+    selection: Selection,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
+    let uri = upstream_uri(state, "/v1/chat/completions", &parts.uri)?;
+    let preset = &selection.preset;
+    let timeout = state.config.upstream_timeout;
+
+    // Native with nothing to add or hide: the bytes go through unparsed.
+    if selection.mode == Mode::Native && !preset.restricts_tools() && preset.sections.is_empty() {
+        let target = Target {
+            uri,
+            headers: upstream_headers(state, &parts.headers, false),
+        };
+        let res = send(inner, target.request(bytes), timeout).await?;
+        return Ok(tag(relay(res), &selection, None));
+    }
+
+    let mut chat = ChatRequest::parse(&bytes)?;
+    let plan = state
+        .plans
+        .get_or_build(chat.field("tools"), preset, selection.mode)?;
+    chat.rewrite(&plan, &*state.splices)?;
+
+    if !plan.can_deny() {
+        let target = Target {
+            uri,
+            headers: upstream_headers(state, &parts.headers, true),
+        };
+        let res = send(inner, target.request(chat.to_bytes()), timeout).await?;
+        return Ok(tag(relay(res), &selection, None));
+    }
+    if chat.stream {
+        return Err(ProxyError::StreamingUnavailable(selection.mode));
+    }
+    if chat.n > 1 {
+        return Err(ProxyError::UnsupportedN(chat.n));
+    }
+    let target = Target {
+        uri,
+        headers: upstream_headers(state, &parts.headers, true),
+    };
+    intercepted(state, inner, &target, chat, &plan, &selection).await
+}
+
+/// The checked path: every round's calls are judged; all-denied turns are repaired.
+async fn intercepted(
+    state: &State,
+    inner: Upstream,
+    target: &Target,
+    mut chat: ChatRequest,
+    plan: &ToolPlan,
+    selection: &Selection,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let timeout = state.config.upstream_timeout;
+    let mut usage: Option<Value> = None;
+    let mut repairs = 0u32;
+    loop {
+        let res = send(inner.clone(), target.request(chat.to_bytes()), timeout).await?;
+        let (parts, body) = res.into_parts();
+        let body = read_upstream_body(body, timeout).await?;
+        if !parts.status.is_success() {
+            // Upstream errors reach the client unchanged, whatever the round.
+            return Ok(tag(respond_with(parts, body), selection, Some(repairs)));
+        }
+        let mut completion: Value = serde_json::from_slice(&body)
+            .map_err(|e| ProxyError::UpstreamInvalid(format!("the completion is not JSON: {e}")))?;
+        add_usage(&mut usage, completion.get("usage"));
+        match judge_completion(&mut completion, plan) {
+            Turn::Clean => {}
+            Turn::Mixed {
+                allowed_ids,
+                denied,
+            } => {
+                let splice = Splice {
+                    denied_calls: denied.iter().map(|d| d.call.clone()).collect(),
+                    denials: denied.iter().map(|d| d.tool_message()).collect(),
+                };
+                state.splices.put(&allowed_ids, Arc::new(splice));
+            }
+            Turn::AllDenied { assistant, denied } => {
+                if repairs < state.config.max_repairs {
+                    repairs += 1;
+                    tracing::info!(target: "codemode::repair", round = repairs, scope = %selection.scope, "re-asking the model after denials");
+                    chat.push_message(&assistant);
+                    for d in &denied {
+                        chat.push_message(&d.tool_message());
+                    }
+                    continue;
+                }
+                give_up(&mut completion, &denied);
+            }
+        }
+        if repairs > 0 {
+            if let Some(total) = usage {
+                completion["usage"] = total;
+            }
+        }
+        let bytes = serde_json::to_vec(&completion)
+            .map_err(|e| ProxyError::UpstreamInvalid(e.to_string()))?;
+        return Ok(tag(
+            respond_with(parts, Bytes::from(bytes)),
+            selection,
+            Some(repairs),
+        ));
+    }
+}
+
+/// Adds the response headers that say what governed the request.
+fn tag(
+    mut res: Response<ProxyBody>,
+    selection: &Selection,
+    repairs: Option<u32>,
+) -> Response<ProxyBody> {
+    let h = res.headers_mut();
+    h.insert(
+        RESPONSE_MODE,
+        HeaderValue::from_static(selection.mode.as_str()),
+    );
+    if let Ok(v) = HeaderValue::try_from(selection.preset.name.as_str()) {
+        h.insert(RESPONSE_PRESET, v);
+    }
+    if let Some(n) = repairs {
+        h.insert(RESPONSE_REPAIRS, HeaderValue::from(n));
+    }
+    res
+}

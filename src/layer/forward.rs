@@ -1,0 +1,177 @@
+//! Talking to the upstream: headers, addressing, timeouts, relaying.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, Uri};
+use http_body_util::{BodyExt, Limited};
+use tower::ServiceExt;
+
+use super::{State, Upstream};
+use crate::body::{full, ProxyBody};
+use crate::error::ProxyError;
+use crate::select::HEADER_PREFIX;
+
+/// Headers that describe one connection, not the message (RFC 9110 section 7.6.1).
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+];
+
+/// Removes hop-by-hop headers, including those the `Connection` header names.
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::try_from(t.trim()).ok())
+        .collect();
+    for name in HOP_BY_HOP.iter().chain(named.iter()) {
+        headers.remove(name);
+    }
+    headers.remove(header::UPGRADE);
+}
+
+/// The headers sent upstream for a client request.
+///
+/// `rewritten` drops the body's length and `accept-encoding`: the proxy
+/// must be able to read what comes back.
+pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
+    let mut headers = client.clone();
+    strip_hop_by_hop(&mut headers);
+    headers.remove(header::HOST);
+    let consumed: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with(HEADER_PREFIX))
+        .cloned()
+        .collect();
+    for k in consumed {
+        headers.remove(k);
+    }
+    if rewritten {
+        headers.remove(header::CONTENT_LENGTH);
+        headers.remove(header::ACCEPT_ENCODING);
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    if let Some(key) = &state.config.upstream_api_key {
+        headers.insert(header::AUTHORIZATION, key.clone());
+    }
+    headers
+}
+
+/// The upstream URI for proxy path `path` with the request's query.
+pub(crate) fn upstream_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, ProxyError> {
+    state
+        .config
+        .upstream
+        .uri_for(path, uri.query())
+        .map_err(|e| {
+            ProxyError::InvalidRequest(format!("the request path cannot be forwarded: {e}"))
+        })
+}
+
+/// Sends `req` upstream; a missing answer within `timeout` is a 504.
+pub(crate) async fn send(
+    inner: Upstream,
+    req: Request<ProxyBody>,
+    timeout: Duration,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    match tokio::time::timeout(timeout, inner.oneshot(req)).await {
+        Err(_) => Err(ProxyError::UpstreamTimeout(timeout.as_secs())),
+        Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(error_chain(e.inner()))),
+        Ok(Ok(res)) => Ok(res),
+    }
+}
+
+/// Reads a whole upstream body within `timeout`.
+pub(crate) async fn read_upstream_body(
+    body: ProxyBody,
+    timeout: Duration,
+) -> Result<Bytes, ProxyError> {
+    match tokio::time::timeout(timeout, body.collect()).await {
+        Err(_) => Err(ProxyError::UpstreamTimeout(timeout.as_secs())),
+        Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(format!(
+            "the response body broke off: {}",
+            error_chain(e.inner())
+        ))),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// Reads a client body of at most `limit` bytes.
+pub(crate) async fn read_client_body(
+    headers: &HeaderMap,
+    body: ProxyBody,
+    limit: usize,
+) -> Result<Bytes, ProxyError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ProxyError::BodyTooLarge { limit });
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ProxyError::BodyTooLarge { limit })
+        }
+        Err(e) => Err(ProxyError::ClientBody(error_chain(&*e))),
+    }
+}
+
+/// The upstream response as the client gets it: headers cleaned, body as it comes.
+pub(crate) fn relay(res: Response<ProxyBody>) -> Response<ProxyBody> {
+    let (mut parts, body) = res.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    Response::from_parts(parts, body)
+}
+
+/// A response with `body` and the upstream's headers (length recomputed).
+pub(crate) fn respond_with(mut parts: http::response::Parts, body: Bytes) -> Response<ProxyBody> {
+    strip_hop_by_hop(&mut parts.headers);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, full(body))
+}
+
+/// Any other `/v1/*` request: both bodies stream through unchanged.
+pub(crate) async fn passthrough(
+    state: &State,
+    inner: Upstream,
+    path: String,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let (parts, body) = req.into_parts();
+    let mut up = Request::new(body);
+    *up.method_mut() = parts.method;
+    *up.uri_mut() = upstream_uri(state, &path, &parts.uri)?;
+    *up.headers_mut() = upstream_headers(state, &parts.headers, false);
+    let res = send(inner, up, state.config.upstream_timeout).await?;
+    Ok(relay(res))
+}
+
+/// An error and its sources, for messages (none of which carry secrets).
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}

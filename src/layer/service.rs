@@ -1,0 +1,102 @@
+//! The service: routes each request to its endpoint.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{Method, Request, Response};
+
+use super::{admin, chat, forward, State, Upstream};
+use crate::body::{boxed, BoxError, ProxyBody};
+use crate::error::ProxyError;
+use crate::select::{select, split_preset_path};
+
+/// The proxy as a tower service; built by [`super::CodeModeLayer`].
+#[derive(Clone)]
+pub struct CodeModeService {
+    inner: Upstream,
+    state: Arc<State>,
+}
+
+impl CodeModeService {
+    pub(crate) fn new(inner: Upstream, state: Arc<State>) -> CodeModeService {
+        CodeModeService { inner, state }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for CodeModeService
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<ProxyBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<ProxyBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // A chat request may call the upstream several times (repair rounds),
+        // so each call drives a clone of it to readiness inside its future,
+        // where an upstream failure can become a 502 instead of a dropped
+        // connection.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        let state = self.state.clone();
+        let req = req.map(boxed);
+        Box::pin(async move {
+            Ok(route(state, inner, req)
+                .await
+                .unwrap_or_else(ProxyError::into_response))
+        })
+    }
+}
+
+async fn route(
+    state: Arc<State>,
+    inner: Upstream,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let full_path = req.uri().path().to_owned();
+    let (path_preset, path) = match split_preset_path(&full_path) {
+        Some((name, rest)) => (Some(name), rest),
+        None => (None, full_path.as_str()),
+    };
+    let is_api = path == "/v1" || path.starts_with("/v1/");
+    match (req.method(), path) {
+        (&Method::GET, "/healthz") if path_preset.is_none() => Ok(admin::healthz()),
+        (&Method::GET, "/codemode/presets") => Ok(admin::presets(&state)),
+        (&Method::POST, "/codemode/dry-run") => admin::dry_run(&state, path_preset, req).await,
+        (_, "/healthz" | "/codemode/presets" | "/codemode/dry-run") => {
+            Err(ProxyError::MethodNotAllowed(
+                "use GET for /healthz and /codemode/presets, POST for /codemode/dry-run",
+            ))
+        }
+        (&Method::POST, "/v1/chat/completions") => {
+            let selection = select(
+                req.headers(),
+                path_preset,
+                &state.config.catalog,
+                state.config.client_select,
+            )?;
+            chat::chat_completions(&state, inner, selection, req).await
+        }
+        _ if is_api => {
+            // Selection is checked so a mistyped preset path fails loudly here too.
+            select(
+                req.headers(),
+                path_preset,
+                &state.config.catalog,
+                state.config.client_select,
+            )?;
+            forward::passthrough(&state, inner, path.to_owned(), req).await
+        }
+        _ => Err(ProxyError::NotFound(format!(
+            "{} {full_path}",
+            req.method()
+        ))),
+    }
+}

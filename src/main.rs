@@ -1,0 +1,69 @@
+//! The `codemode-proxy` binary: configuration, the stack, serve.
+
+use std::process::ExitCode;
+
+use codemode_proxy::{server, Config};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprint!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("codemode-proxy: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("codemode-proxy: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(config: Config) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let addr = listener.local_addr()?;
+    tracing::info!(
+        upstream = %config.upstream,
+        mode = %config.default_mode,
+        runtime = config.runtime.as_str(),
+        "codemode-proxy listening on http://{addr}"
+    );
+    // Tests and scripts read this line to find a port-0 listener.
+    println!("listening on {addr}");
+    let service = server::stack(config)?;
+    server::serve(listener, service, shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

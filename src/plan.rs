@@ -1,0 +1,310 @@
+//! The tool plan of a request: what the model sees and how its calls are judged.
+//!
+//! A plan depends only on the client's `tools` text, the preset and the
+//! mode, so it is built once per distinct tool set and cached: repeated
+//! requests of an agent (the same tools every turn) do not re-render the SDK.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::classify::Visibility;
+use crate::error::ProxyError;
+use crate::mode::{Mode, RUN_CODE};
+use crate::preset::Preset;
+use crate::sdk::ToolSchema;
+use crate::sections::{self, RenderedSection};
+use crate::wire::raw_array;
+
+/// Everything the proxy derives from one request's tool set.
+#[derive(Debug)]
+pub struct ToolPlan {
+    /// The mode the plan was built for.
+    pub mode: Mode,
+    visible: HashSet<String>,
+    hidden: HashSet<String>,
+    /// The `tools` array for the wire, when it differs from the client's.
+    pub wire_tools: Option<Box<RawValue>>,
+    /// Every section that applies, in order (for dry-run).
+    pub sections: Vec<RenderedSection>,
+    /// The text appended to the system prompt (may be empty).
+    pub prompt: String,
+}
+
+impl ToolPlan {
+    /// Builds the plan for the raw `tools` value of a request.
+    pub fn build(
+        tools: Option<&RawValue>,
+        preset: &Preset,
+        mode: Mode,
+    ) -> Result<ToolPlan, ProxyError> {
+        let entries = parse_tools(tools)?;
+        let run_code = entries.iter().find(|e| e.schema.name == RUN_CODE);
+        let (shown, hidden): (Vec<&ToolEntry>, Vec<&ToolEntry>) = entries
+            .iter()
+            .filter(|e| e.schema.name != RUN_CODE)
+            .partition(|e| preset.shows(&e.schema.name));
+        let has_tools = !entries.is_empty();
+        let code_tools = has_tools && mode.is_code_capable();
+        if code_tools && run_code.is_none() {
+            return Err(ProxyError::MissingRunCode(mode));
+        }
+        let wire: Option<Vec<&RawValue>> = match mode {
+            Mode::Code if has_tools => Some(run_code.map(|e| e.raw.as_ref()).into_iter().collect()),
+            Mode::Native | Mode::Both if !hidden.is_empty() => Some(
+                entries
+                    .iter()
+                    .filter(|e| e.schema.name == RUN_CODE || preset.shows(&e.schema.name))
+                    .map(|e| e.raw.as_ref())
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let wire_tools = match wire {
+            Some(items) => Some(
+                RawValue::from_string(raw_array(items))
+                    .map_err(|e| ProxyError::InvalidRequest(format!("`tools`: {e}")))?,
+            ),
+            None => None,
+        };
+        let visible_schemas: Vec<ToolSchema> = shown.iter().map(|e| e.schema.clone()).collect();
+        let sections = sections::render(preset, mode, &visible_schemas, code_tools);
+        let prompt = sections::join(&sections);
+        Ok(ToolPlan {
+            mode,
+            visible: shown.iter().map(|e| e.schema.name.clone()).collect(),
+            hidden: hidden.iter().map(|e| e.schema.name.clone()).collect(),
+            wire_tools,
+            sections,
+            prompt,
+        })
+    }
+
+    /// How `name` relates to this request's tools.
+    pub fn visibility(&self, name: &str) -> Visibility {
+        if self.visible.contains(name) {
+            Visibility::Visible
+        } else if self.hidden.contains(name) {
+            Visibility::Hidden
+        } else {
+            Visibility::Undeclared
+        }
+    }
+
+    /// Whether any call the model makes could be denied, so responses must be checked.
+    pub fn can_deny(&self) -> bool {
+        self.mode == Mode::Code || !self.hidden.is_empty()
+    }
+
+    /// Whether the wire carries a tool named `name`.
+    pub fn on_wire(&self, name: &str) -> bool {
+        match self.mode {
+            Mode::Code => name == RUN_CODE,
+            Mode::Native | Mode::Both => !self.hidden.contains(name),
+        }
+    }
+}
+
+struct ToolEntry {
+    raw: Box<RawValue>,
+    schema: ToolSchema,
+}
+
+#[derive(Deserialize)]
+struct ToolIn {
+    function: Option<FunctionIn>,
+    name: Option<String>,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct FunctionIn {
+    name: String,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
+    let Some(tools) = tools.filter(|t| t.get() != "null") else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<Box<RawValue>> = serde_json::from_str(tools.get()).map_err(|_| {
+        ProxyError::InvalidRequest("`tools` must be an array of tool objects".to_owned())
+    })?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, raw) in items.into_iter().enumerate() {
+        let t: ToolIn = serde_json::from_str(raw.get()).map_err(|e| {
+            ProxyError::InvalidRequest(format!("`tools[{i}]` is not a tool object: {e}"))
+        })?;
+        // Function tools carry their fields under `function`; custom tools at the top.
+        let (name, description, parameters) = match t.function {
+            Some(f) => (f.name, f.description, f.parameters),
+            None => match t.name {
+                Some(n) => (n, t.description, t.parameters),
+                None => {
+                    return Err(ProxyError::InvalidRequest(format!(
+                        "`tools[{i}]` has no name; give it `function.name`"
+                    )))
+                }
+            },
+        };
+        out.push(ToolEntry {
+            raw,
+            schema: ToolSchema {
+                name,
+                description,
+                parameters: parameters.unwrap_or_else(|| Value::Object(Default::default())),
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Plans by tool set, preset and mode; bounded, cleared whole when full.
+pub struct PlanCache {
+    entries: Mutex<HashMap<u64, CachedPlan>>,
+    capacity: usize,
+}
+
+struct CachedPlan {
+    tools_text: Box<str>,
+    preset: String,
+    mode: Mode,
+    plan: Arc<ToolPlan>,
+}
+
+impl PlanCache {
+    /// A cache holding at most `capacity` plans.
+    pub fn new(capacity: usize) -> PlanCache {
+        PlanCache {
+            entries: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The plan for this tool set, preset and mode, built on a miss.
+    pub fn get_or_build(
+        &self,
+        tools: Option<&RawValue>,
+        preset: &Preset,
+        mode: Mode,
+    ) -> Result<Arc<ToolPlan>, ProxyError> {
+        let text = tools.map_or("", RawValue::get);
+        let mut h = DefaultHasher::new();
+        (text, preset.name.as_str(), mode).hash(&mut h);
+        let key = h.finish();
+        if let Some(hit) = self.lookup(key, text, &preset.name, mode) {
+            return Ok(hit);
+        }
+        let plan = Arc::new(ToolPlan::build(tools, preset, mode)?);
+        let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= self.capacity {
+            map.clear();
+        }
+        map.insert(
+            key,
+            CachedPlan {
+                tools_text: text.into(),
+                preset: preset.name.clone(),
+                mode,
+                plan: plan.clone(),
+            },
+        );
+        Ok(plan)
+    }
+
+    fn lookup(&self, key: u64, text: &str, preset: &str, mode: Mode) -> Option<Arc<ToolPlan>> {
+        let map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&key)
+            .filter(|c| c.mode == mode && c.preset == preset && &*c.tools_text == text)
+            .map(|c| c.plan.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::{Catalog, ConfigFile};
+
+    const TOOLS: &str = r#"[
+        {"type":"function","function":{"name":"read","description":"Read.","parameters":{"type":"object"}}},
+        {"type":"function","function":{"name":"bash","parameters":{"type":"object"}}},
+        {"type":"function","function":{"name":"run_code","parameters":{"type":"object"}}}
+    ]"#;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    fn preset(toml_text: &str, name: &str) -> Arc<Preset> {
+        let file: ConfigFile = toml::from_str(toml_text).unwrap();
+        Catalog::build(Mode::Code, file)
+            .unwrap()
+            .get(name)
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn code_mode_wire_carries_only_run_code() {
+        let plan = ToolPlan::build(Some(&raw(TOOLS)), &preset("", "code"), Mode::Code).unwrap();
+        let wire: Vec<Value> =
+            serde_json::from_str(plan.wire_tools.as_ref().unwrap().get()).unwrap();
+        assert_eq!(wire.len(), 1);
+        assert_eq!(wire[0]["function"]["name"], "run_code");
+        assert_eq!(plan.visibility("read"), Visibility::Visible);
+        assert!(plan.prompt.contains("read(args?: Record<string, unknown>)"));
+        assert!(plan.can_deny());
+    }
+
+    #[test]
+    fn deny_lists_hide_tools_in_every_mode() {
+        let p = preset("[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n", "safe");
+        for mode in [Mode::Native, Mode::Both] {
+            let plan = ToolPlan::build(Some(&raw(TOOLS)), &p, mode).unwrap();
+            assert_eq!(plan.visibility("bash"), Visibility::Hidden);
+            let wire = plan.wire_tools.as_ref().unwrap().get();
+            assert!(!wire.contains("bash") && wire.contains("read"), "{wire}");
+            assert!(plan.can_deny());
+        }
+    }
+
+    #[test]
+    fn code_mode_without_client_run_code_is_refused() {
+        let tools = r#"[{"type":"function","function":{"name":"read"}}]"#;
+        let err = ToolPlan::build(Some(&raw(tools)), &preset("", "code"), Mode::Code).unwrap_err();
+        assert_eq!(err.code(), "run_code_missing");
+    }
+
+    #[test]
+    fn native_without_restrictions_leaves_the_wire_alone() {
+        let plan =
+            ToolPlan::build(Some(&raw(TOOLS)), &preset("", "standard"), Mode::Native).unwrap();
+        assert!(plan.wire_tools.is_none());
+        assert!(!plan.can_deny());
+        assert!(plan.prompt.is_empty());
+    }
+
+    #[test]
+    fn cache_returns_the_same_plan_for_the_same_tools() {
+        let cache = PlanCache::new(4);
+        let p = preset("", "code");
+        let a = cache
+            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code)
+            .unwrap();
+        let b = cache
+            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code)
+            .unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = cache
+            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Both)
+            .unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+    }
+}

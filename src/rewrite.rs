@@ -1,0 +1,203 @@
+//! Request rewrite: the wire tools, `tool_choice`, spliced denials and the
+//! prompt sections (design.md sections 4-6).
+//!
+//! Messages the proxy does not change stay the bytes the client sent; only
+//! the first system message and assistant turns with stored denials are
+//! parsed into trees.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::error::ProxyError;
+use crate::mode::{Mode, RUN_CODE};
+use crate::plan::ToolPlan;
+use crate::splice::SpliceStore;
+use crate::wire::{raw_array, to_raw, RawObject};
+
+/// A chat-completions request, parsed only as deep as the proxy needs.
+#[derive(Debug)]
+pub struct ChatRequest {
+    object: RawObject,
+    /// The messages, each still the client's bytes unless rewritten.
+    pub messages: Vec<Box<RawValue>>,
+    /// `stream: true`.
+    pub stream: bool,
+    /// The `n` field (1 when absent).
+    pub n: u64,
+}
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+}
+
+impl ChatRequest {
+    /// Parses a request body.
+    pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
+        let object = RawObject::parse(bytes).map_err(|e| ProxyError::InvalidJson(e.to_string()))?;
+        let messages: Vec<Box<RawValue>> = match object.get("messages") {
+            Some(m) => serde_json::from_str(m.get()).map_err(|_| {
+                ProxyError::InvalidRequest("`messages` must be an array of message objects".into())
+            })?,
+            None => {
+                return Err(ProxyError::InvalidRequest(
+                    "the request has no `messages`; send the conversation as `messages`".into(),
+                ))
+            }
+        };
+        let stream = object
+            .get("stream")
+            .is_some_and(|s| s.get().trim() == "true");
+        let n = match object.get("n") {
+            None => 1,
+            Some(raw) => match serde_json::from_str::<Option<u64>>(raw.get()) {
+                Ok(n) => n.unwrap_or(1),
+                Err(_) => {
+                    return Err(ProxyError::InvalidRequest(
+                        "`n` must be a positive integer".into(),
+                    ))
+                }
+            },
+        };
+        Ok(ChatRequest {
+            object,
+            messages,
+            stream,
+            n,
+        })
+    }
+
+    /// The raw value of a top-level field.
+    pub fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    /// Serialises the request with its current messages.
+    pub fn to_bytes(&self) -> Bytes {
+        let messages = raw_array(self.messages.iter().map(AsRef::as_ref));
+        Bytes::from(self.object.to_vec_with("messages", Some(&messages)))
+    }
+
+    /// Appends a message (a repair round's assistant turn or denial).
+    pub fn push_message(&mut self, message: &Value) {
+        self.messages.push(to_raw(message));
+    }
+
+    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
+    pub fn rewrite(
+        &mut self,
+        plan: &ToolPlan,
+        splices: &dyn SpliceStore,
+    ) -> Result<(), ProxyError> {
+        if let Some(tools) = &plan.wire_tools {
+            self.object.set("tools", tools.clone());
+        }
+        self.rewrite_tool_choice(plan);
+        if !splices.is_empty() {
+            self.splice_denials(splices)?;
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(&plan.prompt)?;
+        }
+        Ok(())
+    }
+
+    /// A forced tool the wire does not carry becomes one it can satisfy.
+    fn rewrite_tool_choice(&mut self, plan: &ToolPlan) {
+        let Some(choice) = self.object.get("tool_choice") else {
+            return;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(choice.get()) else {
+            return;
+        };
+        let forced = v
+            .pointer("/function/name")
+            .or_else(|| v.get("name"))
+            .and_then(Value::as_str);
+        match forced {
+            Some(name) if !plan.on_wire(name) => {
+                let replacement = match plan.mode {
+                    // The forced tool is reached through run_code: force that.
+                    Mode::Code => json!({"type": "function", "function": {"name": RUN_CODE}}),
+                    Mode::Native | Mode::Both => json!("auto"),
+                };
+                self.object.set("tool_choice", to_raw(&replacement));
+            }
+            _ => {}
+        }
+    }
+
+    fn splice_denials(&mut self, splices: &dyn SpliceStore) -> Result<(), ProxyError> {
+        let mut i = 0;
+        while i < self.messages.len() {
+            let raw = self.messages[i].get();
+            if !raw.contains("\"tool_calls\"") || !is_role(raw, "assistant") {
+                i += 1;
+                continue;
+            }
+            let mut msg: Value = serde_json::from_str(raw)
+                .map_err(|e| ProxyError::InvalidRequest(format!("messages[{i}]: {e}")))?;
+            let hit = msg["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.get("id").and_then(Value::as_str))
+                .find_map(|id| splices.get(id));
+            let Some(splice) = hit else {
+                i += 1;
+                continue;
+            };
+            if let Some(calls) = msg["tool_calls"].as_array_mut() {
+                calls.extend(splice.denied_calls.iter().cloned());
+            }
+            self.messages[i] = to_raw(&msg);
+            // The denials follow the tool results the client sent for this turn.
+            let mut end = i + 1;
+            while end < self.messages.len() && is_role(self.messages[end].get(), "tool") {
+                end += 1;
+            }
+            let denials: Vec<Box<RawValue>> = splice.denials.iter().map(to_raw).collect();
+            let added = denials.len();
+            self.messages.splice(end..end, denials);
+            i = end + added;
+        }
+        Ok(())
+    }
+
+    fn append_prompt(&mut self, prompt: &str) -> Result<(), ProxyError> {
+        let first = self
+            .messages
+            .iter()
+            .position(|m| is_role(m.get(), "system") || is_role(m.get(), "developer"));
+        let Some(i) = first else {
+            self.messages
+                .insert(0, to_raw(&json!({"role": "system", "content": prompt})));
+            return Ok(());
+        };
+        let mut msg: Value = serde_json::from_str(self.messages[i].get())
+            .map_err(|e| ProxyError::InvalidRequest(format!("messages[{i}]: {e}")))?;
+        match msg.get_mut("content") {
+            Some(Value::String(s)) if !s.is_empty() => {
+                s.push_str("\n\n");
+                s.push_str(prompt);
+            }
+            Some(Value::Array(parts)) => parts.push(json!({"type": "text", "text": prompt})),
+            _ => msg["content"] = Value::String(prompt.to_owned()),
+        }
+        self.messages[i] = to_raw(&msg);
+        Ok(())
+    }
+}
+
+/// Whether a raw message has role `role` (false for anything unparsable).
+fn is_role(raw: &str, role: &str) -> bool {
+    serde_json::from_str::<Head<'_>>(raw).is_ok_and(|h| h.role.as_deref() == Some(role))
+}
+
+#[cfg(test)]
+mod tests;

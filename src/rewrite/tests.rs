@@ -1,0 +1,148 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::preset::Catalog;
+use crate::splice::{MemorySpliceStore, Splice};
+
+const TOOLS: &str = r#"[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}},{"type":"function","function":{"name":"run_code","parameters":{"type":"object"}}}]"#;
+
+fn request(messages: Value, extra: &str) -> Vec<u8> {
+    format!(r#"{{"model":"m","messages":{messages},"tools":{TOOLS}{extra},"vendor_x":{{"k":1}}}}"#)
+        .into_bytes()
+}
+
+fn plan(mode: Mode) -> ToolPlan {
+    let c = Catalog::builtin(Mode::Code);
+    let raw = RawValue::from_string(TOOLS.into()).unwrap();
+    ToolPlan::build(Some(&raw), c.get("standard").unwrap(), mode).unwrap()
+}
+
+fn store() -> MemorySpliceStore {
+    MemorySpliceStore::new(Duration::from_secs(60), 100)
+}
+
+fn rewritten(body: &[u8], mode: Mode, splices: &dyn SpliceStore) -> Value {
+    let mut chat = ChatRequest::parse(body).unwrap();
+    chat.rewrite(&plan(mode), splices).unwrap();
+    serde_json::from_slice(&chat.to_bytes()).unwrap()
+}
+
+#[test]
+fn code_mode_appends_sections_to_the_first_system_message() {
+    let body = request(
+        json!([{"role": "system", "content": "Be kind."}, {"role": "user", "content": "hi"}]),
+        "",
+    );
+    let v = rewritten(&body, Mode::Code, &store());
+    let system = v["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("Be kind.\n\n# Tool mode: code"),
+        "{system}"
+    );
+    assert_eq!(v["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(v["vendor_x"], json!({"k": 1}));
+    assert_eq!(v["messages"][1], json!({"role": "user", "content": "hi"}));
+}
+
+#[test]
+fn content_part_arrays_get_a_text_part() {
+    let body = request(
+        json!([{"role": "developer", "content": [{"type": "text", "text": "A"}]}]),
+        "",
+    );
+    let v = rewritten(&body, Mode::Code, &store());
+    let parts = v["messages"][0]["content"].as_array().unwrap();
+    assert_eq!(parts.len(), 2);
+    assert!(parts[1]["text"].as_str().unwrap().contains("run_code"));
+}
+
+#[test]
+fn a_system_message_is_added_when_there_is_none() {
+    let body = request(json!([{"role": "user", "content": "hi"}]), "");
+    let v = rewritten(&body, Mode::Code, &store());
+    assert_eq!(v["messages"][0]["role"], "system");
+    assert_eq!(v["messages"][1]["role"], "user");
+}
+
+#[test]
+fn forced_native_tool_becomes_run_code_in_code_mode() {
+    let body = request(
+        json!([]),
+        r#","tool_choice":{"type":"function","function":{"name":"read"}}"#,
+    );
+    let v = rewritten(&body, Mode::Code, &store());
+    assert_eq!(
+        v["tool_choice"],
+        json!({"type": "function", "function": {"name": "run_code"}})
+    );
+    let v = rewritten(&body, Mode::Both, &store());
+    assert_eq!(v["tool_choice"]["function"]["name"], "read");
+}
+
+#[test]
+fn stored_denials_are_spliced_after_the_turns_results() {
+    let s = store();
+    s.put(
+        &["keep".into()],
+        Arc::new(Splice {
+            denied_calls: vec![json!({"id": "gone", "type": "function", "function": {"name": "read", "arguments": "{}"}})],
+            denials: vec![json!({"role": "tool", "tool_call_id": "gone", "content": "UNKNOWN_TOOL: x"})],
+        }),
+    );
+    let body = request(
+        json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "keep", "type": "function", "function": {"name": "run_code", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "keep", "content": "ok"},
+            {"role": "user", "content": "next"}
+        ]),
+        "",
+    );
+    let v = rewritten(&body, Mode::Code, &s);
+    let m = v["messages"].as_array().unwrap();
+    let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        vec!["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    assert_eq!(m[2]["tool_calls"].as_array().unwrap().len(), 2);
+    assert_eq!(m[4]["tool_call_id"], "gone");
+}
+
+#[test]
+fn bad_bodies_are_clear_errors() {
+    assert_eq!(
+        ChatRequest::parse(b"{nope").unwrap_err().code(),
+        "invalid_json"
+    );
+    assert_eq!(
+        ChatRequest::parse(b"{\"model\":\"m\"}").unwrap_err().code(),
+        "invalid_request"
+    );
+    assert_eq!(
+        ChatRequest::parse(b"{\"messages\":3}").unwrap_err().code(),
+        "invalid_request"
+    );
+}
+
+#[test]
+fn rewriting_is_byte_stable() {
+    let body = request(
+        json!([{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}]),
+        "",
+    );
+    let a = {
+        let mut c = ChatRequest::parse(&body).unwrap();
+        c.rewrite(&plan(Mode::Code), &store()).unwrap();
+        c.to_bytes()
+    };
+    let b = {
+        let mut c = ChatRequest::parse(&body).unwrap();
+        c.rewrite(&plan(Mode::Code), &store()).unwrap();
+        c.to_bytes()
+    };
+    assert_eq!(a, b);
+}

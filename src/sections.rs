@@ -1,0 +1,184 @@
+//! System-prompt sections (design.md section 4): which render, in what order.
+
+use serde::Serialize;
+
+use crate::mode::{Mode, RUN_CODE};
+use crate::preset::Preset;
+use crate::sdk::{render_declarations, ToolSchema};
+
+/// Id of the section stating that only `run_code` is callable.
+pub const CODE_ONLY_ID: &str = "tools:code-only";
+/// Its order: ahead of the tool guidance band, so the rule is read first.
+pub const CODE_ONLY_ORDER: i32 = 99;
+/// Id of the SDK section.
+pub const SDK_ID: &str = "tools:sdk";
+/// Its order, inside the tool guidance band.
+pub const SDK_ORDER: i32 = 150;
+
+/// A section as rendered for one request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RenderedSection {
+    /// The section id.
+    pub id: String,
+    /// Its order.
+    pub order: i32,
+    /// The rendered text; empty when the section renders nothing for this mode.
+    pub text: String,
+}
+
+/// Renders every section that applies, in ascending order (ties keep config order).
+///
+/// `visible` are the native tools the model can reach; `code_tools` says
+/// whether the SDK and the code-only rule apply (a code-capable mode with
+/// tools to reach).
+pub fn render(
+    preset: &Preset,
+    mode: Mode,
+    visible: &[ToolSchema],
+    code_tools: bool,
+) -> Vec<RenderedSection> {
+    let mut out = Vec::with_capacity(preset.sections.len() + 2);
+    if code_tools {
+        out.push(RenderedSection {
+            id: CODE_ONLY_ID.to_owned(),
+            order: CODE_ONLY_ORDER,
+            text: match mode {
+                Mode::Code => code_only_text(visible),
+                // In `both` native calls do execute: stating the rule would be false.
+                Mode::Both | Mode::Native => String::new(),
+            },
+        });
+        out.push(RenderedSection {
+            id: SDK_ID.to_owned(),
+            order: SDK_ORDER,
+            text: sdk_text(visible),
+        });
+    }
+    for s in &preset.sections {
+        if let Some(tool) = s.tool() {
+            if !visible.iter().any(|t| t.name == tool) {
+                continue;
+            }
+        }
+        out.push(RenderedSection {
+            id: s.id.clone(),
+            order: s.order,
+            text: s.text.clone(),
+        });
+    }
+    out.sort_by_key(|s| s.order);
+    out
+}
+
+/// The text appended to the system prompt: the non-empty sections joined.
+pub fn join(sections: &[RenderedSection]) -> String {
+    let texts: Vec<&str> = sections
+        .iter()
+        .map(|s| s.text.trim_end())
+        .filter(|t| !t.is_empty())
+        .collect();
+    texts.join("\n\n")
+}
+
+fn code_only_text(visible: &[ToolSchema]) -> String {
+    let names: Vec<&str> = visible.iter().map(|t| t.name.as_str()).collect();
+    format!(
+        "# Tool mode: code\n\nThe only tool you can call directly is `{RUN_CODE}`. Every other tool \
+         named in this prompt ({}) is reached from inside a {RUN_CODE} program as \
+         `await tools.<name>(args)`, never as a direct tool call: a direct call fails with \
+         UNKNOWN_TOOL.",
+        names.join(", ")
+    )
+}
+
+fn sdk_text(visible: &[ToolSchema]) -> String {
+    format!(
+        "# Tools available inside run_code\n\nA {RUN_CODE} program is the body of an async \
+         function. Each tool below is an async function on the `tools` object; it resolves to \
+         the tool's result text. Names that are not JavaScript identifiers use bracket access: \
+         `await tools[\"name\"](args)`. Run independent calls together with `Promise.all`.\n\n\
+         ```typescript\n{}```",
+        render_declarations(visible)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::{Catalog, ConfigFile};
+    use serde_json::json;
+
+    fn tools() -> Vec<ToolSchema> {
+        vec![ToolSchema {
+            name: "read".into(),
+            description: Some("Read a file.".into()),
+            parameters: json!({"type": "object"}),
+        }]
+    }
+
+    fn preset_with_guidance() -> std::sync::Arc<Preset> {
+        let file: ConfigFile = toml::from_str(
+            r#"
+            [[section]]
+            id = "tool:read"
+            order = 110
+            text = "Prefer read over cat."
+            [[section]]
+            id = "tool:bash"
+            order = 120
+            text = "Bash guidance."
+            [[section]]
+            id = "house"
+            order = 500
+            text = "House rules."
+            "#,
+        )
+        .unwrap();
+        Catalog::build(Mode::Code, file)
+            .unwrap()
+            .get("standard")
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn code_mode_orders_rule_guidance_sdk_operator() {
+        let s = render(&preset_with_guidance(), Mode::Code, &tools(), true);
+        let ids: Vec<_> = s.iter().map(|s| (s.id.as_str(), s.order)).collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("tools:code-only", 99),
+                ("tool:read", 110),
+                ("tools:sdk", 150),
+                ("house", 500)
+            ]
+        );
+        assert!(s[0]
+            .text
+            .contains("only tool you can call directly is `run_code`"));
+        assert!(s[0].text.contains("(read)"));
+    }
+
+    #[test]
+    fn both_mode_renders_the_rule_empty() {
+        let s = render(&preset_with_guidance(), Mode::Both, &tools(), true);
+        assert_eq!(s[0].id, CODE_ONLY_ID);
+        assert_eq!(s[0].text, "");
+        assert!(!join(&s).contains("Tool mode: code"));
+    }
+
+    #[test]
+    fn native_mode_has_only_operator_sections() {
+        let s = render(&preset_with_guidance(), Mode::Native, &tools(), false);
+        let ids: Vec<_> = s.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, vec!["tool:read", "house"]);
+    }
+
+    #[test]
+    fn rendering_is_byte_stable() {
+        let a = join(&render(&preset_with_guidance(), Mode::Code, &tools(), true));
+        let b = join(&render(&preset_with_guidance(), Mode::Code, &tools(), true));
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,91 @@
+//! The binary's shell: an HTTP client for the upstream and a hyper server.
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tower::Layer;
+
+use crate::body::ProxyBody;
+use crate::config::Config;
+use crate::layer::{CodeModeLayer, CodeModeService};
+
+/// The pooled upstream client: rustls with the system's roots for `https`, plain `http` too.
+pub type HttpClient = Client<HttpsConnector<HttpConnector>, ProxyBody>;
+
+/// Builds the upstream client; fails when the system has no TLS roots.
+pub fn http_client(config: &Config) -> io::Result<HttpClient> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(config.connect_timeout));
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_native_roots()?
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(https))
+}
+
+/// The whole stack: the Code Mode layer over the upstream client.
+pub fn stack(config: Config) -> io::Result<CodeModeService> {
+    let client = http_client(&config)?;
+    Ok(CodeModeLayer::new(config).layer(client))
+}
+
+/// Serves `service` on `listener` until `shutdown` resolves, then drains connections.
+pub async fn serve(
+    listener: TcpListener,
+    service: CodeModeService,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let builder = auto::Builder::new(TokioExecutor::new());
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Running out of file descriptors must not end the server.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let conn = builder.serve_connection_with_upgrades(
+                    TokioIo::new(stream),
+                    TowerToHyperService::new(service.clone()),
+                );
+                let conn = graceful.watch(conn.into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(Duration::from_secs(10)) => {
+            tracing::warn!("connections still open after 10 s; exiting");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! JSON wire helpers: an ordered top-level object whose values stay raw.
+//!
+//! The proxy touches a handful of fields of a chat-completions body; the rest
+//! (and every message it does not change) is carried as the bytes the client
+//! sent, so unknown fields pass through and nothing is re-printed needlessly.
+
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A JSON object with its keys in the client's order and its values unparsed.
+#[derive(Debug, Default)]
+pub struct RawObject {
+    fields: Vec<(String, Box<RawValue>)>,
+}
+
+impl RawObject {
+    /// Parses the top level of `bytes`, which must be a JSON object.
+    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// The raw value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// Replaces `key` in place, or appends it when absent.
+    pub fn set(&mut self, key: &str, value: Box<RawValue>) {
+        match self.fields.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.fields.push((key.to_owned(), value)),
+        }
+    }
+
+    /// Removes `key`, if present.
+    pub fn remove(&mut self, key: &str) {
+        self.fields.retain(|(k, _)| k != key);
+    }
+
+    /// Serialises the object, replacing `key` by `override_value` when given.
+    pub fn to_vec_with(&self, key: &str, override_value: Option<&str>) -> Vec<u8> {
+        let size: usize = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum();
+        let mut out = Vec::with_capacity(size + override_value.map_or(0, str::len) + 2);
+        out.push(b'{');
+        let mut first = true;
+        for (k, v) in &self.fields {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_json_string(&mut out, k);
+            out.push(b':');
+            let text = match override_value {
+                Some(o) if k == key => o,
+                _ => v.get(),
+            };
+            out.extend_from_slice(text.as_bytes());
+        }
+        out.push(b'}');
+        out
+    }
+
+    /// Serialises the object as it stands.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.to_vec_with("", None)
+    }
+}
+
+/// Writes `s` as a JSON string literal.
+pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    // Serialising a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// Joins raw JSON values into the text of a JSON array.
+pub fn raw_array<'a>(items: impl IntoIterator<Item = &'a RawValue>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item.get());
+    }
+    out.push(']');
+    out
+}
+
+/// Turns a serialisable value into a raw JSON value.
+pub fn to_raw<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    // The values serialised here are serde_json values and plain structs,
+    // which cannot fail; `null` keeps the function total all the same.
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjVisitor;
+        impl<'de> Visitor<'de> for ObjVisitor {
+            type Value = RawObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawObject, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+                    fields.push((k, v));
+                }
+                Ok(RawObject { fields })
+            }
+        }
+        d.deserialize_map(ObjVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_and_order_survive_a_round_trip() {
+        let body = br#"{"model":"m","x_vendor":{"a":[1,2]},"messages":[],"temperature":0.5}"#;
+        let obj = RawObject::parse(body).unwrap();
+        assert_eq!(obj.to_vec(), body.to_vec());
+    }
+
+    #[test]
+    fn override_replaces_only_the_named_key() {
+        let obj = RawObject::parse(br#"{"a":1,"b":2}"#).unwrap();
+        assert_eq!(
+            obj.to_vec_with("b", Some("[3]")),
+            br#"{"a":1,"b":[3]}"#.to_vec()
+        );
+    }
+
+    #[test]
+    fn non_objects_are_rejected() {
+        assert!(RawObject::parse(b"[1,2]").is_err());
+        assert!(RawObject::parse(b"{\"a\":").is_err());
+    }
+}
