@@ -1,0 +1,213 @@
+//! Shared harness: a wiremock provider, the proxy on port 0, request builders.
+#![allow(dead_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use codemode_proxy::{server, Config};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// The proxy, serving in this process until dropped.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub http: reqwest::Client,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Proxy {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// POSTs `body` to /v1/chat/completions with extra headers.
+    pub async fn chat(&self, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+        self.post("/v1/chat/completions", body, headers).await
+    }
+
+    pub async fn post(
+        &self,
+        path: &str,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self.http.post(self.url(path)).json(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.expect("the proxy answers")
+    }
+}
+
+pub fn config(upstream: &str, vars: &[(&str, &str)]) -> Config {
+    let mut map: HashMap<String, String> = HashMap::new();
+    map.insert("CODEMODE_UPSTREAM".into(), upstream.into());
+    map.insert("CODEMODE_LISTEN".into(), "127.0.0.1:0".into());
+    for (k, v) in vars {
+        map.insert(k.to_string(), v.to_string());
+    }
+    Config::from_lookup(|k| map.get(k).cloned()).expect("valid test config")
+}
+
+/// Starts the proxy in front of `provider` (its `/v1` is the upstream base).
+pub async fn start(provider: &MockServer, vars: &[(&str, &str)]) -> Proxy {
+    start_with(config(&format!("{}/v1", provider.uri()), vars)).await
+}
+
+pub async fn start_with(config: Config) -> Proxy {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = server::stack(config).unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = server::serve(listener, service, async {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    Proxy {
+        addr,
+        http: reqwest::Client::new(),
+        _stop: tx,
+    }
+}
+
+/// Answers with the scripted responses in order; a 500 once they run out.
+pub struct Script(Mutex<VecDeque<ResponseTemplate>>);
+
+impl Script {
+    pub fn new(responses: impl IntoIterator<Item = ResponseTemplate>) -> Script {
+        Script(Mutex::new(responses.into_iter().collect()))
+    }
+}
+
+impl Respond for Script {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        self.0
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| ResponseTemplate::new(500).set_body_string("script exhausted"))
+    }
+}
+
+/// A provider whose chat completions answer `responses` in order.
+pub async fn provider(responses: impl IntoIterator<Item = Value>) -> MockServer {
+    let server = MockServer::start().await;
+    let script = Script::new(
+        responses
+            .into_iter()
+            .map(|v| ResponseTemplate::new(200).set_body_json(v)),
+    );
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(script)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The chat-completions bodies the provider received, in order.
+pub async fn received(provider: &MockServer) -> Vec<Value> {
+    provider
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.url.path().ends_with("/chat/completions"))
+        .map(|r| serde_json::from_slice(&r.body).expect("the proxy sent JSON"))
+        .collect()
+}
+
+pub fn tool(name: &str, description: &str, parameters: Value) -> Value {
+    json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+}
+
+/// An agent's tools: read, write, bash and the client's run_code transport.
+pub fn agent_tools() -> Vec<Value> {
+    vec![
+        tool(
+            "read",
+            "Read a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+        tool(
+            "write",
+            "Write a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+        ),
+        tool(
+            "bash",
+            "Run a shell command.",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        ),
+        tool(
+            "run_code",
+            "Run a JavaScript program.",
+            json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
+        ),
+    ]
+}
+
+pub fn chat_body(messages: Value) -> Value {
+    json!({"model": "test-model", "messages": messages, "tools": agent_tools()})
+}
+
+pub fn user_chat(text: &str) -> Value {
+    chat_body(
+        json!([{"role": "system", "content": "You are an agent."}, {"role": "user", "content": text}]),
+    )
+}
+
+pub fn call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+pub fn usage(prompt: u64, completion: u64) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+pub fn calls_completion(calls: Vec<Value>, usage_v: Value) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null, "tool_calls": calls}}],
+        "usage": usage_v,
+    })
+}
+
+pub fn text_completion(text: &str, usage_v: Value) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": text}}],
+        "usage": usage_v,
+    })
+}
+
+/// Names of the tools a request body carries on the wire.
+pub fn wire_tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Names of the tool calls in a completion the client received.
+pub fn call_names(completion: &Value) -> Vec<String> {
+    completion["choices"][0]["message"]["tool_calls"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .map(|c| c["function"]["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
