@@ -184,6 +184,46 @@ impl<'a> TypeWriter<'a> {
         parts.join(sep)
     }
 
+    /// A property's doc lines: its description (or, when it has none, the
+    /// one its `$ref` target or union members carry), default and constraints.
+    fn property_doc(&self, schema: &'a Value) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .description(schema, 0)
+            .map(|d| d.trim().lines().map(str::to_owned).collect())
+            .unwrap_or_default();
+        if let Some(default) = schema.get("default") {
+            lines.push(format!("@default {}", literal(default)));
+        }
+        for key in CONSTRAINTS {
+            if let Some(v) = schema.get(key).filter(|v| !v.is_object() && !v.is_array()) {
+                let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                lines.push(format!("@{key} {text}"));
+            }
+        }
+        lines
+    }
+
+    fn description(&self, schema: &'a Value, depth: usize) -> Option<&'a str> {
+        if depth > 4 {
+            return None;
+        }
+        if let Some(d) = schema.get("description").and_then(Value::as_str) {
+            return Some(d);
+        }
+        if let Some(target) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| resolve_pointer(self.root, r))
+        {
+            return self.description(target, depth + 1);
+        }
+        ["anyOf", "oneOf", "allOf"]
+            .iter()
+            .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+            .flatten()
+            .find_map(|member| self.description(member, depth + 1))
+    }
+
     fn render_ref(&self, r: &'a str, indent: usize, refs: &mut Vec<&'a str>) -> String {
         if refs.contains(&r) {
             // A recursive type: name it instead of unrolling it forever.
@@ -267,7 +307,7 @@ impl<'a> TypeWriter<'a> {
         let pad = "  ".repeat(indent + 1);
         let mut out = String::from("{\n");
         for (name, schema) in props {
-            write_doc(&mut out, indent + 1, &property_doc(schema));
+            write_doc(&mut out, indent + 1, &self.property_doc(schema));
             let opt = if required.contains(&name.as_str()) {
                 ""
             } else {
@@ -287,28 +327,58 @@ impl<'a> TypeWriter<'a> {
     }
 }
 
-fn property_doc(schema: &Value) -> Vec<String> {
-    let mut lines: Vec<String> = schema
-        .get("description")
-        .and_then(Value::as_str)
-        .map(|d| d.trim().lines().map(str::to_owned).collect())
-        .unwrap_or_default();
-    if let Some(default) = schema.get("default") {
-        lines.push(format!("@default {}", literal(default)));
-    }
-    lines
-}
+/// Validation keywords worth telling the model, as `@keyword value` lines.
+const CONSTRAINTS: [&str; 10] = [
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+];
 
 fn literal(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "unknown".to_owned())
 }
 
+/// Wraps a type in parentheses when it is a union or intersection at its
+/// top level, so `[]` or another operator binds to the whole of it.
 fn parenthesize(ty: String) -> String {
-    if ty.contains(" | ") || ty.contains(" & ") {
+    if has_top_level_operator(&ty) {
         format!("({ty})")
     } else {
         ty
     }
+}
+
+fn has_top_level_operator(ty: &str) -> bool {
+    let mut depth = 0i32;
+    let mut in_string = false;
+    let mut escaped = false;
+    let bytes = ty.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' | b'(' | b'<' => depth += 1,
+            b'}' | b']' | b')' | b'>' => depth -= 1,
+            b'|' | b'&' if depth == 0 && i > 0 && bytes[i - 1] == b' ' => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Resolves a local JSON pointer (`#`, `#/$defs/X`, `#/definitions/X`).
@@ -432,5 +502,19 @@ mod tests {
         let sdk = render_declarations(&[tool("deep", "", schema)]);
         assert!(sdk.contains("unknown"));
         assert!(sdk.len() < 20_000);
+    }
+
+    #[test]
+    fn only_top_level_unions_are_parenthesized() {
+        assert_eq!(parenthesize("a | b".into()), "(a | b)");
+        assert_eq!(
+            parenthesize("{\n  s: \"x | y\" | \"z\";\n}".into()),
+            "{\n  s: \"x | y\" | \"z\";\n}"
+        );
+        assert_eq!(parenthesize("\"a | b\"".into()), "\"a | b\"");
+        assert_eq!(
+            parenthesize("Record<string, a | b>".into()),
+            "Record<string, a | b>"
+        );
     }
 }

@@ -134,8 +134,14 @@ impl Config {
                 })
             },
         );
-        let upstream = parse_or(&get, UPSTREAM, None, &mut fail, |v| UpstreamBase::parse(v))
-            .or_else(|| UpstreamBase::parse("https://api.openai.com/v1").ok());
+        let default_upstream = UpstreamBase::parse("https://api.openai.com/v1").ok();
+        let upstream = parse_or(
+            &get,
+            UPSTREAM,
+            default_upstream,
+            &mut fail,
+            UpstreamBase::parse,
+        );
         let default_mode = parse_or(&get, MODE, Some(Mode::Code), &mut fail, |v| {
             v.parse::<Mode>().map_err(|e| e.to_string())
         });

@@ -1,0 +1,101 @@
+//! The built executable, started with env vars on port 0.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(vars: &[(&str, &str)]) -> (Running, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_owned();
+    (Running(child), addr)
+}
+
+#[tokio::test]
+async fn the_binary_serves_code_mode_on_port_zero() {
+    let p = provider([calls_completion(
+        vec![call("c1", "run_code", "{}")],
+        usage(1, 1),
+    )])
+    .await;
+    let upstream = format!("{}/v1", p.uri());
+    let (_child, addr) = spawn(&[
+        ("CODEMODE_LISTEN", "127.0.0.1:0"),
+        ("CODEMODE_UPSTREAM", &upstream),
+    ]);
+    let http = reqwest::Client::new();
+    let health = http
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let res = http
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .json(&user_chat("hi"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let got: Value = res.json().await.unwrap();
+    assert_eq!(call_names(&got), vec!["run_code"]);
+    assert_eq!(wire_tool_names(&received(&p).await[0]), vec!["run_code"]);
+}
+
+#[test]
+fn bad_configuration_stops_start_up_naming_every_variable() {
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"))
+        .env_clear()
+        .env("CODEMODE_LISTEN", "not-an-address")
+        .env("CODEMODE_MODE", "turbo")
+        .env("CODEMODE_UPSTREAM_API_KEY", "sk-very\u{1}secret")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CODEMODE_LISTEN"), "{err}");
+    assert!(err.contains("CODEMODE_MODE"), "{err}");
+    assert!(err.contains("CODEMODE_UPSTREAM_API_KEY"), "{err}");
+    assert!(!err.contains("secret"), "secrets are never echoed: {err}");
+}
+
+#[test]
+fn runtime_none_with_a_code_mode_fails_at_start_up() {
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"))
+        .env_clear()
+        .env("CODEMODE_RUNTIME", "none")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CODEMODE_MODE=code"), "{err}");
+    assert!(err.contains("`tool_mode` row"), "{err}");
+}

@@ -1,0 +1,56 @@
+"""A real `openai` client pointed at the proxy in code mode.
+
+Run by tests/python_client.rs, which starts a fake provider that first
+answers with a native `read` call (which the proxy must deny and repair)
+and then with a `run_code` call. The client must see run_code only.
+"""
+
+import json
+import os
+import sys
+
+from openai import OpenAI
+
+
+def tool(name, description, properties, required):
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+TOOLS = [
+    tool("read", "Read a file.", {"path": {"type": "string"}}, ["path"]),
+    tool("write", "Write a file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    tool("list", "List a directory.", {"path": {"type": "string"}}, []),
+    tool("run_code", "Run a JavaScript program that calls tools.", {"code": {"type": "string"}}, ["code"]),
+]
+
+
+def main():
+    client = OpenAI(base_url=os.environ["PROXY_BASE_URL"], api_key="sk-test", max_retries=0)
+    completion = client.chat.completions.create(
+        model="test-model",
+        messages=[
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Summarise a.txt"},
+        ],
+        tools=TOOLS,
+    )
+    calls = completion.choices[0].message.tool_calls or []
+    names = [c.function.name for c in calls]
+    assert names == ["run_code"], f"the client saw {names}"
+    json.loads(calls[0].function.arguments)
+    print(json.dumps({"names": names, "usage": completion.usage.total_tokens}))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        sys.exit(1)

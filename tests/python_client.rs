@@ -1,0 +1,65 @@
+//! A real client library (Python `openai`) through the proxy in code mode.
+//!
+//! Needs `python3` with `openai` installed (`pip install openai`); `.ci/run`
+//! installs it. Outside CI the test is skipped with a note when it is missing;
+//! under CI (`CI` set) a missing package fails the test.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn openai_available() -> bool {
+    Command::new("python3")
+        .args(["-c", "import openai"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test]
+async fn openai_python_client_in_code_mode_sees_run_code_only() {
+    if !openai_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have the Python openai package: pip install openai"
+        );
+        eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+        return;
+    }
+    let p = provider([
+        calls_completion(
+            vec![call("c1", "read", r#"{"path":"a.txt"}"#)],
+            usage(50, 5),
+        ),
+        calls_completion(
+            vec![call(
+                "c2",
+                "run_code",
+                r#"{"code":"return await tools.read({path: 'a.txt'})"}"#,
+            )],
+            usage(70, 9),
+        ),
+    ])
+    .await;
+    let proxy = start(&p, &[]).await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/code_mode_client.py"
+    );
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .env("PROXY_BASE_URL", proxy.url("/v1"))
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python client failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["names"], serde_json::json!(["run_code"]));
+    assert_eq!(report["usage"], 134, "usage is the sum of both rounds");
+    let sent = received(&p).await;
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|b| wire_tool_names(b) == vec!["run_code"]));
+}
