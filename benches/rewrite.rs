@@ -1,1 +1,108 @@
-fn main() {}
+//! Hot paths of the non-streaming core: request rewrite at several sizes,
+//! SDK rendering cold and cached, and the classifier.
+//!
+//! `cargo bench --bench rewrite`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use codemode_proxy::classify::{classify, Visibility};
+use codemode_proxy::plan::{PlanCache, ToolPlan};
+use codemode_proxy::preset::Catalog;
+use codemode_proxy::rewrite::ChatRequest;
+use codemode_proxy::splice::MemorySpliceStore;
+use codemode_proxy::Mode;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use serde_json::{json, Value};
+
+fn tools(n: usize) -> Vec<Value> {
+    let mut out: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"type": "function", "function": {
+                "name": format!("tool_{i}"),
+                "description": format!("Tool number {i}: does a useful thing with files and returns text."),
+                "parameters": {"type": "object", "properties": {
+                    "path": {"type": "string", "description": "Absolute path"},
+                    "mode": {"type": "string", "enum": ["a", "b", "c"]},
+                    "limit": {"type": "integer", "default": 100}
+                }, "required": ["path"]}
+            }})
+        })
+        .collect();
+    out.push(json!({"type": "function", "function": {"name": "run_code", "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}}}));
+    out
+}
+
+/// A request of about `bytes` with `n_tools` tools: a system prompt and a
+/// history of user/assistant/tool turns.
+fn request(n_tools: usize, bytes: usize) -> Vec<u8> {
+    let mut messages = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    let mut i = 0;
+    let turn = "lorem ipsum dolor sit amet ".repeat(20);
+    loop {
+        let body = json!({"model": "m", "messages": messages, "tools": tools(n_tools)});
+        let len = body.to_string().len();
+        if len >= bytes {
+            return serde_json::to_vec(&body).unwrap();
+        }
+        messages.push(json!({"role": "user", "content": format!("{i}: {turn}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"), "type": "function", "function": {"name": "run_code", "arguments": "{\"code\":\"return 1\"}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": turn}));
+        i += 1;
+    }
+}
+
+fn rewrite(c: &mut Criterion) {
+    let catalog = Catalog::builtin(Mode::Code);
+    let preset = catalog.get("code").unwrap().clone();
+    let cache = PlanCache::new(16);
+    let splices = MemorySpliceStore::new(Duration::from_secs(60), 100);
+    let mut group = c.benchmark_group("rewrite");
+    for (n_tools, bytes) in [(4, 2_000), (20, 50_000), (100, 250_000), (100, 500_000), (100, 1_000_000)] {
+        let body = request(n_tools, bytes);
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(
+            BenchmarkId::new(format!("{n_tools}_tools"), body.len()),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    let mut chat = ChatRequest::parse(black_box(body)).unwrap();
+                    let plan = cache.get_or_build(chat.field("tools"), &preset, Mode::Code).unwrap();
+                    chat.rewrite(&plan, &splices).unwrap();
+                    black_box(chat.to_bytes())
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+fn sdk(c: &mut Criterion) {
+    let catalog = Catalog::builtin(Mode::Code);
+    let preset = catalog.get("code").unwrap().clone();
+    let mut group = c.benchmark_group("plan");
+    for n in [4, 20, 100] {
+        let raw = serde_json::value::to_raw_value(&tools(n)).unwrap();
+        group.bench_with_input(BenchmarkId::new("cold", n), &raw, |b, raw| {
+            b.iter(|| black_box(ToolPlan::build(Some(raw), &preset, Mode::Code).unwrap()))
+        });
+        let cache = PlanCache::new(16);
+        group.bench_with_input(BenchmarkId::new("cached", n), &raw, |b, raw| {
+            b.iter(|| black_box(cache.get_or_build(Some(raw), &preset, Mode::Code).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+fn classifier(c: &mut Criterion) {
+    c.bench_function("classify", |b| {
+        b.iter(|| black_box(classify(black_box("read"), Visibility::Visible, black_box(Mode::Code))))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = rewrite, sdk, classifier
+}
+criterion_main!(benches);
