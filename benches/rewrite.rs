@@ -36,7 +36,8 @@ fn tools(n: usize) -> Vec<Value> {
 /// A request of about `bytes` with `n_tools` tools: a system prompt and a
 /// history of user/assistant/tool turns.
 fn request(n_tools: usize, bytes: usize) -> Vec<u8> {
-    let mut messages = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    let mut messages =
+        vec![json!({"role": "system", "content": "You are a careful coding agent."})];
     let mut i = 0;
     let turn = "lorem ipsum dolor sit amet ".repeat(20);
     loop {
@@ -58,7 +59,13 @@ fn rewrite(c: &mut Criterion) {
     let cache = PlanCache::new(16);
     let splices = MemorySpliceStore::new(Duration::from_secs(60), 100);
     let mut group = c.benchmark_group("rewrite");
-    for (n_tools, bytes) in [(4, 2_000), (20, 50_000), (100, 250_000), (100, 500_000), (100, 1_000_000)] {
+    for (n_tools, bytes) in [
+        (4, 2_000),
+        (20, 50_000),
+        (100, 250_000),
+        (100, 500_000),
+        (100, 1_000_000),
+    ] {
         let body = request(n_tools, bytes);
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_with_input(
@@ -67,7 +74,9 @@ fn rewrite(c: &mut Criterion) {
             |b, body| {
                 b.iter(|| {
                     let mut chat = ChatRequest::parse(black_box(body)).unwrap();
-                    let plan = cache.get_or_build(chat.field("tools"), &preset, Mode::Code).unwrap();
+                    let plan = cache
+                        .get_or_build(chat.field("tools"), &preset, Mode::Code)
+                        .unwrap();
                     chat.rewrite(&plan, &splices).unwrap();
                     black_box(chat.to_bytes())
                 })
@@ -96,7 +105,13 @@ fn sdk(c: &mut Criterion) {
 
 fn classifier(c: &mut Criterion) {
     c.bench_function("classify", |b| {
-        b.iter(|| black_box(classify(black_box("read"), Visibility::Visible, black_box(Mode::Code))))
+        b.iter(|| {
+            black_box(classify(
+                black_box("read"),
+                Visibility::Visible,
+                black_box(Mode::Code),
+            ))
+        })
     });
 }
 
