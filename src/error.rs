@@ -48,9 +48,9 @@ pub enum ProxyError {
     /// `n > 1` where calls may be denied.
     #[error("n = {0} is not supported in a mode that can deny tool calls (each choice would need its own repair); send n = 1, or use mode native")]
     UnsupportedN(u64),
-    /// Streaming where interception is needed, before it exists.
-    #[error("streaming interception is not available yet: a `stream: true` request in mode `{0}` cannot be checked; send stream: false, or use mode native")]
-    StreamingUnavailable(Mode),
+    /// The upstream refused a repair round after the client stream started.
+    #[error("the upstream provider answered {0} to a repair round: {1}")]
+    UpstreamRepairRejected(u16, String),
     /// No route.
     #[error(
         "no route for {0}; the proxy serves /v1/*, /preset/NAME/v1/*, /healthz and /codemode/*"
@@ -85,12 +85,11 @@ impl ProxyError {
             | ProxyError::UnsupportedN(_) => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::SelectionDenied(_) => StatusCode::FORBIDDEN,
-            ProxyError::StreamingUnavailable(_) => StatusCode::NOT_IMPLEMENTED,
             ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
             ProxyError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            ProxyError::UpstreamUnreachable(_) | ProxyError::UpstreamInvalid(_) => {
-                StatusCode::BAD_GATEWAY
-            }
+            ProxyError::UpstreamUnreachable(_)
+            | ProxyError::UpstreamInvalid(_)
+            | ProxyError::UpstreamRepairRejected(..) => StatusCode::BAD_GATEWAY,
             ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -117,7 +116,7 @@ impl ProxyError {
             ProxyError::SelectionDenied(_) => "client_select_denied",
             ProxyError::MissingRunCode(_) => "run_code_missing",
             ProxyError::UnsupportedN(_) => "unsupported_n",
-            ProxyError::StreamingUnavailable(_) => "streaming_unavailable",
+            ProxyError::UpstreamRepairRejected(..) => "upstream_repair_rejected",
             ProxyError::NotFound(_) => "not_found",
             ProxyError::MethodNotAllowed(_) => "method_not_allowed",
             ProxyError::UpstreamUnreachable(_) => "upstream_unreachable",

@@ -22,6 +22,8 @@ pub mod sections;
 pub mod select;
 pub mod server;
 pub mod splice;
+pub mod sse;
+pub mod stream;
 pub mod wire;
 
 pub use config::Config;

@@ -86,19 +86,22 @@ async fn code_mode_without_a_client_run_code_is_a_400_naming_run_code() {
 }
 
 #[tokio::test]
-async fn streaming_in_code_mode_is_a_501_until_interception_exists() {
-    let p = provider([]).await;
+async fn a_stream_request_answered_with_json_is_a_502_not_an_unchecked_relay() {
+    let p = MockServer::start().await;
+    Mock::given(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(calls_completion(vec![call("c", "read", "{}")], usage(1, 1))),
+        )
+        .mount(&p)
+        .await;
     let proxy = start(&p, &[]).await;
     let mut body = user_chat("hi");
     body["stream"] = json!(true);
     let (status, v) = error_of(proxy.chat(&body, &[]).await).await;
     assert_eq!(
         (status, v["error"]["code"].as_str().unwrap()),
-        (501, "streaming_unavailable")
-    );
-    assert!(
-        received(&p).await.is_empty(),
-        "an unchecked stream is never relayed"
+        (502, "upstream_invalid_response")
     );
 }
 

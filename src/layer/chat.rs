@@ -19,6 +19,8 @@ use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
 use crate::select::Selection;
 use crate::splice::Splice;
+use crate::sse::DEFAULT_MAX_EVENT_BYTES;
+use crate::stream::{intercept_stream, RepairFuture, RepairTarget, StreamJudge};
 
 /// Response header: the mode that governed the request.
 pub const RESPONSE_MODE: &str = "x-codemode-mode";
@@ -79,9 +81,6 @@ pub(crate) async fn chat_completions(
         let res = send(inner, target.request(chat.to_bytes()), timeout).await?;
         return Ok(tag(relay(res), &selection, None));
     }
-    if chat.stream {
-        return Err(ProxyError::StreamingUnavailable(selection.mode));
-    }
     if chat.n > 1 {
         return Err(ProxyError::UnsupportedN(chat.n));
     }
@@ -89,7 +88,90 @@ pub(crate) async fn chat_completions(
         uri,
         headers: upstream_headers(state, &parts.headers, true),
     };
+    if chat.stream {
+        return streamed(state, inner, target, chat, plan, &selection).await;
+    }
     intercepted(state, inner, &target, chat, &plan, &selection).await
+}
+
+/// The checked streaming path: the first round's headers go out at once,
+/// the body is judged event by event (see `crate::stream`).
+async fn streamed(
+    state: &State,
+    inner: Upstream,
+    target: Target,
+    chat: ChatRequest,
+    plan: Arc<ToolPlan>,
+    selection: &Selection,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let timeout = state.config.upstream_timeout;
+    let res = send(inner.clone(), target.request(chat.to_bytes()), timeout).await?;
+    if !res.status().is_success() {
+        return Ok(tag(relay(res), selection, None));
+    }
+    check_event_stream(&res)?;
+    let judge = StreamJudge::new(plan, state.config.max_repairs);
+    let reasker = Reasker {
+        inner,
+        target,
+        chat,
+        timeout,
+    };
+    let res = intercept_stream(
+        relay(res),
+        judge,
+        Box::new(reasker),
+        state.splices.clone(),
+        DEFAULT_MAX_EVENT_BYTES,
+    );
+    Ok(tag(res, selection, None))
+}
+
+fn check_event_stream(res: &Response<ProxyBody>) -> Result<(), ProxyError> {
+    let content_type = res
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("text/event-stream") {
+        Ok(())
+    } else {
+        Err(ProxyError::UpstreamInvalid(format!(
+            "a stream was asked for but the response is `{content_type}`"
+        )))
+    }
+}
+
+/// Repair rounds of a stream: the conversation grows by each round's turn and denials.
+struct Reasker {
+    inner: Upstream,
+    target: Target,
+    chat: ChatRequest,
+    timeout: std::time::Duration,
+}
+
+impl RepairTarget for Reasker {
+    fn reask(&mut self, messages: Vec<Value>) -> RepairFuture {
+        for m in &messages {
+            self.chat.push_message(m);
+        }
+        let req = self.target.request(self.chat.to_bytes());
+        let inner = self.inner.clone();
+        let timeout = self.timeout;
+        Box::pin(async move {
+            let res = send(inner, req, timeout).await?;
+            if !res.status().is_success() {
+                let status = res.status().as_u16();
+                let body = read_upstream_body(res.into_body(), timeout).await?;
+                return Err(ProxyError::UpstreamRepairRejected(
+                    status,
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+            }
+            check_event_stream(&res)?;
+            Ok(res)
+        })
+    }
 }
 
 /// The checked path: every round's calls are judged; all-denied turns are repaired.

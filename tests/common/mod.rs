@@ -1,6 +1,9 @@
 //! Shared harness: a wiremock provider, the proxy on port 0, request builders.
 #![allow(dead_code)]
 
+pub mod raw_provider;
+pub mod sse_client;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Mutex;

@@ -1,0 +1,258 @@
+//! The SSE parser (WHATWG HTML, "event stream interpretation").
+
+use bytes::{Bytes, BytesMut};
+
+/// One event: its fields and the bytes it arrived as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The event's bytes, through its terminating blank line.
+    pub raw: Bytes,
+    /// The `event:` field.
+    pub event: Option<String>,
+    /// The `data:` lines joined by `\n`; `None` when the event has none
+    /// (comments, keep-alives, stray blank lines).
+    pub data: Option<String>,
+    /// The `id:` field.
+    pub id: Option<String>,
+    /// The `retry:` field.
+    pub retry: Option<u64>,
+}
+
+impl SseEvent {
+    /// Whether this is the OpenAI end-of-stream sentinel `data: [DONE]`.
+    pub fn is_done(&self) -> bool {
+        self.data.as_deref().is_some_and(|d| d.trim() == "[DONE]")
+    }
+}
+
+/// An event larger than the parser holds.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("an upstream event exceeded {limit} bytes")]
+pub struct SseError {
+    /// The cap that was exceeded.
+    pub limit: usize,
+}
+
+#[derive(Default)]
+struct Fields {
+    event: Option<String>,
+    data: Option<String>,
+    id: Option<String>,
+    retry: Option<u64>,
+}
+
+/// An incremental parser; feeding the same bytes cut anywhere yields the same events.
+pub struct SseParser {
+    /// Bytes of the event being read (from its first byte).
+    buf: BytesMut,
+    /// How far into `buf` lines have been parsed.
+    scanned: usize,
+    fields: Fields,
+    max_event: usize,
+}
+
+impl SseParser {
+    /// A parser holding events of at most `max_event` bytes.
+    pub fn new(max_event: usize) -> SseParser {
+        SseParser {
+            buf: BytesMut::new(),
+            scanned: 0,
+            fields: Fields::default(),
+            max_event,
+        }
+    }
+
+    /// Feeds `bytes`, appending every event they complete to `out`.
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.buf.extend_from_slice(bytes);
+        self.parse_lines(false, out);
+        if self.buf.len() > self.max_event {
+            return Err(SseError {
+                limit: self.max_event,
+            });
+        }
+        Ok(())
+    }
+
+    /// At end of stream: an event missing its blank line is still yielded,
+    /// so nothing the upstream sent escapes judging.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        self.parse_lines(true, out);
+        if !self.buf.is_empty() {
+            if self.scanned < self.buf.len() {
+                // A last line without any terminator.
+                let line = self.buf[self.scanned..].to_vec();
+                self.field(&line);
+                self.scanned = self.buf.len();
+            }
+            self.dispatch(self.buf.len(), out);
+        }
+    }
+
+    /// Whether bytes of an unfinished event are held.
+    pub fn has_partial(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    fn parse_lines(&mut self, at_end: bool, out: &mut Vec<SseEvent>) {
+        loop {
+            let rest = &self.buf[self.scanned..];
+            let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                return;
+            };
+            let term_len = if rest[pos] == b'\r' {
+                match rest.get(pos + 1) {
+                    Some(b'\n') => 2,
+                    Some(_) => 1,
+                    // A CR as the last byte may be the first half of CRLF.
+                    None if at_end => 1,
+                    None => return,
+                }
+            } else {
+                1
+            };
+            let line_start = self.scanned;
+            let line_end = line_start + pos;
+            self.scanned = line_end + term_len;
+            if pos == 0 {
+                self.dispatch(self.scanned, out);
+            } else {
+                let line = self.buf[line_start..line_end].to_vec();
+                self.field(&line);
+            }
+        }
+    }
+
+    fn field(&mut self, line: &[u8]) {
+        if line.first() == Some(&b':') {
+            return; // A comment: kept in `raw`, no field.
+        }
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"data" => match &mut self.fields.data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(&value);
+                }
+                None => self.fields.data = Some(value.into_owned()),
+            },
+            b"event" => self.fields.event = Some(value.into_owned()),
+            b"id" if !value.contains('\0') => self.fields.id = Some(value.into_owned()),
+            b"retry" => self.fields.retry = value.parse().ok(),
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, end: usize, out: &mut Vec<SseEvent>) {
+        let raw = self.buf.split_to(end).freeze();
+        self.scanned = 0;
+        let f = std::mem::take(&mut self.fields);
+        out.push(SseEvent {
+            raw,
+            event: f.event,
+            data: f.data,
+            id: f.id,
+            retry: f.retry,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_whole(input: &[u8]) -> Vec<SseEvent> {
+        let mut p = SseParser::new(1 << 20);
+        let mut out = Vec::new();
+        p.push(input, &mut out).unwrap();
+        p.finish(&mut out);
+        out
+    }
+
+    fn parse_cut(input: &[u8], cut: usize) -> Vec<SseEvent> {
+        let mut p = SseParser::new(1 << 20);
+        let mut out = Vec::new();
+        p.push(&input[..cut], &mut out).unwrap();
+        p.push(&input[cut..], &mut out).unwrap();
+        p.finish(&mut out);
+        out
+    }
+
+    const MIXED: &[u8] = b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\r\n\r\ndata:{\"b\":2}\r\revent: error\ndata: x\ndata: y\nid: 7\nretry: 300\n\ndata: [DONE]\n\n";
+
+    #[test]
+    fn fields_line_endings_and_comments() {
+        let ev = parse_whole(MIXED);
+        assert_eq!(ev.len(), 5);
+        assert_eq!(ev[0].data, None);
+        assert_eq!(&ev[0].raw[..], b": OPENROUTER PROCESSING\n\n");
+        assert_eq!(ev[1].data.as_deref(), Some("{\"a\":1}"));
+        assert_eq!(
+            ev[2].data.as_deref(),
+            Some("{\"b\":2}"),
+            "data: without a space, bare CR"
+        );
+        assert_eq!(ev[3].event.as_deref(), Some("error"));
+        assert_eq!(ev[3].data.as_deref(), Some("x\ny"));
+        assert_eq!(ev[3].id.as_deref(), Some("7"));
+        assert_eq!(ev[3].retry, Some(300));
+        assert!(ev[4].is_done());
+    }
+
+    #[test]
+    fn raw_bytes_reassemble_the_input() {
+        let ev = parse_whole(MIXED);
+        let joined: Vec<u8> = ev.iter().flat_map(|e| e.raw.to_vec()).collect();
+        assert_eq!(joined, MIXED);
+    }
+
+    #[test]
+    fn any_cut_yields_the_same_events() {
+        let whole = parse_whole(MIXED);
+        for cut in 0..=MIXED.len() {
+            assert_eq!(parse_cut(MIXED, cut), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn byte_at_a_time_yields_the_same_events() {
+        let mut p = SseParser::new(1 << 20);
+        let mut out = Vec::new();
+        for b in MIXED {
+            p.push(&[*b], &mut out).unwrap();
+        }
+        p.finish(&mut out);
+        assert_eq!(out, parse_whole(MIXED));
+    }
+
+    #[test]
+    fn an_unterminated_last_event_is_flushed_at_finish() {
+        let ev = parse_whole(b"data: {\"x\":1}\n\ndata: tail");
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[1].data.as_deref(), Some("tail"));
+        assert_eq!(&ev[1].raw[..], b"data: tail");
+    }
+
+    #[test]
+    fn stray_blank_lines_are_empty_events_that_keep_their_bytes() {
+        let ev = parse_whole(b"\n\ndata: a\n\n");
+        assert_eq!(ev.len(), 3);
+        assert_eq!(ev[0].data, None);
+        assert_eq!(&ev[0].raw[..], b"\n");
+    }
+
+    #[test]
+    fn oversized_events_are_an_error() {
+        let mut p = SseParser::new(16);
+        let mut out = Vec::new();
+        let err = p.push(b"data: 0123456789abcdefghij", &mut out).unwrap_err();
+        assert_eq!(err.limit, 16);
+    }
+}

@@ -1,0 +1,166 @@
+//! The client's body for an intercepted stream.
+//!
+//! Reads the upstream only when the client has taken everything judged so
+//! far, so a slow client slows the upstream read instead of growing a
+//! buffer. Dropping it (the client went away) drops the upstream body or the
+//! pending repair request with it; a repair round is only ever started from
+//! inside `poll_frame`, so none starts for a client that is gone.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use http::{header, Response};
+use http_body::{Body, Frame};
+use serde_json::Value;
+
+use super::judge::{RoundEnd, StreamJudge};
+use crate::body::{BoxedError, ProxyBody};
+use crate::error::ProxyError;
+use crate::splice::SpliceStore;
+use crate::sse::{SseEvent, SseParser};
+
+/// The upstream response of a repair round, already checked to be a stream.
+pub type RepairFuture =
+    Pin<Box<dyn Future<Output = Result<Response<ProxyBody>, ProxyError>> + Send>>;
+
+/// Asks the upstream again with messages appended to the conversation.
+pub trait RepairTarget: Send {
+    /// Starts the next round's request.
+    fn reask(&mut self, messages: Vec<Value>) -> RepairFuture;
+}
+
+enum Phase {
+    Reading(ProxyBody),
+    Asking(RepairFuture),
+    Done,
+}
+
+/// Judges the upstream's events on their way to the client.
+pub struct InterceptBody {
+    phase: Phase,
+    parser: SseParser,
+    max_event: usize,
+    judge: StreamJudge,
+    out: VecDeque<Bytes>,
+    events: Vec<SseEvent>,
+    emitted: Vec<Bytes>,
+    repair: Box<dyn RepairTarget>,
+    splices: Arc<dyn SpliceStore>,
+}
+
+/// The client's response for an upstream stream: its status and headers,
+/// and a body that judges every event.
+pub fn intercept_stream(
+    first: Response<ProxyBody>,
+    judge: StreamJudge,
+    repair: Box<dyn RepairTarget>,
+    splices: Arc<dyn SpliceStore>,
+    max_event: usize,
+) -> Response<ProxyBody> {
+    let (mut parts, body) = first.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let body = InterceptBody {
+        phase: Phase::Reading(body),
+        parser: SseParser::new(max_event),
+        max_event,
+        judge,
+        out: VecDeque::new(),
+        events: Vec::new(),
+        emitted: Vec::new(),
+        repair,
+        splices,
+    };
+    Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body))
+}
+
+impl InterceptBody {
+    fn judge_events(&mut self) {
+        for ev in self.events.drain(..) {
+            self.judge.on_event(ev, &mut self.emitted);
+        }
+        self.out.extend(self.emitted.drain(..));
+    }
+
+    fn feed(&mut self, data: &[u8]) {
+        let pushed = self.parser.push(data, &mut self.events);
+        self.judge_events();
+        if let Err(e) = pushed {
+            self.fail(&e.to_string(), "upstream_event_too_large");
+        }
+    }
+
+    fn end_of_round(&mut self) {
+        self.parser.finish(&mut self.events);
+        self.judge_events();
+        match self.judge.end_round(&mut self.emitted) {
+            RoundEnd::Repair { messages } => {
+                tracing::info!(target: "codemode::repair", round = self.judge.repairs() + 1, "re-asking the model inside the stream");
+                self.phase = Phase::Asking(self.repair.reask(messages));
+            }
+            RoundEnd::Done { splice } => {
+                if let Some((keys, splice)) = splice {
+                    self.splices.put(&keys, Arc::new(splice));
+                }
+                self.phase = Phase::Done;
+            }
+        }
+        self.out.extend(self.emitted.drain(..));
+    }
+
+    fn fail(&mut self, message: &str, code: &str) {
+        self.judge.upstream_failed(message, code, &mut self.emitted);
+        self.out.extend(self.emitted.drain(..));
+        self.phase = Phase::Done;
+    }
+}
+
+impl Body for InterceptBody {
+    type Data = Bytes;
+    type Error = BoxedError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(bytes) = this.out.pop_front() {
+                return Poll::Ready(Some(Ok(Frame::data(bytes))));
+            }
+            match &mut this.phase {
+                Phase::Done => return Poll::Ready(None),
+                Phase::Reading(body) => match ready!(Pin::new(body).poll_frame(cx)) {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            this.feed(&data);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        let message = format!("the upstream stream broke off: {e}");
+                        this.fail(&message, "upstream_stream_broken");
+                    }
+                    None => this.end_of_round(),
+                },
+                Phase::Asking(future) => match ready!(future.as_mut().poll(cx)) {
+                    Ok(res) => {
+                        this.judge.start_repair_round();
+                        this.parser = SseParser::new(this.max_event);
+                        this.phase = Phase::Reading(res.into_body());
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        this.fail(&message, e.code());
+                    }
+                },
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.phase, Phase::Done) && self.out.is_empty()
+    }
+}

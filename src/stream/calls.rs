@@ -1,0 +1,171 @@
+//! Tool calls of one streamed turn, reassembled from their deltas.
+//!
+//! Providers disagree on how deltas name their call: by `index` (OpenAI),
+//! by `id` with no `index` (Gemini), with `id` repeated on every delta, with
+//! several calls sharing one `index` but not one `id` (gateways), with
+//! indices starting at 1 or -1 (Bedrock translators), or with neither
+//! (continuations of the last call). [`CallTracker::slot`] maps all of them
+//! to one call each.
+
+use serde_json::{json, Value};
+
+use crate::classify::{classify, Denial, Verdict};
+use crate::intercept::mint_call_id;
+use crate::plan::ToolPlan;
+
+/// One call of the turn.
+#[derive(Debug, Default)]
+pub struct Call {
+    up_index: Option<i64>,
+    up_id: Option<String>,
+    /// The name, once it arrived.
+    pub name: String,
+    /// The arguments so far.
+    pub arguments: String,
+    /// Decided when the name first arrives.
+    pub verdict: Option<Verdict>,
+    /// For a call that passes: its index and id as the client sees them.
+    client: Option<(u32, String)>,
+}
+
+impl Call {
+    /// The id the client sees (allowed calls), or the upstream's (denied calls).
+    pub fn id(&self) -> String {
+        match &self.client {
+            Some((_, id)) => id.clone(),
+            None => self.up_id.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The call as a complete tool-call object.
+    pub fn to_tool_call(&self) -> Value {
+        json!({"id": self.id(), "type": "function",
+               "function": {"name": self.name, "arguments": self.arguments}})
+    }
+
+    /// The denial for a denied call (arguments complete).
+    pub fn denial(&self) -> Option<Denial> {
+        Denial::for_call(
+            self.verdict.unwrap_or(Verdict::Pass),
+            &self.name,
+            &self.arguments,
+        )
+    }
+
+    /// Whether the call is withheld from the client. A call whose name never
+    /// arrived is judged by the empty name.
+    pub fn is_denied(&self) -> bool {
+        self.verdict.is_some_and(Verdict::is_denied)
+    }
+}
+
+/// All calls of one turn.
+#[derive(Debug, Default)]
+pub struct CallTracker {
+    calls: Vec<Call>,
+    next_client_index: u32,
+}
+
+impl CallTracker {
+    /// The calls in arrival order.
+    pub fn calls(&self) -> &[Call] {
+        &self.calls
+    }
+
+    /// Whether no call has started.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Applies one upstream delta; returns the delta to forward, if any.
+    pub fn on_delta(&mut self, delta: &Value, plan: &ToolPlan) -> Option<Value> {
+        let index = delta.get("index").and_then(Value::as_i64);
+        let id = non_empty(delta.get("id"));
+        let name = non_empty(delta.pointer("/function/name"));
+        let args = delta
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let slot = self.slot(index, id);
+        let call = &mut self.calls[slot];
+        if call.up_index.is_none() {
+            call.up_index = index;
+        }
+        if call.up_id.is_none() {
+            call.up_id = id.map(str::to_owned);
+        }
+        call.arguments.push_str(args);
+        match call.verdict {
+            None => {
+                let name = name?;
+                call.name = name.to_owned();
+                let verdict = classify(name, plan.visibility(name), plan.mode);
+                call.verdict = Some(verdict);
+                if verdict.is_denied() {
+                    tracing::info!(target: "codemode::denial", tool = name, "streamed tool call denied");
+                    return None;
+                }
+                let client_id = call.up_id.clone().unwrap_or_else(mint_call_id);
+                call.client = Some((self.next_client_index, client_id.clone()));
+                self.next_client_index += 1;
+                // The first delta the client sees carries everything so far.
+                let mut out = delta.clone();
+                out["index"] = json!(call.client.as_ref().map_or(0, |c| c.0));
+                out["id"] = json!(client_id);
+                out["type"] = json!("function");
+                out["function"]["name"] = json!(call.name);
+                out["function"]["arguments"] = json!(call.arguments);
+                Some(out)
+            }
+            Some(v) if v.is_denied() => None,
+            Some(_) => {
+                let (client_index, client_id) = call.client.clone()?;
+                let mut out = delta.clone();
+                out["index"] = json!(client_index);
+                if out.get("id").is_some() {
+                    out["id"] = json!(client_id);
+                }
+                Some(out)
+            }
+        }
+    }
+
+    /// Judges calls whose name never arrived, at the end of the turn.
+    pub fn close(&mut self, plan: &ToolPlan) {
+        for call in &mut self.calls {
+            if call.verdict.is_none() {
+                call.verdict = Some(classify(&call.name, plan.visibility(&call.name), plan.mode));
+            }
+        }
+    }
+
+    fn slot(&mut self, index: Option<i64>, id: Option<&str>) -> usize {
+        let found = match (id, index) {
+            // A known id continues its call. A new id names a call that began
+            // without one at the same index (arguments before the name), or
+            // else starts a call, even at an index already used.
+            (Some(id), index) => self
+                .calls
+                .iter()
+                .rposition(|c| c.up_id.as_deref() == Some(id))
+                .or_else(|| {
+                    self.calls
+                        .iter()
+                        .rposition(|c| c.up_id.is_none() && index.is_some() && c.up_index == index)
+                }),
+            (None, Some(i)) => self.calls.iter().rposition(|c| c.up_index == Some(i)),
+            (None, None) => self.calls.len().checked_sub(1),
+        };
+        match found {
+            Some(i) => i,
+            None => {
+                self.calls.push(Call::default());
+                self.calls.len() - 1
+            }
+        }
+    }
+}
+
+fn non_empty(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.is_empty())
+}

@@ -1,0 +1,384 @@
+//! The streaming judge: SSE events in, the bytes the client sees out.
+//!
+//! Pure and synchronous, so it can be driven over fixtures cut at every
+//! offset. Each call is classified when its name first arrives
+//! ([`super::calls`]); text and allowed calls go out as they come. At the end
+//! of a turn (its `finish_reason`, `[DONE]` or the end of the upstream body)
+//! the judge decides: a turn whose every call was denied is repaired inside
+//! the same client stream, up to the bound.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::calls::CallTracker;
+use crate::intercept::{add_usage, give_up_text};
+use crate::plan::ToolPlan;
+use crate::splice::Splice;
+use crate::sse::SseEvent;
+
+/// Text of fast-path events kept for a possible repair's history, at most.
+const MAX_DEFERRED_BYTES: usize = 1 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    /// The turn stands as the client saw it.
+    Final,
+    /// Every call was denied: ask again, hide this turn's end.
+    Repair,
+    /// Every call was denied and the bound is reached.
+    GiveUp,
+}
+
+#[derive(Default)]
+struct Round {
+    calls: CallTracker,
+    text: String,
+    deferred: Vec<String>,
+    deferred_bytes: usize,
+    decision: Option<Decision>,
+    emitted_text: bool,
+    usage: Option<Value>,
+    template: Option<Value>,
+}
+
+/// What happens when an upstream round's body ends.
+#[derive(Debug)]
+pub enum RoundEnd {
+    /// Ask upstream again with these messages appended to the conversation.
+    Repair {
+        /// The model's turn, then one denial per call.
+        messages: Vec<Value>,
+    },
+    /// The client stream is complete.
+    Done {
+        /// A mixed turn's denials, keyed by the ids of the calls the client got.
+        splice: Option<(Vec<String>, Splice)>,
+    },
+}
+
+/// Judges one client stream across its rounds.
+pub struct StreamJudge {
+    plan: Arc<ToolPlan>,
+    max_repairs: u32,
+    repairs: u32,
+    completion_id: Option<String>,
+    usage_before: Option<Value>,
+    round: Round,
+    errored: bool,
+}
+
+impl StreamJudge {
+    /// A judge for a stream under `plan`, repairing at most `max_repairs` times.
+    pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> StreamJudge {
+        StreamJudge {
+            plan,
+            max_repairs,
+            repairs: 0,
+            completion_id: None,
+            usage_before: None,
+            round: Round::default(),
+            errored: false,
+        }
+    }
+
+    /// Repair rounds started so far.
+    pub fn repairs(&self) -> u32 {
+        self.repairs
+    }
+
+    /// Whether the upstream reported an error in-band (no repair follows one).
+    pub fn errored(&self) -> bool {
+        self.errored
+    }
+
+    /// Judges one event, appending what the client gets to `out`.
+    pub fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+        let hidden = self.round.decision == Some(Decision::Repair);
+        let Some(data) = ev.data.as_deref() else {
+            // Comments and keep-alives carry no call; the client keeps its
+            // connection alive with them, so they go out unless this round
+            // is being hidden.
+            if !hidden {
+                out.push(ev.raw);
+            }
+            return;
+        };
+        if self.errored {
+            out.push(ev.raw);
+            return;
+        }
+        if ev.is_done() {
+            if self.round.decision.is_none() {
+                self.decide(true, out);
+            }
+            if self.round.decision != Some(Decision::Repair) {
+                out.push(ev.raw);
+            }
+            return;
+        }
+        if ev.event.as_deref() == Some("error") {
+            self.errored = true;
+            out.push(ev.raw);
+            return;
+        }
+        // The cheap byte check: a first-round event that cannot hold a call
+        // or an error goes out as it came, without a JSON parse.
+        let fast = self.repairs == 0
+            && self.round.calls.is_empty()
+            && self.round.decision.is_none()
+            && !data.contains("tool_calls")
+            && !data.contains("\"error\"");
+        if fast {
+            if self.round.deferred_bytes + data.len() <= MAX_DEFERRED_BYTES {
+                self.round.deferred_bytes += data.len();
+                self.round.deferred.push(data.to_owned());
+            }
+            out.push(ev.raw);
+            return;
+        }
+        self.flush_deferred();
+        match serde_json::from_str::<Value>(data) {
+            Ok(chunk) => self.on_chunk(chunk, ev.raw, out),
+            // Not JSON: no client can read a call out of it either.
+            Err(_) if !hidden => out.push(ev.raw),
+            Err(_) => {}
+        }
+    }
+
+    fn on_chunk(&mut self, mut chunk: Value, raw: Bytes, out: &mut Vec<Bytes>) {
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            // In-band upstream error: it reaches the client and ends the turn.
+            self.errored = true;
+            out.push(raw);
+            return;
+        }
+        if self.completion_id.is_none() {
+            self.completion_id = chunk
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned);
+        }
+        self.round.template = Some(template_of(&chunk));
+        let mut changed = false;
+        if self.repairs > 0 {
+            if let Some(id) = &self.completion_id {
+                chunk["id"] = json!(id);
+                changed = true;
+            }
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.round.usage = Some(u.clone());
+        }
+        let mut emptied = false;
+        let mut finishing = false;
+        if let Some(choice) = chunk.pointer_mut("/choices/0") {
+            if let Some(delta) = choice.get_mut("delta").and_then(Value::as_object_mut) {
+                if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                    if !text.is_empty() {
+                        self.round.text.push_str(text);
+                        self.round.emitted_text = true;
+                    }
+                }
+                let deltas: Vec<Value> = delta
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                if !deltas.is_empty() {
+                    let forwarded: Vec<Value> = deltas
+                        .iter()
+                        .filter_map(|d| self.round.calls.on_delta(d, &self.plan))
+                        .collect();
+                    if forwarded.is_empty() {
+                        delta.remove("tool_calls");
+                        emptied = delta.is_empty();
+                    } else {
+                        delta.insert("tool_calls".into(), Value::Array(forwarded));
+                    }
+                    changed = true;
+                }
+            }
+            finishing = choice.get("finish_reason").is_some_and(|f| !f.is_null());
+        }
+        if finishing && self.round.decision.is_none() {
+            self.decide(false, out);
+            if self.round.decision == Some(Decision::GiveUp) {
+                if let Some(choice) = chunk.pointer_mut("/choices/0") {
+                    choice["finish_reason"] = json!("stop");
+                    if !self.round.emitted_text {
+                        choice["delta"]["content"] = json!(self.give_up_note());
+                        emptied = false;
+                    }
+                }
+                changed = true;
+            }
+        }
+        if self.round.decision == Some(Decision::Repair) {
+            return; // This turn's end (finish, usage, trailers) stays hidden.
+        }
+        if self.repairs > 0
+            && self.round.usage.is_some()
+            && chunk.get("usage").is_some_and(Value::is_object)
+        {
+            let mut total = self.usage_before.clone();
+            add_usage(&mut total, self.round.usage.as_ref());
+            chunk["usage"] = total.unwrap_or(Value::Null);
+            changed = true;
+        }
+        let has_usage = chunk.get("usage").is_some_and(|u| !u.is_null());
+        if emptied && !finishing && !has_usage {
+            return; // Only denied calls were in it.
+        }
+        out.push(if changed { sse_data(&chunk) } else { raw });
+    }
+
+    /// The end of an upstream round's body.
+    pub fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
+        if self.round.decision.is_none() {
+            self.decide(true, out);
+        }
+        let calls = self.round.calls.calls();
+        match self.round.decision {
+            Some(Decision::Repair) => {
+                add_usage(&mut self.usage_before, self.round.usage.as_ref());
+                let text = std::mem::take(&mut self.round.text);
+                let mut messages = vec![json!({
+                    "role": "assistant",
+                    "content": if text.is_empty() { Value::Null } else { Value::String(text) },
+                    "tool_calls": calls.iter().map(|c| c.to_tool_call()).collect::<Vec<_>>(),
+                })];
+                messages.extend(calls.iter().filter_map(|c| {
+                    c.denial().map(
+                        |d| json!({"role": "tool", "tool_call_id": c.id(), "content": d.content}),
+                    )
+                }));
+                RoundEnd::Repair { messages }
+            }
+            _ => {
+                let allowed: Vec<String> = calls
+                    .iter()
+                    .filter(|c| !c.is_denied())
+                    .map(|c| c.id())
+                    .collect();
+                let denied: Vec<_> = calls.iter().filter(|c| c.is_denied()).collect();
+                let splice = (!allowed.is_empty() && !denied.is_empty()).then(|| {
+                    let splice = Splice {
+                        denied_calls: denied.iter().map(|c| c.to_tool_call()).collect(),
+                        denials: denied
+                            .iter()
+                            .filter_map(|c| {
+                                c.denial().map(|d| json!({"role": "tool", "tool_call_id": c.id(), "content": d.content}))
+                            })
+                            .collect(),
+                    };
+                    (allowed, splice)
+                });
+                RoundEnd::Done { splice }
+            }
+        }
+    }
+
+    /// Starts the next round after a repair was sent upstream.
+    pub fn start_repair_round(&mut self) {
+        self.repairs += 1;
+        self.round = Round::default();
+    }
+
+    /// The upstream broke off or failed: the client gets a final error event.
+    pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
+        self.errored = true;
+        out.push(error_event(message, code));
+    }
+
+    fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
+        self.round.calls.close(&self.plan);
+        let calls = self.round.calls.calls();
+        let denied = calls.iter().filter(|c| c.is_denied()).count();
+        let decision = if self.errored || denied == 0 || denied < calls.len() {
+            Decision::Final
+        } else if self.repairs < self.max_repairs {
+            Decision::Repair
+        } else {
+            Decision::GiveUp
+        };
+        self.round.decision = Some(decision);
+        if decision == Decision::GiveUp && synthesize_finish {
+            // No finish chunk came: the client still gets one, and the note.
+            let mut chunk = self
+                .round
+                .template
+                .clone()
+                .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
+            if let Some(id) = &self.completion_id {
+                chunk["id"] = json!(id);
+            }
+            let delta = if self.round.emitted_text {
+                json!({})
+            } else {
+                json!({"content": self.give_up_note()})
+            };
+            chunk["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": "stop"}]);
+            out.push(sse_data(&chunk));
+        }
+    }
+
+    fn give_up_note(&self) -> String {
+        let names: Vec<&str> = self
+            .round
+            .calls
+            .calls()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        give_up_text(&names)
+    }
+
+    /// Text that went out on the fast path, parsed only now that it may be
+    /// needed for a repair's history.
+    fn flush_deferred(&mut self) {
+        for data in std::mem::take(&mut self.round.deferred) {
+            if let Ok(v) = serde_json::from_str::<Value>(&data) {
+                if let Some(t) = v
+                    .pointer("/choices/0/delta/content")
+                    .and_then(Value::as_str)
+                {
+                    if !t.is_empty() {
+                        self.round.text.push_str(t);
+                        self.round.emitted_text = true;
+                    }
+                }
+            }
+        }
+        self.round.deferred_bytes = 0;
+    }
+}
+
+fn template_of(chunk: &Value) -> Value {
+    let mut t = json!({});
+    for key in ["id", "object", "created", "model", "system_fingerprint"] {
+        if let Some(v) = chunk.get(key) {
+            t[key] = v.clone();
+        }
+    }
+    t
+}
+
+/// One `data:` event holding `value`.
+pub fn sse_data(value: &Value) -> Bytes {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"data: ");
+    // Serialising a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, value);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// The final event of a stream that failed after it started.
+pub fn error_event(message: &str, code: &str) -> Bytes {
+    sse_data(
+        &json!({"error": {"message": message, "type": "upstream_error", "param": null, "code": code}}),
+    )
+}

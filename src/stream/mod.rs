@@ -1,0 +1,13 @@
+//! Streaming interception (design.md section 6, "Streaming").
+//!
+//! [`judge`] decides, event by event, what the client sees; [`body`] feeds
+//! it from the upstream and runs repair rounds inside the same client
+//! stream. The SSE parser lives in [`crate::sse`], the classification rule
+//! in [`crate::classify`]: this module only applies them.
+
+mod body;
+mod calls;
+pub mod judge;
+
+pub use body::{intercept_stream, InterceptBody, RepairFuture, RepairTarget};
+pub use judge::{RoundEnd, StreamJudge};
