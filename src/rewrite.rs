@@ -94,6 +94,20 @@ impl ChatRequest {
         plan: &ToolPlan,
         splices: &dyn SpliceStore,
     ) -> Result<(), ProxyError> {
+        // Legacy `functions` would announce native tools the collapse cannot
+        // withdraw from the wire; refuse rather than carry them unchecked.
+        if plan.mode == Mode::Code
+            && self
+                .object
+                .get("functions")
+                .is_some_and(|f| f.get() != "null")
+        {
+            return Err(ProxyError::InvalidRequest(
+                "the legacy `functions` field cannot be used in code mode; declare the same \
+                 functions as `tools` (type \"function\"), or use mode native"
+                    .into(),
+            ));
+        }
         if let Some(tools) = &plan.wire_tools {
             self.object.set("tools", tools.clone());
         }

@@ -392,3 +392,19 @@ async fn n_above_one_is_refused_where_calls_can_be_denied() {
     let res = proxy.chat(&body, &[("x-codemode-mode", "native")]).await;
     assert_eq!(res.status(), 200);
 }
+
+#[tokio::test]
+async fn legacy_functions_are_refused_in_code_mode() {
+    let p = provider([]).await;
+    let proxy = start(&p, &[]).await;
+    let mut body = user_chat("go");
+    body["functions"] = json!([{"name": "read", "parameters": {"type": "object"}}]);
+    let res = proxy.chat(&body, &[]).await;
+    assert_eq!(res.status(), 400);
+    let err: Value = res.json().await.unwrap();
+    assert!(err["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`functions`"));
+    assert!(received(&p).await.is_empty());
+}

@@ -63,3 +63,59 @@ async fn openai_python_client_in_code_mode_sees_run_code_only() {
     assert_eq!(sent.len(), 2);
     assert!(sent.iter().all(|b| wire_tool_names(b) == vec!["run_code"]));
 }
+
+#[tokio::test]
+async fn openai_python_stream_accumulator_in_code_mode_sees_run_code_only() {
+    if !openai_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have the Python openai package: pip install openai"
+        );
+        eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+        return;
+    }
+    let turn = |id: &str, text: &str, name: &str, args: &str, prompt: u64| {
+        wiremock::ResponseTemplate::new(200).set_body_raw(
+            sse_call_turn(id, text, name, args, prompt),
+            "text/event-stream",
+        )
+    };
+    let p = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Script::new([
+            turn("s1", "Let me look. ", "read", r#"{"path":"a.txt"}"#, 40),
+            turn(
+                "s2",
+                "Through code. ",
+                "run_code",
+                r#"{"code":"return 1"}"#,
+                60,
+            ),
+        ]))
+        .mount(&p)
+        .await;
+    let proxy = start(&p, &[]).await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/code_mode_client.py"
+    );
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .env("PROXY_BASE_URL", proxy.url("/v1"))
+        .env("STREAM", "1")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "python streaming client failed: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["names"], serde_json::json!(["run_code"]));
+    assert_eq!(
+        report["usage"], 114,
+        "usage is the sum of both rounds: (40 + 7) + (60 + 7)"
+    );
+    assert_eq!(report["text"], "Let me look. Through code. ");
+}

@@ -25,38 +25,6 @@ fn stream_body(text: &str) -> Value {
     body
 }
 
-fn chunk(id: &str, delta: Value, finish: Option<&str>) -> String {
-    let c = json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m",
-                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {c}\n\n")
-}
-
-fn usage_chunk(id: &str, prompt: u64, completion: u64) -> String {
-    let c = json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
-                   "usage": usage(prompt, completion)});
-    format!("data: {c}\n\n")
-}
-
-/// A turn that calls `name` with `args`, text first, usage last.
-fn call_turn(id: &str, text: &str, name: &str, args: &str, prompt: u64) -> String {
-    let mut s = chunk(id, json!({"role": "assistant", "content": text}), None);
-    s += &chunk(
-        id,
-        json!({"tool_calls": [{"index": 0, "id": format!("call_{id}"), "type": "function",
-                                           "function": {"name": name, "arguments": ""}}]}),
-        None,
-    );
-    s += &chunk(
-        id,
-        json!({"tool_calls": [{"index": 0, "function": {"arguments": args}}]}),
-        None,
-    );
-    s += &chunk(id, json!({}), Some("tool_calls"));
-    s += &usage_chunk(id, prompt, 7);
-    s += "data: [DONE]\n\n";
-    s
-}
-
 async fn scripted(rounds: Vec<Vec<u8>>) -> MockServer {
     let p = MockServer::start().await;
     Mock::given(path("/v1/chat/completions"))
@@ -69,8 +37,8 @@ async fn scripted(rounds: Vec<Vec<u8>>) -> MockServer {
 #[tokio::test]
 async fn repair_happens_inside_one_continuous_stream() {
     let p = scripted(vec![
-        call_turn("r1", "Reading. ", "read", r#"{"path":"a.txt"}"#, 100).into_bytes(),
-        call_turn(
+        sse_call_turn("r1", "Reading. ", "read", r#"{"path":"a.txt"}"#, 100).into_bytes(),
+        sse_call_turn(
             "r2",
             "Via code. ",
             "run_code",
@@ -118,7 +86,7 @@ async fn repair_happens_inside_one_continuous_stream() {
 
 #[tokio::test]
 async fn the_repair_bound_ends_the_stream_without_a_denied_call() {
-    let turn = || call_turn("x", "", "bash", r#"{"command":"ls"}"#, 10).into_bytes();
+    let turn = || sse_call_turn("x", "", "bash", r#"{"command":"ls"}"#, 10).into_bytes();
     let p = scripted(vec![turn(), turn(), turn(), turn()]).await;
     let proxy = start(&p, &[("CODEMODE_MAX_REPAIRS", "1")]).await;
     let bytes = proxy
@@ -140,22 +108,22 @@ async fn the_repair_bound_ends_the_stream_without_a_denied_call() {
 #[tokio::test]
 async fn a_mixed_streamed_turn_splices_its_denials_into_the_next_request() {
     let id = "mx";
-    let mut turn = chunk(id, json!({"role": "assistant", "content": null}), None);
-    turn += &chunk(
+    let mut turn = sse_chunk(id, json!({"role": "assistant", "content": null}), None);
+    turn += &sse_chunk(
         id,
         json!({"tool_calls": [{"index": 0, "id": "keep", "type": "function", "function": {"name": "run_code", "arguments": "{}"}}]}),
         None,
     );
-    turn += &chunk(
+    turn += &sse_chunk(
         id,
         json!({"tool_calls": [{"index": 1, "id": "drop", "type": "function", "function": {"name": "write", "arguments": "{\"path\":\"x\"}"}}]}),
         None,
     );
-    turn += &chunk(id, json!({}), Some("tool_calls"));
+    turn += &sse_chunk(id, json!({}), Some("tool_calls"));
     turn += "data: [DONE]\n\n";
     let p = scripted(vec![
         turn.into_bytes(),
-        chunk("n", json!({"content": "ok"}), Some("stop")).into_bytes(),
+        sse_chunk("n", json!({"content": "ok"}), Some("stop")).into_bytes(),
     ])
     .await;
     let proxy = start(&p, &[]).await;
@@ -213,7 +181,7 @@ fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
 #[tokio::test]
 async fn every_fixture_through_the_proxy_in_code_mode_never_shows_a_native_call() {
     for (name, bytes, meta) in fixtures() {
-        let repair = call_turn("fix", "", "run_code", r#"{"code":"1"}"#, 1).into_bytes();
+        let repair = sse_call_turn("fix", "", "run_code", r#"{"code":"1"}"#, 1).into_bytes();
         let p = scripted(vec![bytes.clone(), repair]).await;
         let proxy = start(&p, &[]).await;
         let res = proxy.chat(&stream_body("go"), &[]).await;
@@ -256,7 +224,7 @@ async fn text_is_forwarded_as_it_arrives_and_a_client_that_leaves_cancels_the_up
     let mut provider = RawProvider::start(|_| {
         vec![
             Step::Send(
-                chunk(
+                sse_chunk(
                     "c",
                     json!({"role": "assistant", "content": "first words"}),
                     None,
@@ -293,8 +261,8 @@ async fn text_is_forwarded_as_it_arrives_and_a_client_that_leaves_cancels_the_up
 async fn a_client_that_leaves_during_a_denied_turn_gets_no_repair_round() {
     let mut provider = RawProvider::start(|_| {
         vec![
-            Step::Send(chunk("c", json!({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}), None).into_bytes()),
-            Step::Send(chunk("c", json!({"content": "thinking"}), None).into_bytes()),
+            Step::Send(sse_chunk("c", json!({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}), None).into_bytes()),
+            Step::Send(sse_chunk("c", json!({"content": "thinking"}), None).into_bytes()),
             Step::HoldUntilClosed,
         ]
     })
@@ -312,7 +280,7 @@ async fn a_client_that_leaves_during_a_denied_turn_gets_no_repair_round() {
 async fn a_broken_upstream_connection_ends_the_stream_with_an_error_event() {
     let provider = RawProvider::start(|_| {
         vec![
-            Step::Send(chunk("c", json!({"content": "partial"}), None).into_bytes()),
+            Step::Send(sse_chunk("c", json!({"content": "partial"}), None).into_bytes()),
             Step::Send(b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"function\":{\"name\":\"run_code\",\"arguments\":\"{\\\"co".to_vec()),
             Step::Break,
         ]
@@ -373,7 +341,7 @@ async fn an_upstream_error_answer_to_a_stream_request_reaches_the_client_unchang
 async fn a_repair_round_the_upstream_refuses_ends_the_stream_with_its_error() {
     let p = MockServer::start().await;
     let script = Script::new([
-        sse(call_turn("a", "", "read", "{}", 1)),
+        sse(sse_call_turn("a", "", "read", "{}", 1)),
         ResponseTemplate::new(503).set_body_string("overloaded"),
     ]);
     Mock::given(path("/v1/chat/completions"))

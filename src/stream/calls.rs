@@ -77,55 +77,71 @@ impl CallTracker {
         self.calls.is_empty()
     }
 
-    /// Applies one upstream delta; returns the delta to forward, if any.
-    pub fn on_delta(&mut self, delta: &Value, plan: &ToolPlan) -> Option<Value> {
+    /// Applies one upstream delta; returns the delta to forward, if any,
+    /// and whether it differs from what the upstream sent.
+    pub fn on_delta(&mut self, mut delta: Value, plan: &ToolPlan) -> Option<(Value, bool)> {
         let index = delta.get("index").and_then(Value::as_i64);
-        let id = non_empty(delta.get("id"));
-        let name = non_empty(delta.pointer("/function/name"));
+        let id = non_empty(delta.get("id")).map(str::to_owned);
+        let name = non_empty(delta.pointer("/function/name")).map(str::to_owned);
         let args = delta
             .pointer("/function/arguments")
             .and_then(Value::as_str)
-            .unwrap_or("");
-        let slot = self.slot(index, id);
+            .unwrap_or("")
+            .to_owned();
+        let slot = self.slot(index, id.as_deref());
         let call = &mut self.calls[slot];
         if call.up_index.is_none() {
             call.up_index = index;
         }
         if call.up_id.is_none() {
-            call.up_id = id.map(str::to_owned);
+            call.up_id = id;
         }
-        call.arguments.push_str(args);
+        call.arguments.push_str(&args);
         match call.verdict {
             None => {
                 let name = name?;
-                call.name = name.to_owned();
-                let verdict = classify(name, plan.visibility(name), plan.mode);
+                let verdict = classify(&name, plan.visibility(&name), plan.mode);
+                call.name = name;
                 call.verdict = Some(verdict);
                 if verdict.is_denied() {
-                    tracing::info!(target: "codemode::denial", tool = name, "streamed tool call denied");
+                    tracing::info!(target: "codemode::denial", tool = %call.name, "streamed tool call denied");
                     return None;
                 }
                 let client_id = call.up_id.clone().unwrap_or_else(mint_call_id);
                 call.client = Some((self.next_client_index, client_id.clone()));
                 self.next_client_index += 1;
                 // The first delta the client sees carries everything so far.
-                let mut out = delta.clone();
-                out["index"] = json!(call.client.as_ref().map_or(0, |c| c.0));
-                out["id"] = json!(client_id);
-                out["type"] = json!("function");
-                out["function"]["name"] = json!(call.name);
-                out["function"]["arguments"] = json!(call.arguments);
-                Some(out)
+                let client_index = self.next_client_index - 1;
+                let complete = index == Some(i64::from(client_index))
+                    && delta.get("id").and_then(Value::as_str) == Some(client_id.as_str())
+                    && delta.get("type").and_then(Value::as_str) == Some("function")
+                    && args.len() == call.arguments.len();
+                if complete {
+                    return Some((delta, false));
+                }
+                delta["index"] = json!(client_index);
+                delta["id"] = json!(client_id);
+                delta["type"] = json!("function");
+                delta["function"]["name"] = json!(call.name);
+                delta["function"]["arguments"] = json!(call.arguments);
+                Some((delta, true))
             }
             Some(v) if v.is_denied() => None,
             Some(_) => {
-                let (client_index, client_id) = call.client.clone()?;
-                let mut out = delta.clone();
-                out["index"] = json!(client_index);
-                if out.get("id").is_some() {
-                    out["id"] = json!(client_id);
+                let (client_index, client_id) = call.client.as_ref()?;
+                let same_index = index == Some(i64::from(*client_index));
+                let same_id = match delta.get("id") {
+                    None => true,
+                    Some(v) => v.as_str() == Some(client_id.as_str()),
+                };
+                if same_index && same_id {
+                    return Some((delta, false));
                 }
-                Some(out)
+                delta["index"] = json!(client_index);
+                if delta.get("id").is_some() {
+                    delta["id"] = json!(client_id);
+                }
+                Some((delta, true))
             }
         }
     }

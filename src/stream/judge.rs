@@ -161,7 +161,9 @@ impl StreamJudge {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned);
         }
-        self.round.template = Some(template_of(&chunk));
+        if self.round.template.is_none() {
+            self.round.template = Some(template_of(&chunk));
+        }
         let mut changed = false;
         if self.repairs > 0 {
             if let Some(id) = &self.completion_id {
@@ -182,23 +184,34 @@ impl StreamJudge {
                         self.round.emitted_text = true;
                     }
                 }
-                let deltas: Vec<Value> = delta
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+                let deltas = match delta.remove("tool_calls") {
+                    Some(Value::Array(d)) if !d.is_empty() => d,
+                    // An empty or null `tool_calls` (Groq sends `[]` on text) stays as it was.
+                    Some(other) => {
+                        delta.insert("tool_calls".into(), other);
+                        Vec::new()
+                    }
+                    None => Vec::new(),
+                };
                 if !deltas.is_empty() {
+                    let count = deltas.len();
+                    let mut altered = false;
                     let forwarded: Vec<Value> = deltas
-                        .iter()
+                        .into_iter()
                         .filter_map(|d| self.round.calls.on_delta(d, &self.plan))
+                        .map(|(d, changed)| {
+                            altered |= changed;
+                            d
+                        })
                         .collect();
                     if forwarded.is_empty() {
-                        delta.remove("tool_calls");
                         emptied = delta.is_empty();
+                        changed = true;
                     } else {
+                        // Every delta kept as it came: the original bytes can go out.
+                        changed |= altered || forwarded.len() != count;
                         delta.insert("tool_calls".into(), Value::Array(forwarded));
                     }
-                    changed = true;
                 }
             }
             finishing = choice.get("finish_reason").is_some_and(|f| !f.is_null());

@@ -214,3 +214,36 @@ pub fn call_names(completion: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// One SSE `data:` chunk of a streamed completion.
+pub fn sse_chunk(id: &str, delta: Value, finish: Option<&str>) -> String {
+    let c = json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {c}\n\n")
+}
+
+pub fn sse_usage_chunk(id: &str, prompt: u64, completion: u64) -> String {
+    let c = json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
+                   "usage": usage(prompt, completion)});
+    format!("data: {c}\n\n")
+}
+
+/// A turn that calls `name` with `args`, text first, usage last.
+pub fn sse_call_turn(id: &str, text: &str, name: &str, args: &str, prompt: u64) -> String {
+    let mut s = sse_chunk(id, json!({"role": "assistant", "content": text}), None);
+    s += &sse_chunk(
+        id,
+        json!({"tool_calls": [{"index": 0, "id": format!("call_{id}"), "type": "function",
+                                           "function": {"name": name, "arguments": ""}}]}),
+        None,
+    );
+    s += &sse_chunk(
+        id,
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": args}}]}),
+        None,
+    );
+    s += &sse_chunk(id, json!({}), Some("tool_calls"));
+    s += &sse_usage_chunk(id, prompt, 7);
+    s += "data: [DONE]\n\n";
+    s
+}

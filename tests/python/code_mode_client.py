@@ -31,8 +31,31 @@ TOOLS = [
 ]
 
 
+def streamed(client):
+    """The SDK's own stream accumulator (strict about indices and ids)."""
+    with client.chat.completions.stream(
+        model="test-model",
+        messages=[{"role": "user", "content": "Summarise a.txt"}],
+        tools=TOOLS,
+        stream_options={"include_usage": True},
+    ) as stream:
+        seen = []
+        for event in stream:
+            if event.type == "tool_calls.function.arguments.done":
+                seen.append(event.name)
+        completion = stream.get_final_completion()
+    calls = completion.choices[0].message.tool_calls or []
+    names = [c.function.name for c in calls]
+    assert seen == names == ["run_code"], f"the streaming client saw {seen} / {names}"
+    json.loads(calls[0].function.arguments)
+    print(json.dumps({"names": names, "usage": completion.usage.total_tokens, "text": completion.choices[0].message.content}))
+
+
 def main():
     client = OpenAI(base_url=os.environ["PROXY_BASE_URL"], api_key="sk-test", max_retries=0)
+    if os.environ.get("STREAM") == "1":
+        streamed(client)
+        return
     completion = client.chat.completions.create(
         model="test-model",
         messages=[
