@@ -1,8 +1,8 @@
 //! Resident memory of the proxy binary with many open, idle streams in code
 //! mode (every stream judged by the interceptor).
 //!
-//! `cargo bench --bench idle_streams` (IDLE_STREAMS=N for another count;
-//! each stream needs two file descriptors here: raise `ulimit -n`).
+//! `cargo bench --bench idle_streams` (IDLE_STREAMS=N,M for other counts;
+//! the proxy holds two file descriptors per stream: raise `ulimit -n`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -89,14 +89,31 @@ async fn open_stream(addr: &str) -> Option<TcpStream> {
 
 #[tokio::main]
 async fn main() {
+    // The provider runs as a second process (this binary again), so each
+    // process holds one socket per stream and file-descriptor limits stretch.
+    if let Some(pos) = std::env::args().position(|a| a == "--provider") {
+        let addr = std::env::args()
+            .nth(pos + 1)
+            .unwrap_or_else(|| "127.0.0.1:0".into());
+        let listener = TcpListener::bind(&addr).await.unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        provider(listener, Arc::new(AtomicUsize::new(0))).await;
+        return;
+    }
     let counts: Vec<usize> = std::env::var("IDLE_STREAMS")
         .ok()
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1000]);
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream = format!("http://{}/v1", listener.local_addr().unwrap());
-    let opened = Arc::new(AtomicUsize::new(0));
-    tokio::spawn(provider(listener, opened.clone()));
+    let mut provider_child = Command::new(std::env::current_exe().unwrap())
+        .args(["--provider", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the provider process starts");
+    let mut paddr = String::new();
+    BufReader::new(provider_child.stdout.take().unwrap())
+        .read_line(&mut paddr)
+        .unwrap();
+    let upstream = format!("http://{}/v1", paddr.trim());
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"))
         .env("CODEMODE_LISTEN", "127.0.0.1:0")
@@ -144,4 +161,6 @@ async fn main() {
     drop(held);
     let _ = child.kill();
     let _ = child.wait();
+    let _ = provider_child.kill();
+    let _ = provider_child.wait();
 }

@@ -43,6 +43,8 @@ pub const CONNECT_TIMEOUT_SECS: &str = "CODEMODE_CONNECT_TIMEOUT_SECS";
 pub const SPLICE_TTL_SECS: &str = "CODEMODE_SPLICE_TTL_SECS";
 /// How many mixed turns' denials are kept at once.
 pub const SPLICE_CAPACITY: &str = "CODEMODE_SPLICE_CAPACITY";
+/// Threads serving requests (default: the CPUs the process may use).
+pub const WORKER_THREADS: &str = "CODEMODE_WORKER_THREADS";
 
 /// Whether a client may choose preset or mode per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +84,8 @@ pub struct Config {
     pub splice_ttl: Duration,
     /// Capacity of the mixed-turn store.
     pub splice_capacity: usize,
+    /// Runtime worker threads; `None` lets the runtime choose.
+    pub worker_threads: Option<usize>,
 }
 
 /// One bad variable.
@@ -207,6 +211,16 @@ impl Config {
         let splice_capacity = parse_or(&get, SPLICE_CAPACITY, Some(10_000), &mut fail, |v| {
             positive::<usize>(v, "a number of entries")
         });
+        let worker_threads = match get(WORKER_THREADS) {
+            None => Some(None),
+            Some(v) => match positive::<usize>(&v, "a number of threads") {
+                Ok(n) => Some(Some(n)),
+                Err(e) => {
+                    fail(WORKER_THREADS, e);
+                    None
+                }
+            },
+        };
         let file = match get(CONFIG) {
             None => Some(ConfigFile::default()),
             Some(path) => match read_config_file(&path) {
@@ -248,6 +262,7 @@ impl Config {
             connect_timeout,
             splice_ttl,
             splice_capacity,
+            worker_threads,
         ) {
             (
                 Some(listen),
@@ -262,6 +277,7 @@ impl Config {
                 Some(connect_timeout),
                 Some(splice_ttl),
                 Some(splice_capacity),
+                Some(worker_threads),
             ) if errors.is_empty() => Ok(Config {
                 listen,
                 upstream,
@@ -276,6 +292,7 @@ impl Config {
                 connect_timeout: Duration::from_secs(connect_timeout),
                 splice_ttl: Duration::from_secs(splice_ttl),
                 splice_capacity,
+                worker_threads,
             }),
             _ => Err(ConfigErrors(errors)),
         }

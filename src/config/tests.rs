@@ -33,6 +33,7 @@ fn every_bad_variable_is_reported_at_once() {
         (MAX_REPAIRS, "-1"),
         (CLIENT_SELECT, "maybe"),
         (MAX_BODY_BYTES, "0"),
+        (WORKER_THREADS, "many"),
     ])
     .unwrap_err();
     let vars: Vec<_> = errors.0.iter().map(|e| e.var).collect();
@@ -45,7 +46,8 @@ fn every_bad_variable_is_reported_at_once() {
             RUNTIME,
             MAX_REPAIRS,
             CLIENT_SELECT,
-            MAX_BODY_BYTES
+            MAX_BODY_BYTES,
+            WORKER_THREADS
         ]
     );
 }
