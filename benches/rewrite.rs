@@ -93,11 +93,32 @@ fn sdk(c: &mut Criterion) {
     for n in [4, 20, 100] {
         let raw = serde_json::value::to_raw_value(&tools(n)).unwrap();
         group.bench_with_input(BenchmarkId::new("cold", n), &raw, |b, raw| {
-            b.iter(|| black_box(ToolPlan::build(Some(raw), &preset, Mode::Code).unwrap()))
+            b.iter(|| {
+                black_box(
+                    ToolPlan::build(
+                        Some(raw),
+                        &preset,
+                        Mode::Code,
+                        codemode_proxy::Runtime::Client,
+                    )
+                    .unwrap(),
+                )
+            })
         });
         let cache = PlanCache::new(16);
         group.bench_with_input(BenchmarkId::new("cached", n), &raw, |b, raw| {
-            b.iter(|| black_box(cache.get_or_build(Some(raw), &preset, Mode::Code).unwrap()))
+            b.iter(|| {
+                black_box(
+                    cache
+                        .get_or_build(
+                            Some(raw),
+                            &preset,
+                            Mode::Code,
+                            codemode_proxy::Runtime::Client,
+                        )
+                        .unwrap(),
+                )
+            })
         });
     }
     group.finish();

@@ -24,7 +24,15 @@ fn plan() -> Arc<ToolPlan> {
     ]);
     let raw = serde_json::value::to_raw_value(&tools).unwrap();
     let catalog = Catalog::builtin(Mode::Code);
-    Arc::new(ToolPlan::build(Some(&raw), catalog.get("standard").unwrap(), Mode::Code).unwrap())
+    Arc::new(
+        ToolPlan::build(
+            Some(&raw),
+            catalog.get("standard").unwrap(),
+            Mode::Code,
+            codemode_proxy::Runtime::Client,
+        )
+        .unwrap(),
+    )
 }
 
 fn chunk(delta: serde_json::Value) -> Vec<u8> {

@@ -228,7 +228,13 @@ mod tests {
         let tools = r#"[{"type":"function","function":{"name":"read"}},{"type":"function","function":{"name":"run_code"}}]"#;
         let raw = RawValue::from_string(tools.into()).unwrap();
         let c = Catalog::builtin(Mode::Code);
-        ToolPlan::build(Some(&raw), c.get("standard").unwrap(), mode).unwrap()
+        ToolPlan::build(
+            Some(&raw),
+            c.get("standard").unwrap(),
+            mode,
+            crate::mode::Runtime::Client,
+        )
+        .unwrap()
     }
 
     fn completion(calls: Value) -> Value {

@@ -17,6 +17,7 @@ pub mod mode;
 pub mod plan;
 pub mod preset;
 pub mod rewrite;
+pub mod runtime;
 pub mod sdk;
 pub mod sections;
 pub mod select;
@@ -24,6 +25,7 @@ pub mod server;
 pub mod splice;
 pub mod sse;
 pub mod stream;
+pub mod ttl_map;
 pub mod wire;
 
 pub use config::Config;

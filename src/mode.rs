@@ -62,6 +62,9 @@ impl FromStr for Mode {
 /// Where `run_code` runs (`CODEMODE_RUNTIME`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runtime {
+    /// The proxy runs `run_code` in its sandbox; programs' tool calls go to
+    /// the client as native calls.
+    Embedded,
     /// The client declares `run_code` and executes it itself.
     Client,
     /// No runtime: code-capable modes are refused at start-up.
@@ -72,6 +75,7 @@ impl Runtime {
     /// The value as it is written in `CODEMODE_RUNTIME`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Runtime::Embedded => "embedded",
             Runtime::Client => "client",
             Runtime::None => "none",
         }

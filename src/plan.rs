@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::classify::Visibility;
 use crate::error::ProxyError;
-use crate::mode::{Mode, RUN_CODE};
+use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
 use crate::sdk::ToolSchema;
 use crate::sections::{self, RenderedSection};
@@ -34,6 +34,10 @@ pub struct ToolPlan {
     pub sections: Vec<RenderedSection>,
     /// The text appended to the system prompt (may be empty).
     pub prompt: String,
+    /// The visible native tools in declaration order (what programs may call).
+    pub visible_names: Vec<String>,
+    /// Whether the proxy runs `run_code` itself (embedded runtime).
+    pub runs_code: bool,
 }
 
 impl ToolPlan {
@@ -42,6 +46,7 @@ impl ToolPlan {
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,
+        runtime: Runtime,
     ) -> Result<ToolPlan, ProxyError> {
         let entries = parse_tools(tools)?;
         let run_code = entries.iter().find(|e| e.schema.name == RUN_CODE);
@@ -51,11 +56,27 @@ impl ToolPlan {
             .partition(|e| preset.shows(&e.schema.name));
         let has_tools = !entries.is_empty();
         let code_tools = has_tools && mode.is_code_capable();
-        if code_tools && run_code.is_none() {
+        let runs_code = code_tools && runtime == Runtime::Embedded;
+        if code_tools && !runs_code && run_code.is_none() {
             return Err(ProxyError::MissingRunCode(mode));
         }
+        // With the embedded runtime the proxy's own run_code is the transport.
+        let proxy_run_code = RawValue::from_string(crate::runtime::RUN_CODE_TOOL.to_owned())
+            .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
+        let transport: Option<&RawValue> = if runs_code {
+            Some(&proxy_run_code)
+        } else {
+            run_code.map(|e| e.raw.as_ref())
+        };
         let wire: Option<Vec<&RawValue>> = match mode {
-            Mode::Code if has_tools => Some(run_code.map(|e| e.raw.as_ref()).into_iter().collect()),
+            Mode::Code if has_tools => Some(transport.into_iter().collect()),
+            Mode::Both if runs_code => Some(
+                shown
+                    .iter()
+                    .map(|e| e.raw.as_ref())
+                    .chain(transport)
+                    .collect(),
+            ),
             Mode::Native | Mode::Both if !hidden.is_empty() => Some(
                 entries
                     .iter()
@@ -82,6 +103,8 @@ impl ToolPlan {
             wire_tools,
             sections,
             prompt,
+            visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
+            runs_code,
         })
     }
 
@@ -176,6 +199,7 @@ struct CachedPlan {
     tools_text: Box<str>,
     preset: String,
     mode: Mode,
+    runtime: Runtime,
     plan: Arc<ToolPlan>,
 }
 
@@ -194,15 +218,16 @@ impl PlanCache {
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,
+        runtime: Runtime,
     ) -> Result<Arc<ToolPlan>, ProxyError> {
         let text = tools.map_or("", RawValue::get);
         let mut h = DefaultHasher::new();
-        (text, preset.name.as_str(), mode).hash(&mut h);
+        (text, preset.name.as_str(), mode, runtime.as_str()).hash(&mut h);
         let key = h.finish();
-        if let Some(hit) = self.lookup(key, text, &preset.name, mode) {
+        if let Some(hit) = self.lookup(key, text, &preset.name, mode, runtime) {
             return Ok(hit);
         }
-        let plan = Arc::new(ToolPlan::build(tools, preset, mode)?);
+        let plan = Arc::new(ToolPlan::build(tools, preset, mode, runtime)?);
         let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= self.capacity {
             map.clear();
@@ -213,16 +238,29 @@ impl PlanCache {
                 tools_text: text.into(),
                 preset: preset.name.clone(),
                 mode,
+                runtime,
                 plan: plan.clone(),
             },
         );
         Ok(plan)
     }
 
-    fn lookup(&self, key: u64, text: &str, preset: &str, mode: Mode) -> Option<Arc<ToolPlan>> {
+    fn lookup(
+        &self,
+        key: u64,
+        text: &str,
+        preset: &str,
+        mode: Mode,
+        runtime: Runtime,
+    ) -> Option<Arc<ToolPlan>> {
         let map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&key)
-            .filter(|c| c.mode == mode && c.preset == preset && &*c.tools_text == text)
+            .filter(|c| {
+                c.mode == mode
+                    && c.runtime == runtime
+                    && c.preset == preset
+                    && &*c.tools_text == text
+            })
             .map(|c| c.plan.clone())
     }
 }
@@ -253,7 +291,13 @@ mod tests {
 
     #[test]
     fn code_mode_wire_carries_only_run_code() {
-        let plan = ToolPlan::build(Some(&raw(TOOLS)), &preset("", "code"), Mode::Code).unwrap();
+        let plan = ToolPlan::build(
+            Some(&raw(TOOLS)),
+            &preset("", "code"),
+            Mode::Code,
+            Runtime::Client,
+        )
+        .unwrap();
         let wire: Vec<Value> =
             serde_json::from_str(plan.wire_tools.as_ref().unwrap().get()).unwrap();
         assert_eq!(wire.len(), 1);
@@ -267,7 +311,7 @@ mod tests {
     fn deny_lists_hide_tools_in_every_mode() {
         let p = preset("[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n", "safe");
         for mode in [Mode::Native, Mode::Both] {
-            let plan = ToolPlan::build(Some(&raw(TOOLS)), &p, mode).unwrap();
+            let plan = ToolPlan::build(Some(&raw(TOOLS)), &p, mode, Runtime::Client).unwrap();
             assert_eq!(plan.visibility("bash"), Visibility::Hidden);
             let wire = plan.wire_tools.as_ref().unwrap().get();
             assert!(!wire.contains("bash") && wire.contains("read"), "{wire}");
@@ -278,14 +322,25 @@ mod tests {
     #[test]
     fn code_mode_without_client_run_code_is_refused() {
         let tools = r#"[{"type":"function","function":{"name":"read"}}]"#;
-        let err = ToolPlan::build(Some(&raw(tools)), &preset("", "code"), Mode::Code).unwrap_err();
+        let err = ToolPlan::build(
+            Some(&raw(tools)),
+            &preset("", "code"),
+            Mode::Code,
+            Runtime::Client,
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "run_code_missing");
     }
 
     #[test]
     fn native_without_restrictions_leaves_the_wire_alone() {
-        let plan =
-            ToolPlan::build(Some(&raw(TOOLS)), &preset("", "standard"), Mode::Native).unwrap();
+        let plan = ToolPlan::build(
+            Some(&raw(TOOLS)),
+            &preset("", "standard"),
+            Mode::Native,
+            Runtime::Client,
+        )
+        .unwrap();
         assert!(plan.wire_tools.is_none());
         assert!(!plan.can_deny());
         assert!(plan.prompt.is_empty());
@@ -296,14 +351,14 @@ mod tests {
         let cache = PlanCache::new(4);
         let p = preset("", "code");
         let a = cache
-            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code)
+            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code, Runtime::Client)
             .unwrap();
         let b = cache
-            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code)
+            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code, Runtime::Client)
             .unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         let c = cache
-            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Both)
+            .get_or_build(Some(&raw(TOOLS)), &p, Mode::Both, Runtime::Client)
             .unwrap();
         assert!(!Arc::ptr_eq(&a, &c));
     }

@@ -7,11 +7,12 @@
 //! sends that turn again, so the model learns of them and its view stays
 //! consistent. Behind a trait so a shared store can serve several replicas.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::ttl_map::TtlMap;
 
 /// What to splice into one assistant turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,65 +34,28 @@ pub trait SpliceStore: Send + Sync + 'static {
 }
 
 /// An in-memory store: bounded, oldest evicted first, entries expire.
-pub struct MemorySpliceStore {
-    ttl: Duration,
-    capacity: usize,
-    inner: Mutex<Entries>,
-}
-
-#[derive(Default)]
-struct Entries {
-    map: HashMap<String, (Instant, Arc<Splice>)>,
-    order: VecDeque<(Instant, String)>,
-}
+pub struct MemorySpliceStore(TtlMap<Arc<Splice>>);
 
 impl MemorySpliceStore {
     /// A store keeping at most `capacity` keys, each for `ttl`.
     pub fn new(ttl: Duration, capacity: usize) -> MemorySpliceStore {
-        MemorySpliceStore {
-            ttl,
-            capacity: capacity.max(1),
-            inner: Mutex::new(Entries::default()),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        MemorySpliceStore(TtlMap::new(ttl, capacity))
     }
 }
 
 impl SpliceStore for MemorySpliceStore {
     fn put(&self, keys: &[String], splice: Arc<Splice>) {
-        let now = Instant::now();
-        let mut e = self.lock();
-        while let Some((at, _)) = e.order.front() {
-            let expired = now.duration_since(*at) >= self.ttl;
-            if !expired && e.order.len() < self.capacity {
-                break;
-            }
-            if let Some((at, key)) = e.order.pop_front() {
-                // Only drop the map entry if it was not refreshed since.
-                if e.map.get(&key).is_some_and(|(t, _)| *t == at) {
-                    e.map.remove(&key);
-                }
-            }
-        }
         for key in keys {
-            e.map.insert(key.clone(), (now, splice.clone()));
-            e.order.push_back((now, key.clone()));
+            self.0.insert(key.clone(), splice.clone());
         }
     }
 
     fn get(&self, key: &str) -> Option<Arc<Splice>> {
-        let e = self.lock();
-        e.map
-            .get(key)
-            .filter(|(at, _)| at.elapsed() < self.ttl)
-            .map(|(_, s)| s.clone())
+        self.0.get(key)
     }
 
     fn is_empty(&self) -> bool {
-        self.lock().map.is_empty()
+        self.0.is_empty()
     }
 }
 
@@ -123,6 +87,6 @@ mod tests {
         }
         assert!(s.get("k0").is_none());
         assert!(s.get("k9").is_some());
-        assert!(s.lock().map.len() <= 3);
+        assert!(s.0.len() <= 3);
     }
 }

@@ -50,6 +50,7 @@ async fn the_binary_serves_code_mode_on_port_zero() {
     let (_child, addr) = spawn(&[
         ("CODEMODE_LISTEN", "127.0.0.1:0"),
         ("CODEMODE_UPSTREAM", &upstream),
+        ("CODEMODE_RUNTIME", "client"),
     ]);
     let http = reqwest::Client::new();
     let health = http

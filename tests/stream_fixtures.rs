@@ -19,7 +19,15 @@ use serde_json::Value;
 pub fn plan(mode: Mode) -> Arc<ToolPlan> {
     let tools = serde_json::value::to_raw_value(&agent_tools()).unwrap();
     let catalog = Catalog::builtin(mode);
-    Arc::new(ToolPlan::build(Some(&tools), catalog.get("standard").unwrap(), mode).unwrap())
+    Arc::new(
+        ToolPlan::build(
+            Some(&tools),
+            catalog.get("standard").unwrap(),
+            mode,
+            codemode_proxy::Runtime::Client,
+        )
+        .unwrap(),
+    )
 }
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {

@@ -103,7 +103,15 @@ fn stream(items: &[Item], style: u8) -> Vec<u8> {
 fn plan() -> Arc<ToolPlan> {
     let tools = serde_json::value::to_raw_value(&agent_tools()).unwrap();
     let catalog = Catalog::builtin(Mode::Code);
-    Arc::new(ToolPlan::build(Some(&tools), catalog.get("standard").unwrap(), Mode::Code).unwrap())
+    Arc::new(
+        ToolPlan::build(
+            Some(&tools),
+            catalog.get("standard").unwrap(),
+            Mode::Code,
+            codemode_proxy::Runtime::Client,
+        )
+        .unwrap(),
+    )
 }
 
 proptest! {

@@ -43,6 +43,16 @@ pub const CONNECT_TIMEOUT_SECS: &str = "CODEMODE_CONNECT_TIMEOUT_SECS";
 pub const SPLICE_TTL_SECS: &str = "CODEMODE_SPLICE_TTL_SECS";
 /// How many mixed turns' denials are kept at once.
 pub const SPLICE_CAPACITY: &str = "CODEMODE_SPLICE_CAPACITY";
+/// CPU milliseconds of one run of a program.
+pub const RUN_SLICE_MS: &str = "CODEMODE_RUN_SLICE_MS";
+/// Seconds an execution may live across client round trips.
+pub const RUN_LIFETIME_SECS: &str = "CODEMODE_RUN_LIFETIME_SECS";
+/// Heap of one run, in MiB.
+pub const RUN_MEMORY_MB: &str = "CODEMODE_RUN_MEMORY_MB";
+/// Tool calls one program may make.
+pub const RUN_MAX_CALLS: &str = "CODEMODE_RUN_MAX_CALLS";
+/// Bytes of a program's result the model gets.
+pub const RUN_MAX_OUTPUT: &str = "CODEMODE_RUN_MAX_OUTPUT";
 /// Threads serving requests (default: the CPUs the process may use).
 pub const WORKER_THREADS: &str = "CODEMODE_WORKER_THREADS";
 
@@ -86,6 +96,8 @@ pub struct Config {
     pub splice_capacity: usize,
     /// Runtime worker threads; `None` lets the runtime choose.
     pub worker_threads: Option<usize>,
+    /// Limits of the embedded runtime.
+    pub limits: crate::runtime::Limits,
 }
 
 /// One bad variable.
@@ -152,15 +164,15 @@ impl Config {
         let runtime = parse_or(
             &get,
             RUNTIME,
-            Some(Runtime::Client),
+            Some(Runtime::Embedded),
             &mut fail,
             |v| match v.trim() {
+                "embedded" => Ok(Runtime::Embedded),
                 "client" => Ok(Runtime::Client),
                 "none" => Ok(Runtime::None),
-                "embedded" => Err("`embedded` is not available in this build yet; use client \
-                                   (the client declares and runs run_code) or none"
-                    .to_owned()),
-                other => Err(format!("`{other}` is not a runtime; use client or none")),
+                other => Err(format!(
+                    "`{other}` is not a runtime; use embedded, client or none"
+                )),
             },
         );
         let max_repairs = parse_or(&get, MAX_REPAIRS, Some(2), &mut fail, |v| {
@@ -211,6 +223,55 @@ impl Config {
         let splice_capacity = parse_or(&get, SPLICE_CAPACITY, Some(10_000), &mut fail, |v| {
             positive::<usize>(v, "a number of entries")
         });
+        let defaults = crate::runtime::Limits::default();
+        let slice_ms = parse_or(
+            &get,
+            RUN_SLICE_MS,
+            Some(defaults.slice.as_millis() as u64),
+            &mut fail,
+            |v| positive::<u64>(v, "a number of milliseconds"),
+        );
+        let lifetime = parse_or(
+            &get,
+            RUN_LIFETIME_SECS,
+            Some(defaults.lifetime.as_secs()),
+            &mut fail,
+            |v| positive::<u64>(v, "a number of seconds"),
+        );
+        let memory_mb = parse_or(
+            &get,
+            RUN_MEMORY_MB,
+            Some(defaults.memory_bytes >> 20),
+            &mut fail,
+            |v| positive::<usize>(v, "a number of MiB"),
+        );
+        let max_calls = parse_or(
+            &get,
+            RUN_MAX_CALLS,
+            Some(defaults.max_calls),
+            &mut fail,
+            |v| positive::<usize>(v, "a number of calls"),
+        );
+        let max_output = parse_or(
+            &get,
+            RUN_MAX_OUTPUT,
+            Some(defaults.max_output_bytes),
+            &mut fail,
+            |v| positive::<usize>(v, "a number of bytes"),
+        );
+        let limits = match (slice_ms, lifetime, memory_mb, max_calls, max_output) {
+            (Some(slice), Some(lifetime), Some(mb), Some(calls), Some(output)) => {
+                Some(crate::runtime::Limits {
+                    slice: Duration::from_millis(slice),
+                    lifetime: Duration::from_secs(lifetime),
+                    memory_bytes: mb << 20,
+                    stack_bytes: defaults.stack_bytes,
+                    max_calls: calls,
+                    max_output_bytes: output,
+                })
+            }
+            _ => None,
+        };
         let worker_threads = match get(WORKER_THREADS) {
             None => Some(None),
             Some(v) => match positive::<usize>(&v, "a number of threads") {
@@ -263,6 +324,7 @@ impl Config {
             splice_ttl,
             splice_capacity,
             worker_threads,
+            limits,
         ) {
             (
                 Some(listen),
@@ -278,6 +340,7 @@ impl Config {
                 Some(splice_ttl),
                 Some(splice_capacity),
                 Some(worker_threads),
+                Some(limits),
             ) if errors.is_empty() => Ok(Config {
                 listen,
                 upstream,
@@ -293,6 +356,7 @@ impl Config {
                 splice_ttl: Duration::from_secs(splice_ttl),
                 splice_capacity,
                 worker_threads,
+                limits,
             }),
             _ => Err(ConfigErrors(errors)),
         }
@@ -345,7 +409,7 @@ fn runtime_conflicts(catalog: &Catalog) -> Vec<ConfigError> {
                 var: RUNTIME,
                 message: format!(
                     "preset `{}` has mode `{}` from the `tool_mode` row of preset `{row}`, which \
-                     needs a runtime, but {RUNTIME}=none; set {RUNTIME}=client, or override \
+                     needs a runtime, but {RUNTIME}=none; set {RUNTIME}=embedded or client, or override \
                      preset `{row}` in {CONFIG} with tool_mode = \"native\"",
                     p.name, p.mode
                 ),
@@ -355,8 +419,7 @@ fn runtime_conflicts(catalog: &Catalog) -> Vec<ConfigError> {
                 errors.push(ConfigError {
                     var: MODE,
                     message: format!(
-                        "{MODE}={} needs a runtime, but {RUNTIME}=none; set {MODE}=native or \
-                         {RUNTIME}=client",
+                        "{MODE}={} needs a runtime, but {RUNTIME}=none; set {MODE}=native or {RUNTIME}=embedded",
                         p.mode
                     ),
                 });

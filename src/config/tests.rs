@@ -17,7 +17,8 @@ fn defaults_match_the_contract() {
     assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
     assert_eq!(c.upstream.to_string(), "https://api.openai.com/v1");
     assert_eq!(c.default_mode, Mode::Code);
-    assert_eq!(c.runtime, Runtime::Client);
+    assert_eq!(c.runtime, Runtime::Embedded);
+    assert_eq!(c.limits, crate::runtime::Limits::default());
     assert_eq!(c.max_repairs, 2);
     assert_eq!(c.client_select, ClientSelect::Allow);
     assert!(c.upstream_api_key.is_none());

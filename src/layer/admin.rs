@@ -62,9 +62,12 @@ pub(crate) async fn dry_run(
     let (parts, body) = req.into_parts();
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let mut chat = ChatRequest::parse(&bytes)?;
-    let plan = state
-        .plans
-        .get_or_build(chat.field("tools"), &selection.preset, selection.mode)?;
+    let plan = state.plans.get_or_build(
+        chat.field("tools"),
+        &selection.preset,
+        selection.mode,
+        state.config.runtime,
+    )?;
     chat.rewrite(&plan, &*state.splices)?;
     let request: Value = serde_json::from_slice(&chat.to_bytes())
         .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;

@@ -68,9 +68,12 @@ pub(crate) async fn chat_completions(
     }
 
     let mut chat = ChatRequest::parse(&bytes)?;
-    let plan = state
-        .plans
-        .get_or_build(chat.field("tools"), preset, selection.mode)?;
+    let plan = state.plans.get_or_build(
+        chat.field("tools"),
+        preset,
+        selection.mode,
+        state.config.runtime,
+    )?;
     chat.rewrite(&plan, &*state.splices)?;
 
     if !plan.can_deny() {

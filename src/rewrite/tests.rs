@@ -17,7 +17,13 @@ fn request(messages: Value, extra: &str) -> Vec<u8> {
 fn plan(mode: Mode) -> ToolPlan {
     let c = Catalog::builtin(Mode::Code);
     let raw = RawValue::from_string(TOOLS.into()).unwrap();
-    ToolPlan::build(Some(&raw), c.get("standard").unwrap(), mode).unwrap()
+    ToolPlan::build(
+        Some(&raw),
+        c.get("standard").unwrap(),
+        mode,
+        crate::mode::Runtime::Client,
+    )
+    .unwrap()
 }
 
 fn store() -> MemorySpliceStore {

@@ -49,6 +49,8 @@ pub fn config(upstream: &str, vars: &[(&str, &str)]) -> Config {
     let mut map: HashMap<String, String> = HashMap::new();
     map.insert("CODEMODE_UPSTREAM".into(), upstream.into());
     map.insert("CODEMODE_LISTEN".into(), "127.0.0.1:0".into());
+    // These tests drive the client runtime; embedded-runtime tests say so.
+    map.insert("CODEMODE_RUNTIME".into(), "client".into());
     for (k, v) in vars {
         map.insert(k.to_string(), v.to_string());
     }

@@ -1,0 +1,228 @@
+//! The embedded runtime: the proxy runs `run_code` itself (design.md
+//! section 7).
+//!
+//! A program's tool calls go to the client as ordinary native calls, with
+//! ids minted by the proxy that name the execution (`cm_<execution>_<n>`).
+//! Executions are pure data: the code, a seed, a fixed clock and every call
+//! with its result. A run replays the recorded calls from the start
+//! ([`sandbox`]), so resuming needs no live interpreter, and a shared
+//! [`ExecutionStore`] would let replicas and restarts continue each other's
+//! executions.
+
+pub mod history;
+pub mod sandbox;
+mod store;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use sandbox::{CallRecord, RunOutcome};
+pub use store::{ExecutionStore, MemoryExecutionStore};
+
+/// Limits on one program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// CPU time of one run (one slice between client round trips).
+    pub slice: Duration,
+    /// Lifetime of an execution across client round trips.
+    pub lifetime: Duration,
+    /// Heap of one run.
+    pub memory_bytes: usize,
+    /// Native stack of one run.
+    pub stack_bytes: usize,
+    /// Tool calls per execution.
+    pub max_calls: usize,
+    /// Bytes of the result the model gets.
+    pub max_output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            slice: Duration::from_millis(2000),
+            lifetime: Duration::from_secs(600),
+            memory_bytes: 64 << 20,
+            stack_bytes: 512 << 10,
+            max_calls: 100,
+            max_output_bytes: 20_000,
+        }
+    }
+}
+
+/// One `run_code` call the proxy executes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Execution {
+    /// `<created ms, hex>x<random, hex>`: the creation time tells an expired
+    /// execution from one this proxy never held.
+    pub id: String,
+    /// Milliseconds since the epoch; also the program's clock.
+    pub created_ms: u64,
+    /// The model's `run_code` call id.
+    pub run_call_id: String,
+    /// The program.
+    pub code: String,
+    /// The text the model wrote with its `run_code` call.
+    pub assistant_content: Option<String>,
+    /// The tools the program may call.
+    pub tools: Vec<String>,
+    /// Every call made so far, in order.
+    pub calls: Vec<CallRecord>,
+    /// The `run_code` result the model gets, once the program ended.
+    pub outcome: Option<String>,
+}
+
+/// The `run_code` tool the proxy announces when it runs programs itself.
+pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
+
+/// Prefix of every call id the proxy mints.
+pub const MINTED_PREFIX: &str = "cm_";
+
+impl Execution {
+    /// A new execution of `code`.
+    pub fn new(
+        run_call_id: String,
+        code: String,
+        assistant_content: Option<String>,
+        tools: Vec<String>,
+    ) -> Execution {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let created_ms = now_ms();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let random =
+            std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), n);
+        Execution {
+            id: format!("{created_ms:x}x{random:016x}"),
+            created_ms,
+            run_call_id,
+            code,
+            assistant_content,
+            tools,
+            calls: Vec::new(),
+            outcome: None,
+        }
+    }
+
+    /// The id the client sees for call `n`.
+    pub fn call_id(&self, n: usize) -> String {
+        format!("{MINTED_PREFIX}{}_{n}", self.id)
+    }
+
+    /// Whether the execution outlived `lifetime`.
+    pub fn is_expired(&self, lifetime: Duration) -> bool {
+        now_ms().saturating_sub(self.created_ms) > lifetime.as_millis() as u64
+    }
+
+    fn seed(&self) -> u64 {
+        std::hash::BuildHasher::hash_one(
+            &std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default(),
+            &self.id,
+        )
+    }
+}
+
+/// `(execution id, call number)` of a minted call id.
+pub fn parse_call_id(id: &str) -> Option<(&str, usize)> {
+    let rest = id.strip_prefix(MINTED_PREFIX)?;
+    let (exec, n) = rest.rsplit_once('_')?;
+    Some((exec, n.parse().ok()?))
+}
+
+/// When an execution id says it was created, in ms since the epoch.
+pub fn created_ms_of(exec_id: &str) -> Option<u64> {
+    u64::from_str_radix(exec_id.split_once('x')?.0, 16).ok()
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a step of an execution came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The program ended; `Execution::outcome` holds the model's result.
+    Ended,
+    /// The program waits on the calls numbered in this range.
+    Waiting(std::ops::Range<usize>),
+}
+
+/// Runs the program once more (replaying every answered call) on a
+/// blocking thread, so a busy program never stalls the proxy's I/O.
+pub async fn step(mut exec: Execution, limits: Limits) -> (Execution, Step) {
+    let job = {
+        let exec = exec.clone();
+        let limits = limits.clone();
+        tokio::task::spawn_blocking(move || {
+            sandbox::run(
+                &exec.code,
+                &exec.tools,
+                &exec.calls,
+                exec.seed(),
+                exec.created_ms,
+                &limits,
+            )
+        })
+    };
+    let outcome = match job.await {
+        Ok(o) => o,
+        Err(e) => RunOutcome::Failed {
+            output: String::new(),
+            error: format!("Error: the program's thread ended abnormally ({e})"),
+        },
+    };
+    match outcome {
+        RunOutcome::Blocked { calls, .. } => {
+            let start = exec.calls.len();
+            exec.calls.extend(calls);
+            let end = exec.calls.len();
+            (exec, Step::Waiting(start..end))
+        }
+        ended => {
+            exec.outcome = Some(render_outcome(&ended, &limits));
+            (exec, Step::Ended)
+        }
+    }
+}
+
+/// The `run_code` result as the model reads it.
+pub fn render_outcome(outcome: &RunOutcome, limits: &Limits) -> String {
+    let mut text = match outcome {
+        RunOutcome::Finished { output, value } => {
+            let mut t = String::new();
+            if !output.is_empty() {
+                t.push_str("Output:\n");
+                t.push_str(output);
+                t.push_str("\n\n");
+            }
+            t.push_str("Result: ");
+            t.push_str(if value.is_empty() { "undefined" } else { value });
+            t
+        }
+        RunOutcome::Failed { output, error } => {
+            let mut t = format!("Error: {error}");
+            if !output.is_empty() {
+                t.push_str("\n\nOutput:\n");
+                t.push_str(output);
+            }
+            t
+        }
+        RunOutcome::Blocked { .. } => "Error: the program did not finish".to_owned(),
+    };
+    if text.len() > limits.max_output_bytes {
+        let total = text.len();
+        let mut cut = limits.max_output_bytes;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(&format!(
+            "\n[truncated: the result was {total} bytes; the limit is {} (CODEMODE_RUN_MAX_OUTPUT)]",
+            limits.max_output_bytes
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+use std::time::Duration;
+
+use super::*;
+
+fn tools() -> Vec<String> {
+    vec![
+        "read".into(),
+        "write".into(),
+        "list".into(),
+        "github.create_issue".into(),
+    ]
+}
+
+fn limits() -> Limits {
+    Limits {
+        slice: Duration::from_millis(300),
+        memory_bytes: 16 << 20,
+        ..Limits::default()
+    }
+}
+
+fn run(code: &str, replay: &[CallRecord]) -> RunOutcome {
+    sandbox::run(code, &tools(), replay, 7, 1_700_000_000_000, &limits())
+}
+
+fn answered(name: &str, args: &str, result: &str) -> CallRecord {
+    CallRecord {
+        name: name.into(),
+        args: args.into(),
+        result: Some(result.into()),
+    }
+}
+
+#[test]
+fn parallel_calls_block_together() {
+    let code = r#"const [a, b, c] = await Promise.all(["a", "b", "c"].map(p => tools.read({path: p}))); return a + b + c;"#;
+    let RunOutcome::Blocked { calls, .. } = run(code, &[]) else {
+        panic!()
+    };
+    let args: Vec<&str> = calls.iter().map(|c| c.args.as_str()).collect();
+    assert_eq!(
+        args,
+        vec![r#"{"path":"a"}"#, r#"{"path":"b"}"#, r#"{"path":"c"}"#]
+    );
+    let replay = vec![
+        answered("read", r#"{"path":"a"}"#, "1"),
+        answered("read", r#"{"path":"b"}"#, "2"),
+        answered("read", r#"{"path":"c"}"#, "3"),
+    ];
+    assert_eq!(
+        run(code, &replay),
+        RunOutcome::Finished {
+            output: String::new(),
+            value: "\"123\"".into()
+        }
+    );
+}
+
+#[test]
+fn sequential_calls_block_one_at_a_time() {
+    let code = r#"let n = 0; for (const p of ["x", "y"]) { n += (await tools.read({path: p})).length; console.log("read", p); } return n;"#;
+    let RunOutcome::Blocked { calls, .. } = run(code, &[]) else {
+        panic!()
+    };
+    assert_eq!(calls.len(), 1);
+    let r1 = vec![answered("read", r#"{"path":"x"}"#, "four")];
+    let RunOutcome::Blocked { calls, output } = run(code, &r1) else {
+        panic!()
+    };
+    assert_eq!((calls.len(), output.as_str()), (1, "read x"));
+    let r2 = vec![r1[0].clone(), answered("read", r#"{"path":"y"}"#, "22")];
+    assert_eq!(
+        run(code, &r2),
+        RunOutcome::Finished {
+            output: "read x\nread y".into(),
+            value: "6".into()
+        }
+    );
+}
+
+#[test]
+fn a_changed_call_on_replay_is_refused() {
+    let code = r#"return await tools.read({path: String(Math.random())});"#;
+    let RunOutcome::Blocked { calls, .. } = run(code, &[]) else {
+        panic!()
+    };
+    // The same seed makes the same call: replay works.
+    let replay = vec![CallRecord {
+        result: Some("ok".into()),
+        ..calls[0].clone()
+    }];
+    assert!(matches!(run(code, &replay), RunOutcome::Finished { .. }));
+    let wrong = vec![answered("read", r#"{"path":"other"}"#, "ok")];
+    let RunOutcome::Failed { error, .. } = run(code, &wrong) else {
+        panic!()
+    };
+    assert!(error.contains("same calls"), "{error}");
+}
+
+#[test]
+fn throws_and_syntax_errors_are_reported() {
+    let RunOutcome::Failed { error, .. } = run("throw new RangeError('nope')", &[]) else {
+        panic!()
+    };
+    assert_eq!(error, "RangeError: nope");
+    let RunOutcome::Failed { error, .. } = run("return {", &[]) else {
+        panic!()
+    };
+    assert!(error.starts_with("SyntaxError"), "{error}");
+}
+
+#[test]
+fn unknown_tools_throw_inside_the_program_naming_the_tools() {
+    let code = "try { await tools.delete_all({}); } catch (e) { return e.message; }";
+    let RunOutcome::Finished { value, .. } = run(code, &[]) else {
+        panic!()
+    };
+    assert!(
+        value.contains("delete_all") && value.contains("read, write, list"),
+        "{value}"
+    );
+}
+
+#[test]
+fn unserialisable_arguments_throw_a_type_error_and_send_nothing() {
+    for args in [
+        "{f: () => 1}",
+        "{n: 10n}",
+        "(() => { const o = {}; o.o = o; return o; })()",
+        "'a string'",
+        "[1]",
+    ] {
+        let code = format!(
+            "try {{ await tools.write({args}); return 'sent'; }} catch (e) {{ return e.name; }}"
+        );
+        let RunOutcome::Finished { value, .. } = run(&code, &[]) else {
+            panic!("{args}")
+        };
+        assert_eq!(value, "\"TypeError\"", "{args}");
+    }
+}
+
+#[test]
+fn bracket_access_reaches_non_identifier_names() {
+    let RunOutcome::Blocked { calls, .. } =
+        run(r#"await tools["github.create_issue"]({title: "x"});"#, &[])
+    else {
+        panic!()
+    };
+    assert_eq!(calls[0].name, "github.create_issue");
+}
+
+#[test]
+fn busy_loops_are_interrupted() {
+    let RunOutcome::Failed { error, .. } = run("while (true) {}", &[]) else {
+        panic!()
+    };
+    assert!(error.contains("CODEMODE_RUN_SLICE_MS"), "{error}");
+}
+
+#[test]
+fn allocation_bombs_hit_the_memory_limit() {
+    let RunOutcome::Failed { error, .. } = run(
+        "const a = []; while (true) a.push('x'.repeat(1 << 20));",
+        &[],
+    ) else {
+        panic!()
+    };
+    assert!(
+        error.contains("CODEMODE_RUN_MEMORY_MB") || error.contains("memory"),
+        "{error}"
+    );
+}
+
+#[test]
+fn deep_recursion_fails_cleanly() {
+    let RunOutcome::Failed { error, .. } =
+        run("function f(n) { return f(n + 1) + 1; } return f(0);", &[])
+    else {
+        panic!()
+    };
+    assert!(
+        error.contains("stack") || error.contains("Range"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_call_limit_throws_inside_the_program() {
+    let l = Limits {
+        max_calls: 3,
+        ..limits()
+    };
+    let code = "try { await Promise.all([1,2,3,4].map(i => tools.read({i}))); } catch (e) { return e.message; }";
+    let RunOutcome::Finished { value, .. } = sandbox::run(code, &tools(), &[], 1, 0, &l) else {
+        panic!()
+    };
+    assert!(value.contains("CODEMODE_RUN_MAX_CALLS"), "{value}");
+}
+
+#[test]
+fn huge_outputs_are_truncated_with_a_note() {
+    let outcome = run(
+        "console.log('y'.repeat(100000)); return 'z'.repeat(100000);",
+        &[],
+    );
+    let text = render_outcome(&outcome, &limits());
+    assert!(text.len() < limits().max_output_bytes + 200);
+    assert!(
+        text.contains("CODEMODE_RUN_MAX_OUTPUT"),
+        "{}",
+        &text[text.len() - 120..]
+    );
+}
+
+#[test]
+fn programs_cannot_reach_the_host_or_other_executions() {
+    let code = "return [typeof require, typeof process, typeof fetch, typeof std, typeof os, typeof globalThis.__leak].join(',');";
+    let RunOutcome::Finished { value, .. } = run(code, &[]) else {
+        panic!()
+    };
+    assert_eq!(
+        value,
+        "\"undefined,undefined,undefined,undefined,undefined,undefined\""
+    );
+    // State set by one run is gone in the next: every run has a fresh runtime.
+    let _ = run("globalThis.__leak = 1; return 1;", &[]);
+    let RunOutcome::Finished { value, .. } = run("return typeof globalThis.__leak;", &[]) else {
+        panic!()
+    };
+    assert_eq!(value, "\"undefined\"");
+}
+
+#[test]
+fn the_clock_and_random_are_fixed_per_execution() {
+    let code = "return [Date.now(), new Date().getTime(), Math.random()].join(',');";
+    let a = run(code, &[]);
+    assert_eq!(a, run(code, &[]));
+    let RunOutcome::Finished { value, .. } = a else {
+        panic!()
+    };
+    assert!(
+        value.starts_with("\"1700000000000,1700000000000,"),
+        "{value}"
+    );
+}
+
+#[test]
+fn call_ids_name_their_execution() {
+    let e = Execution::new("call_1".into(), "return 1".into(), None, tools());
+    let id = e.call_id(3);
+    assert_eq!(parse_call_id(&id), Some((e.id.as_str(), 3)));
+    assert_eq!(created_ms_of(&e.id), Some(e.created_ms));
+    assert_eq!(parse_call_id("call_abc"), None);
+}
