@@ -75,7 +75,12 @@ fn rewrite(c: &mut Criterion) {
                 b.iter(|| {
                     let mut chat = ChatRequest::parse(black_box(body)).unwrap();
                     let plan = cache
-                        .get_or_build(chat.field("tools"), &preset, Mode::Code)
+                        .get_or_build(
+                            chat.field("tools"),
+                            &preset,
+                            Mode::Code,
+                            codemode_proxy::Runtime::Client,
+                        )
                         .unwrap();
                     chat.rewrite(&plan, &splices).unwrap();
                     black_box(chat.to_bytes())

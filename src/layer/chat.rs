@@ -7,16 +7,18 @@ use http::header::{HeaderMap, HeaderValue};
 use http::{Request, Response, Uri};
 use serde_json::Value;
 
+use super::embedded::{self, Ran, Render};
 use super::forward::{
     read_client_body, read_upstream_body, relay, respond_with, send, upstream_headers, upstream_uri,
 };
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
-use crate::intercept::{add_usage, give_up, judge_completion, Turn};
+use crate::intercept::{add_usage, give_up, judge_completion, DeniedCall, Turn};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
+use crate::runtime::history;
 use crate::select::Selection;
 use crate::splice::Splice;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
@@ -74,9 +76,16 @@ pub(crate) async fn chat_completions(
         selection.mode,
         state.config.runtime,
     )?;
+    let render = Render::of(&chat);
+    if plan.runs_code {
+        if let Some(res) = embedded::resume(state, &chat, render).await? {
+            return Ok(tag(res, &selection, None));
+        }
+        history::rewrite(&mut chat.messages, &*state.executions);
+    }
     chat.rewrite(&plan, &*state.splices)?;
 
-    if !plan.can_deny() {
+    if !plan.can_deny() && !plan.runs_code {
         let target = Target {
             uri,
             headers: upstream_headers(state, &parts.headers, true),
@@ -91,10 +100,15 @@ pub(crate) async fn chat_completions(
         uri,
         headers: upstream_headers(state, &parts.headers, true),
     };
-    if chat.stream {
+    if chat.stream && !plan.runs_code {
         return streamed(state, inner, target, chat, plan, &selection).await;
     }
-    intercepted(state, inner, &target, chat, &plan, &selection).await
+    if plan.runs_code {
+        // Programs run between the model's turns, so the proxy needs each
+        // turn whole; a streaming client gets the result as one stream.
+        chat.disable_stream();
+    }
+    intercepted(state, inner, &target, chat, &plan, &selection, render).await
 }
 
 /// The checked streaming path: the first round's headers go out at once,
@@ -185,10 +199,12 @@ async fn intercepted(
     mut chat: ChatRequest,
     plan: &ToolPlan,
     selection: &Selection,
+    render: Render,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = state.config.upstream_timeout;
     let mut usage: Option<Value> = None;
     let mut repairs = 0u32;
+    let mut programs = 0u32;
     loop {
         let res = send(inner.clone(), target.request(chat.to_bytes()), timeout).await?;
         let (parts, body) = res.into_parts();
@@ -200,8 +216,59 @@ async fn intercepted(
         let mut completion: Value = serde_json::from_slice(&body)
             .map_err(|e| ProxyError::UpstreamInvalid(format!("the completion is not JSON: {e}")))?;
         add_usage(&mut usage, completion.get("usage"));
-        match judge_completion(&mut completion, plan) {
+        let turn = judge_completion(&mut completion, plan);
+        if plan.runs_code {
+            let denied: &[DeniedCall] = match &turn {
+                Turn::Mixed { denied, .. } => denied,
+                _ => &[],
+            };
+            if let Some(program) = embedded::program_call(&completion) {
+                if !program.others.is_empty() {
+                    // One program per turn: everything the turn asked for is refused.
+                    if repairs < state.config.max_repairs {
+                        repairs += 1;
+                        let mut assistant = completion["choices"][0]["message"].clone();
+                        if let Some(calls) = assistant["tool_calls"].as_array_mut() {
+                            calls.extend(denied.iter().map(|d| d.call.clone()));
+                        }
+                        chat.push_message(&assistant);
+                        for call in completion["choices"][0]["message"]["tool_calls"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                        {
+                            chat.push_message(&embedded::one_program_denial(call));
+                        }
+                        for d in denied {
+                            chat.push_message(&d.tool_message());
+                        }
+                        continue;
+                    }
+                    give_up_program(&mut completion);
+                } else {
+                    let ran =
+                        embedded::start(state, plan, program, denied, &completion, usage.clone())
+                            .await;
+                    match ran {
+                        Ran::Waiting(client_turn) => {
+                            let res = render.respond(response_parts(parts), &client_turn);
+                            return Ok(tag(res, selection, Some(repairs)));
+                        }
+                        Ran::Ended(messages) if programs < MAX_PROGRAMS_PER_REQUEST => {
+                            programs += 1;
+                            for m in &messages {
+                                chat.push_message(m);
+                            }
+                            continue;
+                        }
+                        Ran::Ended(_) => give_up_program(&mut completion),
+                    }
+                }
+            }
+        }
+        match turn {
             Turn::Clean => {}
+            Turn::Mixed { .. } if plan.runs_code => {}
             Turn::Mixed {
                 allowed_ids,
                 denied,
@@ -230,14 +297,45 @@ async fn intercepted(
                 completion["usage"] = total;
             }
         }
-        let bytes = serde_json::to_vec(&completion)
-            .map_err(|e| ProxyError::UpstreamInvalid(e.to_string()))?;
-        return Ok(tag(
-            respond_with(parts, Bytes::from(bytes)),
-            selection,
-            Some(repairs),
-        ));
+        let res = render.respond(response_parts(parts), &completion);
+        return Ok(tag(res, selection, Some(repairs)));
     }
+}
+
+/// Programs one request may run back to back before the model must answer.
+const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
+
+/// The upstream's response head, cleaned for a body the proxy wrote.
+fn response_parts(mut parts: http::response::Parts) -> http::response::Parts {
+    super::forward::strip_hop_by_hop(&mut parts.headers);
+    parts
+}
+
+/// The model kept running programs (or several at once) past the bound:
+/// the client gets its words without any `run_code` call.
+fn give_up_program(completion: &mut Value) {
+    if let Some(message) = completion
+        .pointer_mut("/choices/0/message")
+        .and_then(Value::as_object_mut)
+    {
+        message.remove("tool_calls");
+        let empty = message
+            .get("content")
+            .and_then(Value::as_str)
+            .is_none_or(|s| s.trim().is_empty());
+        if empty {
+            message.insert(
+                "content".into(),
+                Value::String(
+                    "[codemode-proxy] The model ran more programs in one request than the proxy \
+                     allows, or kept combining run_code with other calls, so it stopped here. Ask \
+                     again to continue."
+                        .into(),
+                ),
+            );
+        }
+    }
+    completion["choices"][0]["finish_reason"] = Value::String("stop".into());
 }
 
 /// Adds the response headers that say what governed the request.

@@ -16,6 +16,7 @@
 
 mod admin;
 mod chat;
+mod embedded;
 mod forward;
 mod service;
 
@@ -28,6 +29,7 @@ use tower::{Layer, ServiceExt};
 use crate::body::{boxed, BoxError, BoxedError, ProxyBody};
 use crate::config::Config;
 use crate::plan::PlanCache;
+use crate::runtime::{ExecutionStore, MemoryExecutionStore};
 use crate::splice::{MemorySpliceStore, SpliceStore};
 
 pub use service::CodeModeService;
@@ -43,7 +45,11 @@ pub(crate) struct State {
     pub(crate) config: Config,
     pub(crate) plans: PlanCache,
     pub(crate) splices: Arc<dyn SpliceStore>,
+    pub(crate) executions: Arc<dyn ExecutionStore>,
 }
+
+/// Executions held at once by the default in-memory store.
+const EXECUTION_CAPACITY: usize = 10_000;
 
 /// Mounts Code Mode in front of an upstream service.
 #[derive(Clone)]
@@ -63,11 +69,24 @@ impl CodeModeLayer {
 
     /// A layer whose mixed-turn denials live in `splices` (e.g. a shared store).
     pub fn with_splice_store(config: Config, splices: Arc<dyn SpliceStore>) -> CodeModeLayer {
+        // Ended executions stay as long as the history that mentions them is likely to come back.
+        let keep = config.limits.lifetime.max(config.splice_ttl);
+        let executions = Arc::new(MemoryExecutionStore::new(keep, EXECUTION_CAPACITY));
+        CodeModeLayer::with_stores(config, splices, executions)
+    }
+
+    /// A layer with both stores supplied (e.g. shared ones for several replicas).
+    pub fn with_stores(
+        config: Config,
+        splices: Arc<dyn SpliceStore>,
+        executions: Arc<dyn ExecutionStore>,
+    ) -> CodeModeLayer {
         CodeModeLayer {
             state: Arc::new(State {
                 config,
                 plans: PlanCache::new(PLAN_CACHE_CAPACITY),
                 splices,
+                executions,
             }),
         }
     }

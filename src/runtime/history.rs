@@ -133,6 +133,7 @@ pub fn pair(exec_id: &str, exec: Option<&Execution>) -> Vec<Value> {
             let mut v = vec![run_code_turn(e)];
             if let Some(outcome) = &e.outcome {
                 v.push(json!({"role": "tool", "tool_call_id": e.run_call_id, "content": outcome}));
+                v.extend(e.denials.iter().cloned());
             }
             v
         }
@@ -150,10 +151,8 @@ pub fn pair(exec_id: &str, exec: Option<&Execution>) -> Vec<Value> {
 
 /// The assistant turn with the model's `run_code` call, as the model made it.
 pub fn run_code_turn(e: &Execution) -> Value {
-    json!({
-        "role": "assistant",
-        "content": e.assistant_content,
-        "tool_calls": [{"id": e.run_call_id, "type": "function",
-                        "function": {"name": RUN_CODE, "arguments": json!({"code": e.code}).to_string()}}],
-    })
+    let mut calls = vec![json!({"id": e.run_call_id, "type": "function",
+                                "function": {"name": RUN_CODE, "arguments": json!({"code": e.code}).to_string()}})];
+    calls.extend(e.denied_calls.iter().cloned());
+    json!({"role": "assistant", "content": e.assistant_content, "tool_calls": calls})
 }

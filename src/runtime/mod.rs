@@ -69,6 +69,10 @@ pub struct Execution {
     pub calls: Vec<CallRecord>,
     /// The `run_code` result the model gets, once the program ended.
     pub outcome: Option<String>,
+    /// Calls denied in the same model turn, shown to the model beside `run_code`.
+    pub denied_calls: Vec<serde_json::Value>,
+    /// Their denials.
+    pub denials: Vec<serde_json::Value>,
 }
 
 /// The `run_code` tool the proxy announces when it runs programs itself.
@@ -99,6 +103,8 @@ impl Execution {
             tools,
             calls: Vec::new(),
             outcome: None,
+            denied_calls: Vec::new(),
+            denials: Vec::new(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Shared harness: a wiremock provider, the proxy on port 0, request builders.
 #![allow(dead_code)]
 
+pub mod agent;
 pub mod raw_provider;
 pub mod sse_client;
 
