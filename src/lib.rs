@@ -10,6 +10,7 @@
 pub mod body;
 pub mod classify;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod intercept;
 pub mod layer;

@@ -12,6 +12,9 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    if std::env::args().nth(1).as_deref() == Some("demo") {
+        return demo();
+    }
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -52,6 +55,26 @@ async fn run(config: Config) -> std::io::Result<()> {
     println!("listening on {addr}");
     let service = server::stack(config)?;
     server::serve(listener, service, shutdown_signal()).await
+}
+
+fn demo() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("codemode-proxy: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(codemode_proxy::demo::run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("codemode-proxy demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -100,3 +100,29 @@ fn runtime_none_with_a_code_mode_fails_at_start_up() {
     assert!(err.contains("CODEMODE_MODE=code"), "{err}");
     assert!(err.contains("`tool_mode` row"), "{err}");
 }
+
+#[test]
+fn the_demo_runs_the_task_both_ways_without_an_api_key() {
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"))
+        .arg("demo")
+        .env_clear()
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("== code mode ==") && text.contains("== native mode =="),
+        "{text}"
+    );
+    assert!(text.contains("assistant calls run_code"), "{text}");
+    assert!(
+        text.contains("585 lines"),
+        "both modes reach the answer: {text}"
+    );
+    assert!(text.contains("fewer tokens"), "{text}");
+}

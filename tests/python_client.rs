@@ -119,3 +119,54 @@ async fn openai_python_stream_accumulator_in_code_mode_sees_run_code_only() {
     );
     assert_eq!(report["text"], "Let me look. Through code. ");
 }
+
+#[tokio::test]
+async fn openai_python_agent_with_its_own_tools_gets_the_answer_through_run_code() {
+    if !openai_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have the Python openai package: pip install openai"
+        );
+        eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+        return;
+    }
+    let code = "const files = (await tools.list({})).split('\\n'); const texts = await Promise.all(files.map(path => tools.read({path}))); const lines = texts.reduce((n, t) => n + t.split('\\n').length, 0); await tools.write({path: 'count.txt', content: String(lines)}); return lines;";
+    let p = provider([
+        calls_completion(
+            vec![call(
+                "prog",
+                "run_code",
+                &serde_json::json!({"code": code}).to_string(),
+            )],
+            usage(90, 30),
+        ),
+        text_completion("The files have 6 lines.", usage(120, 8)),
+    ])
+    .await;
+    let proxy = start(&p, &[("CODEMODE_RUNTIME", "embedded")]).await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/embedded_agent.py"
+    );
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .env("PROXY_BASE_URL", proxy.url("/v1"))
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python agent failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["answer"], "The files have 6 lines.");
+    assert_eq!(
+        report["executed"],
+        serde_json::json!(["list", "read", "read", "read", "write"])
+    );
+    assert_eq!(report["files"]["count.txt"], "6");
+    let sent = received(&p).await;
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[1]["messages"].as_array().unwrap().last().unwrap()["content"],
+        "Result: 6"
+    );
+}

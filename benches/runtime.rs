@@ -1,0 +1,87 @@
+//! The embedded runtime: a fresh execution's start-up, a resume that
+//! replays ten calls, and the history rewrite of a conversation holding a
+//! program's nested traffic.
+//!
+//! `cargo bench --bench runtime`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use codemode_proxy::runtime::{
+    history, sandbox, CallRecord, Execution, ExecutionStore, Limits, MemoryExecutionStore,
+};
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::{json, value::RawValue};
+
+const TEN_FILES: &str = "const files = (await tools.list({})).split('\\n'); const texts = await Promise.all(files.map(path => tools.read({path}))); return texts.map(t => t.length).reduce((a, b) => a + b, 0);";
+
+fn recorded() -> Vec<CallRecord> {
+    let files: Vec<String> = (0..10).map(|i| format!("f{i}")).collect();
+    let mut calls = vec![CallRecord {
+        name: "list".into(),
+        args: "{}".into(),
+        result: Some(files.join("\n")),
+    }];
+    calls.extend(files.iter().map(|f| CallRecord {
+        name: "read".into(),
+        args: json!({"path": f}).to_string(),
+        result: Some("x".repeat(2000)),
+    }));
+    calls
+}
+
+fn runtime(c: &mut Criterion) {
+    let tools = vec!["list".to_owned(), "read".to_owned()];
+    let limits = Limits::default();
+    let mut group = c.benchmark_group("runtime");
+    group.bench_function("fresh_execution_return_1", |b| {
+        b.iter(|| black_box(sandbox::run("return 1;", &tools, &[], 1, 0, &limits)))
+    });
+    let calls = recorded();
+    group.bench_function("resume_replaying_11_calls", |b| {
+        b.iter(|| black_box(sandbox::run(TEN_FILES, &tools, &calls, 1, 0, &limits)))
+    });
+
+    let store = MemoryExecutionStore::new(Duration::from_secs(60), 10);
+    let mut exec = Execution::new("call_p".into(), TEN_FILES.into(), None, tools.clone());
+    exec.calls = calls.clone();
+    exec.outcome = Some("Result: 20000".into());
+    let mut messages = vec![json!({"role": "user", "content": "count"})];
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": exec.call_id(0), "type": "function", "function": {"name": "list", "arguments": "{}"}}]}));
+    messages
+        .push(json!({"role": "tool", "tool_call_id": exec.call_id(0), "content": calls[0].result}));
+    let reads: Vec<_> = (1..11).map(|n| json!({"id": exec.call_id(n), "type": "function", "function": {"name": "read", "arguments": calls[n].args}})).collect();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": reads}));
+    for (n, call) in calls.iter().enumerate().skip(1) {
+        messages
+            .push(json!({"role": "tool", "tool_call_id": exec.call_id(n), "content": call.result}));
+    }
+    messages.push(json!({"role": "assistant", "content": "20000 bytes."}));
+    let bytes: usize = exec.code.len()
+        + exec
+            .calls
+            .iter()
+            .map(|c| c.name.len() + c.args.len() + c.result.as_ref().map_or(0, String::len))
+            .sum::<usize>();
+    println!("a suspended ten-file execution holds {bytes} bytes of record (code, calls, results)");
+    store.put(exec);
+    let raw: Vec<Box<RawValue>> = messages
+        .iter()
+        .map(|m| serde_json::value::to_raw_value(m).unwrap())
+        .collect();
+    group.bench_function("history_rewrite_13_messages_22KB", |b| {
+        b.iter(|| {
+            let mut m = raw.clone();
+            history::rewrite(&mut m, &store);
+            black_box(m)
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = runtime
+}
+criterion_main!(benches);
