@@ -289,20 +289,16 @@ async fn native_mode_is_byte_transparent_both_ways() {
 
 #[tokio::test]
 async fn preset_deny_list_hides_a_tool_on_the_wire_and_at_the_executor() {
-    let dir = std::env::temp_dir().join(format!("cm-deny-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("config.toml");
-    std::fs::write(
-        &file,
+    let file = config_file(
+        "deny",
         "[[preset]]\nname = \"no-shell\"\ntool_mode = \"native\"\ndeny = [\"bash\"]\n",
-    )
-    .unwrap();
+    );
     let p = provider([
         calls_completion(vec![call("c1", "bash", r#"{"command":"ls"}"#)], usage(1, 1)),
         calls_completion(vec![call("c2", "read", r#"{"path":"a"}"#)], usage(1, 1)),
     ])
     .await;
-    let proxy = start(&p, &[("CODEMODE_CONFIG", file.to_str().unwrap())]).await;
+    let proxy = start(&p, &[("CODEMODE_CONFIG", &file)]).await;
     let got: Value = proxy
         .chat(&user_chat("go"), &[("x-codemode-preset", "no-shell")])
         .await

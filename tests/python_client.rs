@@ -18,14 +18,22 @@ fn openai_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether the Python tests can run here; under CI they must.
+fn openai_ready() -> bool {
+    if openai_available() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have the Python openai package: pip install openai"
+    );
+    eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+    false
+}
+
 #[tokio::test]
 async fn openai_python_client_in_code_mode_sees_run_code_only() {
-    if !openai_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have the Python openai package: pip install openai"
-        );
-        eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+    if !openai_ready() {
         return;
     }
     let p = provider([
@@ -66,12 +74,7 @@ async fn openai_python_client_in_code_mode_sees_run_code_only() {
 
 #[tokio::test]
 async fn openai_python_stream_accumulator_in_code_mode_sees_run_code_only() {
-    if !openai_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have the Python openai package: pip install openai"
-        );
-        eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+    if !openai_ready() {
         return;
     }
     let turn = |id: &str, text: &str, name: &str, args: &str, prompt: u64| {
@@ -122,12 +125,7 @@ async fn openai_python_stream_accumulator_in_code_mode_sees_run_code_only() {
 
 #[tokio::test]
 async fn openai_python_agent_with_its_own_tools_gets_the_answer_through_run_code() {
-    if !openai_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have the Python openai package: pip install openai"
-        );
-        eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
+    if !openai_ready() {
         return;
     }
     let code = "const files = (await tools.list({})).split('\\n'); const texts = await Promise.all(files.map(path => tools.read({path}))); const lines = texts.reduce((n, t) => n + t.split('\\n').length, 0); await tools.write({path: 'count.txt', content: String(lines)}); return lines;";

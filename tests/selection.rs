@@ -5,14 +5,6 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-fn config_file(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("cm-sel-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("config.toml");
-    std::fs::write(&file, text).unwrap();
-    file.to_string_lossy().into_owned()
-}
-
 const CONFIG: &str = r#"
 [[preset]]
 name = "reviewer"

@@ -4,31 +4,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use bytes::Bytes;
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::sse::SseParser;
-use codemode_proxy::stream::{RoundEnd, StreamJudge};
+use codemode_proxy::stream::RoundEnd;
 use codemode_proxy::Mode;
-use common::agent_tools;
 use common::sse_client::reassemble;
+use common::{agent_plan, judge_pieces};
 use serde_json::Value;
-
-pub fn plan(mode: Mode) -> Arc<ToolPlan> {
-    let tools = serde_json::value::to_raw_value(&agent_tools()).unwrap();
-    let catalog = Catalog::builtin(mode);
-    Arc::new(
-        ToolPlan::build(
-            Some(&tools),
-            catalog.get("standard").unwrap(),
-            mode,
-            codemode_proxy::Runtime::Client,
-        )
-        .unwrap(),
-    )
-}
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/streams");
@@ -56,35 +37,14 @@ fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
         .collect()
 }
 
-/// Feeds `bytes` in the given pieces; returns the client bytes and the round's end.
-fn run(pieces: &[&[u8]], plan: &Arc<ToolPlan>, max_repairs: u32) -> (Vec<u8>, RoundEnd, bool) {
-    let mut parser = SseParser::new(1 << 20);
-    let mut judge = StreamJudge::new(plan.clone(), max_repairs);
-    let mut events = Vec::new();
-    let mut out: Vec<Bytes> = Vec::new();
-    for piece in pieces {
-        parser.push(piece, &mut events).unwrap();
-        for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
-        }
-    }
-    parser.finish(&mut events);
-    for ev in events.drain(..) {
-        judge.on_event(ev, &mut out);
-    }
-    let end = judge.end_round(&mut out);
-    let bytes = out.iter().flat_map(|b| b.to_vec()).collect();
-    (bytes, end, judge.errored())
-}
-
 #[test]
 fn every_fixture_holds_in_code_mode_at_every_cut() {
     let all = fixtures();
-    let code = plan(Mode::Code);
+    let code = agent_plan(Mode::Code);
     assert!(all.len() >= 12, "fixtures from at least ten providers");
     for (name, bytes, meta) in &all {
         let expect = &meta["expect"];
-        let (whole, end, errored) = run(&[bytes], &code, 2);
+        let (whole, end, errored) = judge_pieces(&[bytes], &code, 2);
         let view = reassemble(&whole);
         assert!(
             view.call_names().iter().all(|n| *n == "run_code"),
@@ -177,7 +137,7 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
             other => panic!("{name}: unknown outcome {other}"),
         }
         for cut in 0..=bytes.len() {
-            let (cut_out, _, _) = run(&[&bytes[..cut], &bytes[cut..]], &code, 2);
+            let (cut_out, _, _) = judge_pieces(&[&bytes[..cut], &bytes[cut..]], &code, 2);
             assert_eq!(cut_out, whole, "{name}: output differs when cut at {cut}");
         }
     }
@@ -185,12 +145,12 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
 
 #[test]
 fn repair_fixtures_give_up_at_the_bound_without_a_denied_call() {
-    let code = plan(Mode::Code);
+    let code = agent_plan(Mode::Code);
     for (name, bytes, meta) in fixtures() {
         if meta["expect"]["outcome"] != "repair" {
             continue;
         }
-        let (out, end, _) = run(&[&bytes], &code, 0);
+        let (out, end, _) = judge_pieces(&[&bytes], &code, 0);
         assert!(matches!(end, RoundEnd::Done { splice: None }), "{name}");
         let view = reassemble(&out);
         assert!(view.calls.is_empty(), "{name}: {:?}", view.calls);

@@ -4,16 +4,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use bytes::Bytes;
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::sse::SseParser;
-use codemode_proxy::stream::{RoundEnd, StreamJudge};
+use codemode_proxy::stream::RoundEnd;
 use codemode_proxy::Mode;
-use common::agent_tools;
 use common::sse_client::reassemble;
+use common::{agent_plan, judge_pieces};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -100,20 +94,6 @@ fn stream(items: &[Item], style: u8) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn plan() -> Arc<ToolPlan> {
-    let tools = serde_json::value::to_raw_value(&agent_tools()).unwrap();
-    let catalog = Catalog::builtin(Mode::Code);
-    Arc::new(
-        ToolPlan::build(
-            Some(&tools),
-            catalog.get("standard").unwrap(),
-            Mode::Code,
-            codemode_proxy::Runtime::Client,
-        )
-        .unwrap(),
-    )
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -126,24 +106,13 @@ proptest! {
         let bytes = stream(&items, style);
         let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
         points.sort();
-        let mut parser = SseParser::new(1 << 20);
-        let mut judge = StreamJudge::new(plan(), 2);
-        let mut events = Vec::new();
-        let mut out: Vec<Bytes> = Vec::new();
+        let mut pieces: Vec<&[u8]> = Vec::new();
         let mut last = 0;
         for p in points.into_iter().chain([bytes.len()]) {
-            parser.push(&bytes[last..p], &mut events).unwrap();
+            pieces.push(&bytes[last..p]);
             last = p;
-            for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
-            }
         }
-        parser.finish(&mut events);
-        for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
-        }
-        let end = judge.end_round(&mut out);
-        let client: Vec<u8> = out.iter().flat_map(|b| b.to_vec()).collect();
+        let (client, end, _) = judge_pieces(&pieces, &agent_plan(Mode::Code), 2);
         let view = reassemble(&client);
 
         let allowed: Vec<(String, String)> = items.iter().filter_map(|i| match i {

@@ -69,6 +69,8 @@ pub struct Execution {
     pub calls: Vec<CallRecord>,
     /// The `run_code` result the model gets, once the program ended.
     pub outcome: Option<String>,
+    /// Seeds `Math.random`; kept in the record so any replica replays alike.
+    pub seed: u64,
     /// Calls denied in the same model turn, shown to the model beside `run_code`.
     pub denied_calls: Vec<serde_json::Value>,
     /// Their denials.
@@ -103,6 +105,7 @@ impl Execution {
             tools,
             calls: Vec::new(),
             outcome: None,
+            seed: random,
             denied_calls: Vec::new(),
             denials: Vec::new(),
         }
@@ -116,13 +119,6 @@ impl Execution {
     /// Whether the execution outlived `lifetime`.
     pub fn is_expired(&self, lifetime: Duration) -> bool {
         now_ms().saturating_sub(self.created_ms) > lifetime.as_millis() as u64
-    }
-
-    fn seed(&self) -> u64 {
-        std::hash::BuildHasher::hash_one(
-            &std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default(),
-            &self.id,
-        )
     }
 }
 
@@ -164,7 +160,7 @@ pub async fn step(mut exec: Execution, limits: Limits) -> (Execution, Step) {
                 &exec.code,
                 &exec.tools,
                 &exec.calls,
-                exec.seed(),
+                exec.seed,
                 exec.created_ms,
                 &limits,
             )
