@@ -66,6 +66,11 @@ pub fn classify(name: &str, visibility: Visibility, mode: Mode) -> Verdict {
     }
 }
 
+/// The answer to a `run_code` call that shares its turn with other calls.
+pub const ONE_PROGRAM: &str =
+    "ONE_PROGRAM: run_code must be the only tool call of its turn. Nothing \
+     was run; put all the work, including calls to other tools, in one run_code program.";
+
 /// The code a denial starts with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum DenialCode {

@@ -83,16 +83,6 @@ impl ChatRequest {
         Bytes::from(self.object.to_vec_with("messages", Some(&messages)))
     }
 
-    /// Asks upstream for a whole completion instead of a stream (the
-    /// embedded runtime answers streaming clients from the whole turn).
-    pub fn disable_stream(&mut self) {
-        self.object.set(
-            "stream",
-            RawValue::from_string("false".to_owned()).unwrap_or_else(|_| to_raw(&false)),
-        );
-        self.object.remove("stream_options");
-    }
-
     /// Appends a message (a repair round's assistant turn or denial).
     pub fn push_message(&mut self, message: &Value) {
         self.messages.push(to_raw(message));

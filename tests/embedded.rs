@@ -211,24 +211,81 @@ async fn limits_reach_the_model_with_their_names() {
 }
 
 #[tokio::test]
-async fn streaming_clients_get_the_nested_turn_and_the_answer_as_sse() {
-    let code = "return await tools.read({path: 'a.txt'});";
-    let p = provider([
-        run_code("cs", code),
-        text_completion("It says hello.", usage(1, 1)),
-    ])
-    .await;
+async fn streaming_clients_get_text_as_it_comes_and_the_nested_turn_in_the_same_stream() {
+    let program = json!({"code": "return await tools.read({path: 'a.txt'});"}).to_string();
+    let answer = sse_chunk(
+        "s2",
+        json!({"role": "assistant", "content": "It says hello."}),
+        Some("stop"),
+    ) + "data: [DONE]\n\n";
+    let p = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Script::new([
+            wiremock::ResponseTemplate::new(200).set_body_raw(
+                sse_call_turn("s1", "Let me read it. ", "run_code", &program, 40),
+                "text/event-stream",
+            ),
+            wiremock::ResponseTemplate::new(200).set_body_raw(answer, "text/event-stream"),
+        ]))
+        .mount(&p)
+        .await;
     let proxy = proxy_for(&p, &[]).await;
     let mut agent = FsAgent::with_files(&[("a.txt", "hello")]);
     agent.stream = true;
-    let answer = agent.run(&proxy, &mut conversation("read it")).await;
+    let mut messages = conversation("read it");
+    let answer = agent.run(&proxy, &mut messages).await;
     assert_eq!(answer["content"], "It says hello.");
     assert_eq!(agent.executed.len(), 1);
+    assert_eq!(
+        messages[2]["content"], "Let me read it. ",
+        "the model's text streamed before the hand-off"
+    );
+    assert!(messages[2]["tool_calls"][0]["id"]
+        .as_str()
+        .unwrap()
+        .starts_with("cm_"));
     let sent = upstream_saw(&p).await;
+    assert_eq!(sent.len(), 2);
     assert_eq!(
         sent[0]["stream"],
-        json!(false),
-        "the proxy needs whole turns to run programs"
+        json!(true),
+        "the model streams; the proxy judges it event by event"
+    );
+    let m = sent[1]["messages"].as_array().unwrap();
+    assert_eq!(m[m.len() - 2]["content"], "Let me read it. ");
+    assert_eq!(m[m.len() - 1]["content"], "Result: \"hello\"");
+}
+
+#[tokio::test]
+async fn a_streamed_program_that_calls_no_tool_continues_the_same_stream() {
+    let program = json!({"code": "return 6 * 7;"}).to_string();
+    let answer = sse_chunk("b", json!({"content": "42"}), Some("stop")) + "data: [DONE]\n\n";
+    let p = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Script::new([
+            wiremock::ResponseTemplate::new(200).set_body_raw(
+                sse_call_turn("a", "Computing. ", "run_code", &program, 10),
+                "text/event-stream",
+            ),
+            wiremock::ResponseTemplate::new(200).set_body_raw(answer, "text/event-stream"),
+        ]))
+        .mount(&p)
+        .await;
+    let proxy = proxy_for(&p, &[]).await;
+    let mut body =
+        json!({"model": "m", "messages": conversation("go"), "tools": fs_tools(), "stream": true});
+    body["stream_options"] = json!({"include_usage": true});
+    let bytes = proxy.chat(&body, &[]).await.bytes().await.unwrap();
+    let view = common::sse_client::reassemble(&bytes);
+    assert!(view.calls.is_empty(), "{:?}", view.calls);
+    assert_eq!(view.text, "Computing. 42");
+    assert_eq!(view.ids, vec!["a"], "one completion id across the program");
+    assert_eq!(view.finish_reasons, vec!["stop"]);
+    assert_eq!(view.done, 1);
+    let sent = upstream_saw(&p).await;
+    assert_eq!(
+        sent[1]["messages"].as_array().unwrap().last().unwrap()["content"],
+        "Result: 42"
     );
 }
 

@@ -1,11 +1,11 @@
 //! `POST /v1/chat/completions`: rewrite, forward, judge, repair.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue};
 use http::{Request, Response, Uri};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::embedded::{self, Ran, Render};
 use super::forward::{
@@ -18,11 +18,11 @@ use crate::intercept::{add_usage, give_up, judge_completion, DeniedCall, Turn};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
-use crate::runtime::history;
+use crate::runtime::{history, MAX_PROGRAMS_PER_REQUEST};
 use crate::select::Selection;
 use crate::splice::Splice;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
-use crate::stream::{intercept_stream, RepairFuture, RepairTarget, StreamJudge};
+use crate::stream::{intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget, StreamJudge};
 
 /// Response header: the mode that governed the request.
 pub const RESPONSE_MODE: &str = "x-codemode-mode";
@@ -48,7 +48,7 @@ impl Target {
 }
 
 pub(crate) async fn chat_completions(
-    state: &State,
+    state: &Arc<State>,
     inner: Upstream,
     selection: Selection,
     req: Request<ProxyBody>,
@@ -100,13 +100,8 @@ pub(crate) async fn chat_completions(
         uri,
         headers: upstream_headers(state, &parts.headers, true),
     };
-    if chat.stream && !plan.runs_code {
+    if chat.stream {
         return streamed(state, inner, target, chat, plan, &selection).await;
-    }
-    if plan.runs_code {
-        // Programs run between the model's turns, so the proxy needs each
-        // turn whole; a streaming client gets the result as one stream.
-        chat.disable_stream();
     }
     intercepted(state, inner, &target, chat, &plan, &selection, render).await
 }
@@ -114,7 +109,7 @@ pub(crate) async fn chat_completions(
 /// The checked streaming path: the first round's headers go out at once,
 /// the body is judged event by event (see `crate::stream`).
 async fn streamed(
-    state: &State,
+    state: &Arc<State>,
     inner: Upstream,
     target: Target,
     chat: ChatRequest,
@@ -127,11 +122,13 @@ async fn streamed(
         return Ok(tag(relay(res), selection, None));
     }
     check_event_stream(&res)?;
-    let judge = StreamJudge::new(plan, state.config.max_repairs);
+    let judge = StreamJudge::new(plan.clone(), state.config.max_repairs);
     let reasker = Reasker {
+        state: state.clone(),
+        plan,
         inner,
-        target,
-        chat,
+        target: Arc::new(target),
+        chat: Arc::new(Mutex::new(chat)),
         timeout,
     };
     let res = intercept_stream(
@@ -161,32 +158,82 @@ fn check_event_stream(res: &Response<ProxyBody>) -> Result<(), ProxyError> {
 
 /// Repair rounds of a stream: the conversation grows by each round's turn and denials.
 struct Reasker {
+    state: Arc<State>,
+    plan: Arc<ToolPlan>,
     inner: Upstream,
-    target: Target,
-    chat: ChatRequest,
+    target: Arc<Target>,
+    chat: Arc<Mutex<ChatRequest>>,
     timeout: std::time::Duration,
+}
+
+impl Reasker {
+    /// The request for the conversation grown by `messages`.
+    fn grown(chat: &Mutex<ChatRequest>, target: &Target, messages: &[Value]) -> Request<ProxyBody> {
+        let mut chat = chat.lock().unwrap_or_else(|p| p.into_inner());
+        for m in messages {
+            chat.push_message(m);
+        }
+        target.request(chat.to_bytes())
+    }
+}
+
+/// Sends the next round; a refusal ends the stream with the upstream's error.
+async fn next_round(
+    inner: Upstream,
+    req: Request<ProxyBody>,
+    timeout: std::time::Duration,
+) -> Result<Next, ProxyError> {
+    let res = send(inner, req, timeout).await?;
+    if !res.status().is_success() {
+        let status = res.status().as_u16();
+        let body = read_upstream_body(res.into_body(), timeout).await?;
+        return Err(ProxyError::UpstreamRepairRejected(
+            status,
+            String::from_utf8_lossy(&body).into_owned(),
+        ));
+    }
+    check_event_stream(&res)?;
+    Ok(Next::Stream(res))
 }
 
 impl RepairTarget for Reasker {
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture {
-        for m in &messages {
-            self.chat.push_message(m);
-        }
-        let req = self.target.request(self.chat.to_bytes());
+        let req = Reasker::grown(&self.chat, &self.target, &messages);
+        Box::pin(next_round(self.inner.clone(), req, self.timeout))
+    }
+
+    fn run_program(&mut self, program: HeldProgram) -> RepairFuture {
+        let state = self.state.clone();
+        let plan = self.plan.clone();
         let inner = self.inner.clone();
+        let target = self.target.clone();
+        let chat = self.chat.clone();
         let timeout = self.timeout;
         Box::pin(async move {
-            let res = send(inner, req, timeout).await?;
-            if !res.status().is_success() {
-                let status = res.status().as_u16();
-                let body = read_upstream_body(res.into_body(), timeout).await?;
-                return Err(ProxyError::UpstreamRepairRejected(
-                    status,
-                    String::from_utf8_lossy(&body).into_owned(),
-                ));
+            let call = embedded::ProgramCall {
+                id: program.id,
+                arguments: program.arguments,
+                content: program.content,
+                others: Vec::new(),
+            };
+            let base = json!({});
+            let ran = embedded::start(
+                &state,
+                &plan,
+                call,
+                program.denied_calls,
+                program.denials,
+                &base,
+                None,
+            )
+            .await;
+            match ran {
+                Ran::Waiting(turn) => Ok(Next::HandOff(turn)),
+                Ran::Ended(messages) => {
+                    let req = Reasker::grown(&chat, &target, &messages);
+                    next_round(inner, req, timeout).await
+                }
             }
-            check_event_stream(&res)?;
-            Ok(res)
         })
     }
 }
@@ -246,9 +293,16 @@ async fn intercepted(
                     }
                     give_up_program(&mut completion);
                 } else {
-                    let ran =
-                        embedded::start(state, plan, program, denied, &completion, usage.clone())
-                            .await;
+                    let ran = embedded::start(
+                        state,
+                        plan,
+                        program,
+                        denied.iter().map(|d| d.call.clone()).collect(),
+                        denied.iter().map(DeniedCall::tool_message).collect(),
+                        &completion,
+                        usage.clone(),
+                    )
+                    .await;
                     match ran {
                         Ran::Waiting(client_turn) => {
                             let res = render.respond(response_parts(parts), &client_turn);
@@ -301,9 +355,6 @@ async fn intercepted(
         return Ok(tag(res, selection, Some(repairs)));
     }
 }
-
-/// Programs one request may run back to back before the model must answer.
-const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
 
 /// The upstream's response head, cleaned for a body the proxy wrote.
 fn response_parts(mut parts: http::response::Parts) -> http::response::Parts {

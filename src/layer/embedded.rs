@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 use super::State;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
-use crate::intercept::DeniedCall;
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
@@ -278,8 +277,7 @@ pub(crate) fn program_call(completion: &Value) -> Option<ProgramCall> {
 /// The denial for a call that shares its turn with `run_code`.
 pub(crate) fn one_program_denial(call: &Value) -> Value {
     json!({"role": "tool", "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null),
-           "content": "ONE_PROGRAM: run_code must be the only tool call of its turn. Nothing was run; \
-                       put all the work, including calls to other tools, in one run_code program."})
+           "content": crate::classify::ONE_PROGRAM})
 }
 
 /// What the model's program came to in this request.
@@ -295,7 +293,8 @@ pub(crate) async fn start(
     state: &State,
     plan: &ToolPlan,
     program: ProgramCall,
-    denied: &[DeniedCall],
+    denied_calls: Vec<Value>,
+    denials: Vec<Value>,
     completion: &Value,
     usage: Option<Value>,
 ) -> Ran {
@@ -308,8 +307,8 @@ pub(crate) async fn start(
         program.content,
         plan.visible_names.clone(),
     );
-    exec.denied_calls = denied.iter().map(|d| d.call.clone()).collect();
-    exec.denials = denied.iter().map(DeniedCall::tool_message).collect();
+    exec.denied_calls = denied_calls;
+    exec.denials = denials;
     let (exec, step) = match code {
         Some(_) => runtime::step(exec, state.config.limits.clone()).await,
         None => {

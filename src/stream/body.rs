@@ -17,25 +17,42 @@ use http::{header, Response};
 use http_body::{Body, Frame};
 use serde_json::Value;
 
-use super::judge::{RoundEnd, StreamJudge};
+use super::judge::{HeldProgram, RoundEnd, StreamJudge};
 use crate::body::{BoxedError, ProxyBody};
 use crate::error::ProxyError;
 use crate::splice::SpliceStore;
 use crate::sse::{SseEvent, SseParser};
 
-/// The upstream response of a repair round, already checked to be a stream.
-pub type RepairFuture =
-    Pin<Box<dyn Future<Output = Result<Response<ProxyBody>, ProxyError>> + Send>>;
+/// What comes after a round the client does not see the end of.
+pub enum Next {
+    /// The next round's upstream response, already checked to be a stream.
+    Stream(Response<ProxyBody>),
+    /// A program waits on the client: this assistant turn (a completion
+    /// holding its calls) ends the client stream.
+    HandOff(Value),
+}
 
-/// Asks the upstream again with messages appended to the conversation.
+/// The next round of a stream.
+pub type RepairFuture = Pin<Box<dyn Future<Output = Result<Next, ProxyError>> + Send>>;
+
+/// Continues a stream upstream.
 pub trait RepairTarget: Send {
-    /// Starts the next round's request.
+    /// Asks the upstream again with messages appended to the conversation.
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture;
+    /// Runs the model's program; then asks again, or hands its calls to the client.
+    fn run_program(&mut self, program: HeldProgram) -> RepairFuture;
+}
+
+/// Which kind of round is being started.
+#[derive(Clone, Copy)]
+enum Pending {
+    Repair,
+    Program,
 }
 
 enum Phase {
     Reading(ProxyBody),
-    Asking(RepairFuture),
+    Asking(RepairFuture, Pending),
     Done,
 }
 
@@ -99,7 +116,10 @@ impl InterceptBody {
         match self.judge.end_round(&mut self.emitted) {
             RoundEnd::Repair { messages } => {
                 tracing::info!(target: "codemode::repair", round = self.judge.repairs() + 1, "re-asking the model inside the stream");
-                self.phase = Phase::Asking(self.repair.reask(messages));
+                self.phase = Phase::Asking(self.repair.reask(messages), Pending::Repair);
+            }
+            RoundEnd::Program(program) => {
+                self.phase = Phase::Asking(self.repair.run_program(program), Pending::Program);
             }
             RoundEnd::Done { splice } => {
                 if let Some((keys, splice)) = splice {
@@ -145,11 +165,19 @@ impl Body for InterceptBody {
                     }
                     None => this.end_of_round(),
                 },
-                Phase::Asking(future) => match ready!(future.as_mut().poll(cx)) {
-                    Ok(res) => {
-                        this.judge.start_repair_round();
+                Phase::Asking(future, pending) => match ready!(future.as_mut().poll(cx)) {
+                    Ok(Next::Stream(res)) => {
+                        match pending {
+                            Pending::Repair => this.judge.start_repair_round(),
+                            Pending::Program => this.judge.start_program_round(),
+                        }
                         this.parser = SseParser::new(this.max_event);
                         this.phase = Phase::Reading(res.into_body());
+                    }
+                    Ok(Next::HandOff(turn)) => {
+                        this.judge.hand_off(&turn, &mut this.emitted);
+                        this.out.extend(this.emitted.drain(..));
+                        this.phase = Phase::Done;
                     }
                     Err(e) => {
                         let message = e.to_string();

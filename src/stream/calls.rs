@@ -26,6 +26,8 @@ pub struct Call {
     pub verdict: Option<Verdict>,
     /// For a call that passes: its index and id as the client sees them.
     client: Option<(u32, String)>,
+    /// A `run_code` call the proxy runs itself: it passes, but never reaches the client.
+    pub held: bool,
 }
 
 impl Call {
@@ -56,6 +58,11 @@ impl Call {
     /// arrived is judged by the empty name.
     pub fn is_denied(&self) -> bool {
         self.verdict.is_some_and(Verdict::is_denied)
+    }
+
+    /// Whether the client got this call.
+    pub fn is_forwarded(&self) -> bool {
+        !self.is_denied() && !self.held
     }
 }
 
@@ -107,6 +114,10 @@ impl CallTracker {
                     tracing::info!(target: "codemode::denial", tool = %call.name, "streamed tool call denied");
                     return None;
                 }
+                if plan.runs_code && call.name == crate::mode::RUN_CODE {
+                    call.held = true;
+                    return None;
+                }
                 let client_id = call.up_id.clone().unwrap_or_else(mint_call_id);
                 call.client = Some((self.next_client_index, client_id.clone()));
                 self.next_client_index += 1;
@@ -126,7 +137,7 @@ impl CallTracker {
                 delta["function"]["arguments"] = json!(call.arguments);
                 Some((delta, true))
             }
-            Some(v) if v.is_denied() => None,
+            Some(v) if v.is_denied() || call.held => None,
             Some(_) => {
                 let (client_index, client_id) = call.client.as_ref()?;
                 let same_index = index == Some(i64::from(*client_index));

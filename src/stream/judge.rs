@@ -12,9 +12,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::calls::CallTracker;
+use super::calls::{Call, CallTracker};
 use crate::intercept::{add_usage, give_up_text};
 use crate::plan::ToolPlan;
+use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
 use crate::splice::Splice;
 use crate::sse::SseEvent;
 
@@ -29,6 +30,9 @@ enum Decision {
     Repair,
     /// Every call was denied and the bound is reached.
     GiveUp,
+    /// The turn's one call is `run_code`, which the proxy runs: hide the
+    /// turn's end and continue after the program.
+    Program,
 }
 
 #[derive(Default)]
@@ -43,9 +47,26 @@ struct Round {
     template: Option<Value>,
 }
 
+/// The model's `run_code` call that the proxy runs between rounds.
+#[derive(Debug)]
+pub struct HeldProgram {
+    /// The model's call id.
+    pub id: String,
+    /// Its arguments (`{"code": "..."}`), as the model wrote them.
+    pub arguments: String,
+    /// The text the model wrote in the same turn.
+    pub content: Option<String>,
+    /// Calls denied in the same turn, for the model's history.
+    pub denied_calls: Vec<Value>,
+    /// Their denials.
+    pub denials: Vec<Value>,
+}
+
 /// What happens when an upstream round's body ends.
 #[derive(Debug)]
 pub enum RoundEnd {
+    /// Run this program, then continue the stream or hand its calls to the client.
+    Program(HeldProgram),
     /// Ask upstream again with these messages appended to the conversation.
     Repair {
         /// The model's turn, then one denial per call.
@@ -63,6 +84,8 @@ pub struct StreamJudge {
     plan: Arc<ToolPlan>,
     max_repairs: u32,
     repairs: u32,
+    programs: u32,
+    rounds: u32,
     completion_id: Option<String>,
     usage_before: Option<Value>,
     round: Round,
@@ -76,6 +99,8 @@ impl StreamJudge {
             plan,
             max_repairs,
             repairs: 0,
+            programs: 0,
+            rounds: 0,
             completion_id: None,
             usage_before: None,
             round: Round::default(),
@@ -95,7 +120,7 @@ impl StreamJudge {
 
     /// Judges one event, appending what the client gets to `out`.
     pub fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
-        let hidden = self.round.decision == Some(Decision::Repair);
+        let hidden = self.hides_end();
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry no call; the client keeps its
             // connection alive with them, so they go out unless this round
@@ -113,7 +138,7 @@ impl StreamJudge {
             if self.round.decision.is_none() {
                 self.decide(true, out);
             }
-            if self.round.decision != Some(Decision::Repair) {
+            if !self.hides_end() {
                 out.push(ev.raw);
             }
             return;
@@ -125,7 +150,7 @@ impl StreamJudge {
         }
         // The cheap byte check: a first-round event that cannot hold a call
         // or an error goes out as it came, without a JSON parse.
-        let fast = self.repairs == 0
+        let fast = self.rounds == 0
             && self.round.calls.is_empty()
             && self.round.decision.is_none()
             && !data.contains("tool_calls")
@@ -165,7 +190,7 @@ impl StreamJudge {
             self.round.template = Some(template_of(&chunk));
         }
         let mut changed = false;
-        if self.repairs > 0 {
+        if self.rounds > 0 {
             if let Some(id) = &self.completion_id {
                 chunk["id"] = json!(id);
                 changed = true;
@@ -229,10 +254,10 @@ impl StreamJudge {
                 changed = true;
             }
         }
-        if self.round.decision == Some(Decision::Repair) {
+        if self.hides_end() {
             return; // This turn's end (finish, usage, trailers) stays hidden.
         }
-        if self.repairs > 0
+        if self.rounds > 0
             && self.round.usage.is_some()
             && chunk.get("usage").is_some_and(Value::is_object)
         {
@@ -263,28 +288,35 @@ impl StreamJudge {
                     "content": if text.is_empty() { Value::Null } else { Value::String(text) },
                     "tool_calls": calls.iter().map(|c| c.to_tool_call()).collect::<Vec<_>>(),
                 })];
-                messages.extend(calls.iter().filter_map(|c| {
-                    c.denial().map(
-                        |d| json!({"role": "tool", "tool_call_id": c.id(), "content": d.content}),
-                    )
-                }));
+                messages.extend(calls.iter().filter_map(withheld_message));
                 RoundEnd::Repair { messages }
+            }
+            Some(Decision::Program) => {
+                add_usage(&mut self.usage_before, self.round.usage.as_ref());
+                let text = std::mem::take(&mut self.round.text);
+                let program = calls.iter().find(|c| c.held);
+                let denied: Vec<_> = calls.iter().filter(|c| c.is_denied()).collect();
+                RoundEnd::Program(HeldProgram {
+                    id: program.map(|c| c.id()).unwrap_or_default(),
+                    arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
+                    content: (!text.is_empty()).then_some(text),
+                    denied_calls: denied.iter().map(|c| c.to_tool_call()).collect(),
+                    denials: denied.iter().filter_map(|c| withheld_message(c)).collect(),
+                })
             }
             _ => {
                 let allowed: Vec<String> = calls
                     .iter()
-                    .filter(|c| !c.is_denied())
+                    .filter(|c| c.is_forwarded())
                     .map(|c| c.id())
                     .collect();
-                let denied: Vec<_> = calls.iter().filter(|c| c.is_denied()).collect();
-                let splice = (!allowed.is_empty() && !denied.is_empty()).then(|| {
+                let withheld: Vec<_> = calls.iter().filter(|c| !c.is_forwarded()).collect();
+                let splice = (!allowed.is_empty() && !withheld.is_empty()).then(|| {
                     let splice = Splice {
-                        denied_calls: denied.iter().map(|c| c.to_tool_call()).collect(),
-                        denials: denied
+                        denied_calls: withheld.iter().map(|c| c.to_tool_call()).collect(),
+                        denials: withheld
                             .iter()
-                            .filter_map(|c| {
-                                c.denial().map(|d| json!({"role": "tool", "tool_call_id": c.id(), "content": d.content}))
-                            })
+                            .filter_map(|c| withheld_message(c))
                             .collect(),
                     };
                     (allowed, splice)
@@ -294,9 +326,62 @@ impl StreamJudge {
         }
     }
 
+    /// Whether this round's end (finish, usage, `[DONE]`) is hidden because
+    /// another round follows in the same client stream.
+    fn hides_end(&self) -> bool {
+        matches!(
+            self.round.decision,
+            Some(Decision::Repair | Decision::Program)
+        )
+    }
+
+    /// Starts the next round after a program ended and the model was asked again.
+    pub fn start_program_round(&mut self) {
+        self.programs += 1;
+        self.rounds += 1;
+        self.round = Round::default();
+    }
+
+    /// The program waits on the client: its calls end this client stream as
+    /// an ordinary tool-call turn (same completion id).
+    pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
+        let mut chunk = self
+            .round
+            .template
+            .clone()
+            .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
+        if let Some(id) = &self.completion_id {
+            chunk["id"] = json!(id);
+        }
+        let deltas: Vec<Value> = turn
+            .pointer("/choices/0/message/tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut d = c.clone();
+                d["index"] = json!(i);
+                d
+            })
+            .collect();
+        chunk["choices"] =
+            json!([{"index": 0, "delta": {"tool_calls": deltas}, "finish_reason": null}]);
+        out.push(sse_data(&chunk));
+        chunk["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]);
+        out.push(sse_data(&chunk));
+        if let Some(total) = &self.usage_before {
+            chunk["choices"] = json!([]);
+            chunk["usage"] = total.clone();
+            out.push(sse_data(&chunk));
+        }
+        out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    }
+
     /// Starts the next round after a repair was sent upstream.
     pub fn start_repair_round(&mut self) {
         self.repairs += 1;
+        self.rounds += 1;
         self.round = Round::default();
     }
 
@@ -309,10 +394,19 @@ impl StreamJudge {
     fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
         self.round.calls.close(&self.plan);
         let calls = self.round.calls.calls();
-        let denied = calls.iter().filter(|c| c.is_denied()).count();
-        let decision = if self.errored || denied == 0 || denied < calls.len() {
+        let held = calls.iter().filter(|c| c.held).count();
+        let forwarded = calls.iter().filter(|c| c.is_forwarded()).count();
+        let decision = if self.errored || calls.is_empty() || forwarded > 0 {
+            // Calls the client already has end the turn; withheld ones are spliced later.
             Decision::Final
+        } else if held == 1 {
+            if self.programs < MAX_PROGRAMS_PER_REQUEST {
+                Decision::Program
+            } else {
+                Decision::GiveUp
+            }
         } else if self.repairs < self.max_repairs {
+            // Every call denied, or several programs (each refused with ONE_PROGRAM).
             Decision::Repair
         } else {
             Decision::GiveUp
@@ -367,6 +461,16 @@ impl StreamJudge {
         }
         self.round.deferred_bytes = 0;
     }
+}
+
+/// The tool message answering a call the client never got.
+fn withheld_message(c: &Call) -> Option<Value> {
+    let content = if c.held {
+        crate::classify::ONE_PROGRAM.to_owned()
+    } else {
+        c.denial()?.content
+    };
+    Some(json!({"role": "tool", "tool_call_id": c.id(), "content": content}))
 }
 
 fn template_of(chunk: &Value) -> Value {

@@ -9,5 +9,5 @@ mod body;
 mod calls;
 pub mod judge;
 
-pub use body::{intercept_stream, InterceptBody, RepairFuture, RepairTarget};
-pub use judge::{RoundEnd, StreamJudge};
+pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget};
+pub use judge::{HeldProgram, RoundEnd, StreamJudge};
