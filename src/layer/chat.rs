@@ -103,7 +103,7 @@ pub(crate) async fn chat_completions(
     if chat.stream {
         return streamed(state, inner, target, chat, plan, &selection).await;
     }
-    intercepted(state, inner, &target, chat, &plan, &selection, render).await
+    intercepted(state, inner, &target, chat, &plan, &selection).await
 }
 
 /// The checked streaming path: the first round's headers go out at once,
@@ -246,7 +246,6 @@ async fn intercepted(
     mut chat: ChatRequest,
     plan: &ToolPlan,
     selection: &Selection,
-    render: Render,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = state.config.upstream_timeout;
     let mut usage: Option<Value> = None;
@@ -305,7 +304,7 @@ async fn intercepted(
                     .await;
                     match ran {
                         Ran::Waiting(client_turn) => {
-                            let res = render.respond(response_parts(parts), &client_turn);
+                            let res = Render::Json.respond(response_parts(parts), &client_turn);
                             return Ok(tag(res, selection, Some(repairs)));
                         }
                         Ran::Ended(messages) if programs < MAX_PROGRAMS_PER_REQUEST => {
@@ -351,7 +350,7 @@ async fn intercepted(
                 completion["usage"] = total;
             }
         }
-        let res = render.respond(response_parts(parts), &completion);
+        let res = Render::Json.respond(response_parts(parts), &completion);
         return Ok(tag(res, selection, Some(repairs)));
     }
 }

@@ -345,14 +345,7 @@ impl StreamJudge {
     /// The program waits on the client: its calls end this client stream as
     /// an ordinary tool-call turn (same completion id).
     pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        let mut chunk = self
-            .round
-            .template
-            .clone()
-            .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
-        if let Some(id) = &self.completion_id {
-            chunk["id"] = json!(id);
-        }
+        let mut chunk = self.chunk_template();
         let deltas: Vec<Value> = turn
             .pointer("/choices/0/message/tool_calls")
             .and_then(Value::as_array)
@@ -414,14 +407,7 @@ impl StreamJudge {
         self.round.decision = Some(decision);
         if decision == Decision::GiveUp && synthesize_finish {
             // No finish chunk came: the client still gets one, and the note.
-            let mut chunk = self
-                .round
-                .template
-                .clone()
-                .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
-            if let Some(id) = &self.completion_id {
-                chunk["id"] = json!(id);
-            }
+            let mut chunk = self.chunk_template();
             let delta = if self.round.emitted_text {
                 json!({})
             } else {
@@ -430,6 +416,19 @@ impl StreamJudge {
             chunk["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": "stop"}]);
             out.push(sse_data(&chunk));
         }
+    }
+
+    /// A chunk the proxy writes itself, shaped like the round's own chunks.
+    fn chunk_template(&self) -> Value {
+        let mut chunk = self
+            .round
+            .template
+            .clone()
+            .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
+        if let Some(id) = &self.completion_id {
+            chunk["id"] = json!(id);
+        }
+        chunk
     }
 
     fn give_up_note(&self) -> String {
