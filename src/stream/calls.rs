@@ -157,6 +157,47 @@ impl CallTracker {
         }
     }
 
+    /// Records `deltas` when each continues a call the client already has,
+    /// under the index and id the client knows; then the chunk can go out
+    /// as it came. Nothing is recorded (false) when any delta needs more.
+    pub fn continue_unchanged(&mut self, deltas: &[DeltaView<'_>]) -> bool {
+        let mut slots = Vec::with_capacity(deltas.len());
+        for d in deltas {
+            let id = d.id.as_deref().filter(|s| !s.is_empty());
+            let named = d
+                .function
+                .as_ref()
+                .and_then(|f| f.name.as_deref())
+                .is_some_and(|n| !n.is_empty());
+            let found = match (id, d.index) {
+                (Some(id), _) => self
+                    .calls
+                    .iter()
+                    .rposition(|c| c.up_id.as_deref() == Some(id)),
+                (None, Some(i)) => self.calls.iter().rposition(|c| c.up_index == Some(i)),
+                (None, None) => None,
+            };
+            let Some(slot) = found else { return false };
+            let call = &self.calls[slot];
+            let same = match &call.client {
+                Some((ci, cid)) => {
+                    d.index == Some(i64::from(*ci)) && id.is_none_or(|id| id == cid) && !named
+                }
+                None => false,
+            };
+            if !same || call.held || call.verdict.is_none_or(Verdict::is_denied) {
+                return false;
+            }
+            slots.push(slot);
+        }
+        for (d, slot) in deltas.iter().zip(slots) {
+            if let Some(args) = d.function.as_ref().and_then(|f| f.arguments.as_deref()) {
+                self.calls[slot].arguments.push_str(args);
+            }
+        }
+        true
+    }
+
     /// Judges calls whose name never arrived, at the end of the turn.
     pub fn close(&mut self, plan: &ToolPlan) {
         for call in &mut self.calls {
@@ -191,6 +232,24 @@ impl CallTracker {
             }
         }
     }
+}
+
+/// A tool-call delta, borrowed from the chunk's text.
+#[derive(Debug, serde::Deserialize)]
+pub struct DeltaView<'a> {
+    index: Option<i64>,
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<FunctionView<'a>>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct FunctionView<'a> {
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<std::borrow::Cow<'a, str>>,
 }
 
 fn non_empty(v: Option<&Value>) -> Option<&str> {

@@ -10,9 +10,10 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::calls::{Call, CallTracker};
+use super::calls::{Call, CallTracker, DeltaView};
 use crate::intercept::{add_usage, give_up_text};
 use crate::plan::ToolPlan;
 use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
@@ -164,12 +165,49 @@ impl StreamJudge {
             return;
         }
         self.flush_deferred();
+        if self.forward_unchanged(data) {
+            out.push(ev.raw);
+            return;
+        }
         match serde_json::from_str::<Value>(data) {
             Ok(chunk) => self.on_chunk(chunk, ev.raw, out),
             // Not JSON: no client can read a call out of it either.
             Err(_) if !hidden => out.push(ev.raw),
             Err(_) => {}
         }
+    }
+
+    /// The common chunk in a tool stream continues a call the client already
+    /// has: read it through a borrowed view and let its bytes go out as they
+    /// came, without building a JSON tree. Anything else returns false.
+    fn forward_unchanged(&mut self, data: &str) -> bool {
+        if self.rounds > 0 || self.round.decision.is_some() || self.completion_id.is_none() {
+            return false;
+        }
+        let Ok(view) = serde_json::from_str::<ChunkView<'_>>(data) else {
+            return false;
+        };
+        let present = |v: &Option<&RawValue>| v.is_some_and(|v| v.get() != "null");
+        if present(&view.error) || present(&view.usage) {
+            return false;
+        }
+        let [choice] = view.choices.as_slice() else {
+            return false;
+        };
+        if present(&choice.finish_reason) {
+            return false;
+        }
+        let Some(delta) = &choice.delta else {
+            return false;
+        };
+        if delta.tool_calls.is_empty() || !self.round.calls.continue_unchanged(&delta.tool_calls) {
+            return false;
+        }
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+            self.round.text.push_str(text);
+            self.round.emitted_text = true;
+        }
+        true
     }
 
     fn on_chunk(&mut self, mut chunk: Value, raw: Bytes, out: &mut Vec<Bytes>) {
@@ -470,6 +508,33 @@ fn withheld_message(c: &Call) -> Option<Value> {
         c.denial()?.content
     };
     Some(json!({"role": "tool", "tool_call_id": c.id(), "content": content}))
+}
+
+/// The fields of a chunk the fast path reads, borrowed from its text.
+#[derive(serde::Deserialize)]
+struct ChunkView<'a> {
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    choices: Vec<ChoiceView<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChoiceView<'a> {
+    #[serde(borrow)]
+    finish_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<DeltaHead<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct DeltaHead<'a> {
+    #[serde(borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Vec<DeltaView<'a>>,
 }
 
 fn template_of(chunk: &Value) -> Value {
