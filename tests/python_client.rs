@@ -18,6 +18,20 @@ fn openai_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Runs a script from tests/python against the proxy; returns the JSON it printed.
+async fn run_python(proxy: &Proxy, script: &str, stream: bool) -> Value {
+    let path = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = tokio::process::Command::new("python3");
+    cmd.arg(&path).env("PROXY_BASE_URL", proxy.url("/v1"));
+    if stream {
+        cmd.env("STREAM", "1");
+    }
+    let out = cmd.output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Whether the Python tests can run here; under CI they must.
 fn openai_ready() -> bool {
     if openai_available() {
@@ -52,19 +66,7 @@ async fn openai_python_client_in_code_mode_sees_run_code_only() {
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/code_mode_client.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .env("PROXY_BASE_URL", proxy.url("/v1"))
-        .output()
-        .await
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "python client failed: {stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_python(&proxy, "code_mode_client.py", false).await;
     assert_eq!(report["names"], serde_json::json!(["run_code"]));
     assert_eq!(report["usage"], 134, "usage is the sum of both rounds");
     let sent = received(&p).await;
@@ -98,23 +100,7 @@ async fn openai_python_stream_accumulator_in_code_mode_sees_run_code_only() {
         .mount(&p)
         .await;
     let proxy = start(&p, &[]).await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/code_mode_client.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .env("PROXY_BASE_URL", proxy.url("/v1"))
-        .env("STREAM", "1")
-        .output()
-        .await
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "python streaming client failed: {stderr}"
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_python(&proxy, "code_mode_client.py", true).await;
     assert_eq!(report["names"], serde_json::json!(["run_code"]));
     assert_eq!(
         report["usage"], 114,
@@ -142,19 +128,7 @@ async fn openai_python_agent_with_its_own_tools_gets_the_answer_through_run_code
     ])
     .await;
     let proxy = start(&p, &[("CODEMODE_RUNTIME", "embedded")]).await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/embedded_agent.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .env("PROXY_BASE_URL", proxy.url("/v1"))
-        .output()
-        .await
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "python agent failed: {stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_python(&proxy, "embedded_agent.py", false).await;
     assert_eq!(report["answer"], "The files have 6 lines.");
     assert_eq!(
         report["executed"],

@@ -25,6 +25,11 @@ fn stream_body(text: &str) -> Value {
     body
 }
 
+/// What a streaming client makes of the proxy's answer to `body`.
+async fn stream_view(proxy: &Proxy, body: &Value) -> common::sse_client::ClientView {
+    reassemble(&proxy.chat(body, &[]).await.bytes().await.unwrap())
+}
+
 async fn scripted(rounds: Vec<Vec<u8>>) -> MockServer {
     let p = MockServer::start().await;
     Mock::given(path("/v1/chat/completions"))
@@ -127,14 +132,7 @@ async fn a_mixed_streamed_turn_splices_its_denials_into_the_next_request() {
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let view = reassemble(
-        &proxy
-            .chat(&stream_body("go"), &[])
-            .await
-            .bytes()
-            .await
-            .unwrap(),
-    );
+    let view = stream_view(&proxy, &stream_body("go")).await;
     assert_eq!(view.call_names(), vec!["run_code"]);
     assert_eq!(view.finish_reasons, vec!["tool_calls"]);
 
@@ -349,14 +347,7 @@ async fn a_repair_round_the_upstream_refuses_ends_the_stream_with_its_error() {
         .mount(&p)
         .await;
     let proxy = start(&p, &[]).await;
-    let view = reassemble(
-        &proxy
-            .chat(&stream_body("go"), &[])
-            .await
-            .bytes()
-            .await
-            .unwrap(),
-    );
+    let view = stream_view(&proxy, &stream_body("go")).await;
     assert!(view.calls.is_empty());
     assert_eq!(view.errors.len(), 1);
     assert_eq!(view.errors[0]["code"], "upstream_repair_rejected");
