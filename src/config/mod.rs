@@ -55,6 +55,24 @@ pub const RUN_MAX_CALLS: &str = "CODEMODE_RUN_MAX_CALLS";
 pub const RUN_MAX_OUTPUT: &str = "CODEMODE_RUN_MAX_OUTPUT";
 /// Threads serving requests (default: the CPUs the process may use).
 pub const WORKER_THREADS: &str = "CODEMODE_WORKER_THREADS";
+/// Programs that run at once (default: the CPUs the process may use).
+pub const RUN_CONCURRENCY: &str = "CODEMODE_RUN_CONCURRENCY";
+/// Programs that may wait for a free slot before new ones are refused.
+pub const RUN_QUEUE: &str = "CODEMODE_RUN_QUEUE";
+/// Seconds a client may take to send a request's headers.
+pub const HEADER_READ_TIMEOUT_SECS: &str = "CODEMODE_HEADER_READ_TIMEOUT_SECS";
+/// Seconds an idle keep-alive connection stays open.
+pub const KEEPALIVE_TIMEOUT_SECS: &str = "CODEMODE_KEEPALIVE_TIMEOUT_SECS";
+/// Seconds an upstream stream may stay silent between frames.
+pub const UPSTREAM_IDLE_SECS: &str = "CODEMODE_UPSTREAM_IDLE_SECS";
+/// Largest upstream response body the proxy reads whole.
+pub const MAX_UPSTREAM_BODY_BYTES: &str = "CODEMODE_MAX_UPSTREAM_BODY_BYTES";
+/// MiB the in-memory execution store may hold.
+pub const EXECUTION_STORE_MB: &str = "CODEMODE_EXECUTION_STORE_MB";
+/// MiB the in-memory mixed-turn store may hold.
+pub const SPLICE_STORE_MB: &str = "CODEMODE_SPLICE_STORE_MB";
+/// MiB of rendered tool plans kept.
+pub const PLAN_CACHE_MB: &str = "CODEMODE_PLAN_CACHE_MB";
 
 /// Whether a client may choose preset or mode per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +116,45 @@ pub struct Config {
     pub worker_threads: Option<usize>,
     /// Limits of the embedded runtime.
     pub limits: crate::runtime::Limits,
+    /// How many programs run and wait at once.
+    pub run_slots: RunSlots,
+    /// Time limits on client connections.
+    pub connections: ConnectionLimits,
+    /// Silence allowed between frames of an upstream stream.
+    pub upstream_idle_timeout: Duration,
+    /// Largest upstream body read whole (a completion, an error).
+    pub max_upstream_body_bytes: usize,
+    /// Byte budgets of the in-memory stores and caches.
+    pub budgets: StoreBudgets,
+}
+
+/// Concurrency of the embedded runtime: slots, then a bounded queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunSlots {
+    /// Programs running at once.
+    pub concurrency: usize,
+    /// Programs waiting for a slot; one more is refused with a clear error.
+    pub queue: usize,
+}
+
+/// Time limits on client connections, so none is held open for nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Time to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// Time an idle keep-alive connection stays open.
+    pub keepalive_timeout: Duration,
+}
+
+/// Byte budgets: every cache and store is bounded by bytes, not entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreBudgets {
+    /// Executions waiting for results, and ended ones kept for history.
+    pub executions_bytes: u64,
+    /// Mixed turns' denials.
+    pub splices_bytes: u64,
+    /// Rendered tool plans (SDK and sections).
+    pub plans_bytes: u64,
 }
 
 /// One bad variable.
@@ -229,35 +286,35 @@ impl Config {
             RUN_SLICE_MS,
             Some(defaults.slice.as_millis() as u64),
             &mut fail,
-            |v| positive::<u64>(v, "a number of milliseconds"),
+            |v| bounded::<u64>(v, "a number of milliseconds", 600_000),
         );
         let lifetime = parse_or(
             &get,
             RUN_LIFETIME_SECS,
             Some(defaults.lifetime.as_secs()),
             &mut fail,
-            |v| positive::<u64>(v, "a number of seconds"),
+            |v| bounded::<u64>(v, "a number of seconds", 7 * 24 * 3600),
         );
         let memory_mb = parse_or(
             &get,
             RUN_MEMORY_MB,
             Some(defaults.memory_bytes >> 20),
             &mut fail,
-            |v| positive::<usize>(v, "a number of MiB"),
+            |v| bounded::<usize>(v, "a number of MiB", 4096),
         );
         let max_calls = parse_or(
             &get,
             RUN_MAX_CALLS,
             Some(defaults.max_calls),
             &mut fail,
-            |v| positive::<usize>(v, "a number of calls"),
+            |v| bounded::<usize>(v, "a number of calls", 10_000),
         );
         let max_output = parse_or(
             &get,
             RUN_MAX_OUTPUT,
             Some(defaults.max_output_bytes),
             &mut fail,
-            |v| positive::<usize>(v, "a number of bytes"),
+            |v| bounded::<usize>(v, "a number of bytes", 16 << 20),
         );
         let limits = match (slice_ms, lifetime, memory_mb, max_calls, max_output) {
             (Some(slice), Some(lifetime), Some(mb), Some(calls), Some(output)) => {
@@ -281,6 +338,70 @@ impl Config {
                     None
                 }
             },
+        };
+        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+        let run_concurrency = parse_or(&get, RUN_CONCURRENCY, Some(cpus), &mut fail, |v| {
+            bounded::<usize>(v, "a number of programs", 1024)
+        });
+        let run_queue = parse_or(&get, RUN_QUEUE, Some(64), &mut fail, |v| {
+            v.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n <= 100_000)
+                .ok_or_else(|| format!("`{v}` is not a number of programs from 0 to 100000"))
+        });
+        let run_slots = match (run_concurrency, run_queue) {
+            (Some(concurrency), Some(queue)) => Some(RunSlots { concurrency, queue }),
+            _ => None,
+        };
+        let header_read = parse_or(&get, HEADER_READ_TIMEOUT_SECS, Some(10), &mut fail, |v| {
+            bounded::<u64>(v, "a number of seconds", 3600)
+        });
+        let keepalive = parse_or(&get, KEEPALIVE_TIMEOUT_SECS, Some(60), &mut fail, |v| {
+            bounded::<u64>(v, "a number of seconds", 3600)
+        });
+        let connections = match (header_read, keepalive) {
+            (Some(h), Some(k)) => Some(ConnectionLimits {
+                header_read_timeout: Duration::from_secs(h),
+                keepalive_timeout: Duration::from_secs(k),
+            }),
+            _ => None,
+        };
+        let upstream_idle = parse_or(&get, UPSTREAM_IDLE_SECS, Some(300), &mut fail, |v| {
+            bounded::<u64>(v, "a number of seconds", 24 * 3600)
+        });
+        let max_upstream_body = parse_or(
+            &get,
+            MAX_UPSTREAM_BODY_BYTES,
+            Some(64 << 20),
+            &mut fail,
+            |v| bounded::<usize>(v, "a size in bytes", 4 << 30),
+        );
+        let mib = |var: &'static str, default: u64, fail: &mut dyn FnMut(&'static str, String)| {
+            match get(var) {
+                None => Some(default << 20),
+                Some(v) => match bounded::<u64>(&v, "a number of MiB", 1 << 20) {
+                    Ok(n) => Some(n << 20),
+                    Err(e) => {
+                        fail(var, e);
+                        None
+                    }
+                },
+            }
+        };
+        let budgets = match (
+            mib(EXECUTION_STORE_MB, 256, &mut fail),
+            mib(SPLICE_STORE_MB, 64, &mut fail),
+            mib(PLAN_CACHE_MB, 64, &mut fail),
+        ) {
+            (Some(executions_bytes), Some(splices_bytes), Some(plans_bytes)) => {
+                Some(StoreBudgets {
+                    executions_bytes,
+                    splices_bytes,
+                    plans_bytes,
+                })
+            }
+            _ => None,
         };
         let file = match get(CONFIG) {
             None => Some(ConfigFile::default()),
@@ -325,6 +446,13 @@ impl Config {
             splice_capacity,
             worker_threads,
             limits,
+            (
+                run_slots,
+                connections,
+                upstream_idle,
+                max_upstream_body,
+                budgets,
+            ),
         ) {
             (
                 Some(listen),
@@ -341,6 +469,13 @@ impl Config {
                 Some(splice_capacity),
                 Some(worker_threads),
                 Some(limits),
+                (
+                    Some(run_slots),
+                    Some(connections),
+                    Some(upstream_idle),
+                    Some(max_upstream_body_bytes),
+                    Some(budgets),
+                ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
                 upstream,
@@ -357,6 +492,11 @@ impl Config {
                 splice_capacity,
                 worker_threads,
                 limits,
+                run_slots,
+                connections,
+                upstream_idle_timeout: Duration::from_secs(upstream_idle),
+                max_upstream_body_bytes,
+                budgets,
             }),
             _ => Err(ConfigErrors(errors)),
         }
@@ -389,6 +529,19 @@ fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str, what: &str) ->
         .ok()
         .filter(|n| *n > T::default())
         .ok_or_else(|| format!("`{v}` is not {what} greater than zero"))
+}
+
+/// A positive number no larger than `max`: absurd values (a memory limit
+/// that would wrap to "no limit") stop start-up instead.
+fn bounded<T>(v: &str, what: &str, max: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + Default + fmt::Display + Copy,
+{
+    v.trim()
+        .parse::<T>()
+        .ok()
+        .filter(|n| *n > T::default() && *n <= max)
+        .ok_or_else(|| format!("`{v}` is not {what} from 1 to {max}"))
 }
 
 fn read_config_file(path: &str) -> Result<ConfigFile, String> {

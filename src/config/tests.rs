@@ -100,3 +100,37 @@ fn tempfile() -> (String, std::fs::File) {
     let file = std::fs::File::create(&path).unwrap();
     (path.to_string_lossy().into_owned(), file)
 }
+
+#[test]
+fn absurd_limits_stop_start_up() {
+    let errors = from(&[
+        (RUN_MEMORY_MB, "17592186044416"),
+        (RUN_SLICE_MS, "99999999999"),
+        (RUN_CONCURRENCY, "0"),
+        (EXECUTION_STORE_MB, "0"),
+    ])
+    .unwrap_err();
+    let vars: Vec<_> = errors.0.iter().map(|e| e.var).collect();
+    assert_eq!(
+        vars,
+        [
+            RUN_SLICE_MS,
+            RUN_MEMORY_MB,
+            RUN_CONCURRENCY,
+            EXECUTION_STORE_MB
+        ]
+    );
+    assert!(errors.0[1].message.contains("from 1 to 4096"), "{errors}");
+}
+
+#[test]
+fn hardening_defaults_are_seconds_and_bytes() {
+    let c = from(&[]).unwrap();
+    assert_eq!(c.connections.header_read_timeout, Duration::from_secs(10));
+    assert_eq!(c.connections.keepalive_timeout, Duration::from_secs(60));
+    assert_eq!(c.upstream_idle_timeout, Duration::from_secs(300));
+    assert_eq!(c.max_upstream_body_bytes, 64 << 20);
+    assert_eq!(c.budgets.executions_bytes, 256 << 20);
+    assert!(c.run_slots.concurrency >= 1);
+    assert_eq!(c.run_slots.queue, 64);
+}
