@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use super::embedded::{self, Ran, Render};
 use super::forward::{
-    read_client_body, read_upstream_body, relay, respond_with, send, upstream_headers, upstream_uri,
+    read_client_body, read_upstream_body, relay, relay_head, respond_with, send, upstream_headers,
+    upstream_uri,
 };
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody};
@@ -132,7 +133,7 @@ async fn streamed(
         timeout,
     };
     let res = intercept_stream(
-        relay(res),
+        relay_head(res),
         judge,
         Box::new(reasker),
         state.splices.clone(),
@@ -182,11 +183,12 @@ async fn next_round(
     inner: Upstream,
     req: Request<ProxyBody>,
     timeout: std::time::Duration,
+    max_body: usize,
 ) -> Result<Next, ProxyError> {
     let res = send(inner, req, timeout).await?;
     if !res.status().is_success() {
         let status = res.status().as_u16();
-        let body = read_upstream_body(res.into_body(), timeout).await?;
+        let body = read_upstream_body(res.into_body(), timeout, max_body).await?;
         return Err(ProxyError::UpstreamRepairRejected(
             status,
             String::from_utf8_lossy(&body).into_owned(),
@@ -199,7 +201,12 @@ async fn next_round(
 impl RepairTarget for Reasker {
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture {
         let req = Reasker::grown(&self.chat, &self.target, &messages);
-        Box::pin(next_round(self.inner.clone(), req, self.timeout))
+        Box::pin(next_round(
+            self.inner.clone(),
+            req,
+            self.timeout,
+            self.state.config.max_upstream_body_bytes,
+        ))
     }
 
     fn run_program(&mut self, program: HeldProgram) -> RepairFuture {
@@ -231,7 +238,8 @@ impl RepairTarget for Reasker {
                 Ran::Waiting(turn) => Ok(Next::HandOff(turn)),
                 Ran::Ended(messages) => {
                     let req = Reasker::grown(&chat, &target, &messages);
-                    next_round(inner, req, timeout).await
+                    let max_body = state.config.max_upstream_body_bytes;
+                    next_round(inner, req, timeout, max_body).await
                 }
             }
         })
@@ -254,7 +262,7 @@ async fn intercepted(
     loop {
         let res = send(inner.clone(), target.request(chat.to_bytes()), timeout).await?;
         let (parts, body) = res.into_parts();
-        let body = read_upstream_body(body, timeout).await?;
+        let body = read_upstream_body(body, timeout, state.config.max_upstream_body_bytes).await?;
         if !parts.status.is_success() {
             // Upstream errors reach the client unchanged, whatever the round.
             return Ok(tag(respond_with(parts, body), selection, Some(repairs)));

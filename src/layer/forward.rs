@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Limited};
 use tower::ServiceExt;
 
 use super::{State, Upstream};
-use crate::body::{full, ProxyBody};
+use crate::body::{full, ProxyBody, SseErrorTail};
 use crate::error::ProxyError;
 use crate::select::HEADER_PREFIX;
 
@@ -94,16 +94,22 @@ pub(crate) async fn send(
     }
 }
 
-/// Reads a whole upstream body within `timeout`.
+/// Reads a whole upstream body of at most `limit` bytes within `timeout`.
 pub(crate) async fn read_upstream_body(
     body: ProxyBody,
     timeout: Duration,
+    limit: usize,
 ) -> Result<Bytes, ProxyError> {
-    match tokio::time::timeout(timeout, body.collect()).await {
+    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
         Err(_) => Err(ProxyError::UpstreamTimeout(timeout.as_secs())),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ProxyError::UpstreamInvalid(format!(
+                "the response body is larger than {limit} bytes (CODEMODE_MAX_UPSTREAM_BODY_BYTES)"
+            )))
+        }
         Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(format!(
             "the response body broke off: {}",
-            error_chain(e.inner())
+            error_chain(&*e)
         ))),
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
@@ -131,10 +137,29 @@ pub(crate) async fn read_client_body(
     }
 }
 
-/// The upstream response as the client gets it: headers cleaned, body as it comes.
+/// The upstream response with its headers cleaned and its body untouched
+/// (for bodies the proxy judges itself).
+pub(crate) fn relay_head(res: Response<ProxyBody>) -> Response<ProxyBody> {
+    let (mut parts, body) = res.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    Response::from_parts(parts, body)
+}
+
+/// The upstream response as the client gets it: headers cleaned, body as it
+/// comes; an event stream that fails ends with a final error event.
 pub(crate) fn relay(res: Response<ProxyBody>) -> Response<ProxyBody> {
     let (mut parts, body) = res.into_parts();
     strip_hop_by_hop(&mut parts.headers);
+    let is_event_stream = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let body = if is_event_stream {
+        crate::body::boxed(SseErrorTail::new(body))
+    } else {
+        body
+    };
     Response::from_parts(parts, body)
 }
 

@@ -26,7 +26,7 @@ use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
-use crate::body::{boxed, BoxError, BoxedError, ProxyBody};
+use crate::body::{boxed, BoxError, BoxedError, IdleBody, ProxyBody};
 use crate::config::Config;
 use crate::plan::PlanCache;
 use crate::runtime::{ExecutionStore, MemoryExecutionStore};
@@ -103,8 +103,11 @@ where
     type Service = CodeModeService;
 
     fn layer(&self, inner: S) -> CodeModeService {
+        // Every upstream body gets an idle deadline between frames, so a
+        // provider that goes quiet cannot hold a client forever.
+        let idle = self.state.config.upstream_idle_timeout;
         let upstream = inner
-            .map_response(|r| r.map(boxed))
+            .map_response(move |r| r.map(|b| boxed(IdleBody::new(boxed(b), idle))))
             .map_err(BoxedError::new);
         CodeModeService::new(BoxCloneSyncService::new(upstream), self.state.clone())
     }

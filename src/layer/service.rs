@@ -24,6 +24,11 @@ impl CodeModeService {
     pub(crate) fn new(inner: Upstream, state: Arc<State>) -> CodeModeService {
         CodeModeService { inner, state }
     }
+
+    /// The time limits the server applies to client connections.
+    pub fn connection_limits(&self) -> crate::config::ConnectionLimits {
+        self.state.config.connections
+    }
 }
 
 impl<B> tower::Service<Request<B>> for CodeModeService

@@ -18,7 +18,7 @@ use http_body::{Body, Frame};
 use serde_json::Value;
 
 use super::judge::{HeldProgram, RoundEnd, StreamJudge};
-use crate::body::{BoxedError, ProxyBody};
+use crate::body::{BoxedError, ProxyBody, UpstreamIdle};
 use crate::error::ProxyError;
 use crate::splice::SpliceStore;
 use crate::sse::{SseEvent, SseParser};
@@ -161,7 +161,12 @@ impl Body for InterceptBody {
                     }
                     Some(Err(e)) => {
                         let message = format!("the upstream stream broke off: {e}");
-                        this.fail(&message, "upstream_stream_broken");
+                        let code = if UpstreamIdle::caused(&e) {
+                            "upstream_stream_idle"
+                        } else {
+                            "upstream_stream_broken"
+                        };
+                        this.fail(&message, code);
                     }
                     None => this.end_of_round(),
                 },

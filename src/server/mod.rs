@@ -1,5 +1,7 @@
 //! The binary's shell: an HTTP client for the upstream and a hyper server.
 
+mod guard;
+
 use std::future::Future;
 use std::io;
 use std::time::Duration;
@@ -52,6 +54,8 @@ pub async fn serve(
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
+    let limits = service.connection_limits();
+    let every = guard::check_interval(&limits);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -66,14 +70,30 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let activity = guard::Activity::new();
                 let conn = builder.serve_connection_with_upgrades(
-                    TokioIo::new(stream),
-                    TowerToHyperService::new(service.clone()),
+                    TokioIo::new(guard::WatchedIo::new(stream, activity.clone())),
+                    TowerToHyperService::new(guard::Watched::new(service.clone(), activity.clone())),
                 );
                 let conn = graceful.watch(conn.into_owned());
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    tokio::pin!(conn);
+                    loop {
+                        tokio::select! {
+                            ended = &mut conn => {
+                                if let Err(e) = ended {
+                                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                                }
+                                break;
+                            }
+                            () = tokio::time::sleep(every) => {
+                                // Dropping the connection closes it; nothing is in flight on it.
+                                if let Some(why) = activity.expired(&limits) {
+                                    tracing::debug!(%peer, reason = ?why, "closing a connection that held its slot for nothing");
+                                    break;
+                                }
+                            }
+                        }
                     }
                 });
             }

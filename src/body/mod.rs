@@ -59,3 +59,9 @@ where
 {
     body.map_err(BoxedError::new).boxed_unsync()
 }
+
+mod idle;
+mod sse_tail;
+
+pub use idle::{IdleBody, UpstreamIdle};
+pub use sse_tail::{upstream_error_event, SseErrorTail};
