@@ -188,13 +188,11 @@ impl<S> Watched<S> {
 impl<S, B, RB> tower::Service<Request<B>> for Watched<S>
 where
     S: tower::Service<Request<B>, Response = Response<RB>>,
-    S::Future: Send + 'static,
-    RB: Body<Data = Bytes> + Send + 'static,
+    RB: Body<Data = Bytes>,
 {
     type Response = Response<WatchedBody<RB>>;
     type Error = S::Error;
-    type Future =
-        Pin<Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>>;
+    type Future = WatchedFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -202,14 +200,33 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let token = self.activity.begin_request();
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let res = fut.await?;
-            Ok(res.map(|inner| WatchedBody {
-                inner,
-                token: Some(token),
-            }))
-        })
+        WatchedFuture {
+            inner: self.inner.call(req),
+            token: Some(token),
+        }
+    }
+}
+
+pin_project! {
+    /// A request being answered; its token moves into the response body.
+    pub(crate) struct WatchedFuture<F> {
+        #[pin]
+        inner: F,
+        token: Option<InFlight>,
+    }
+}
+
+impl<F, RB, E> std::future::Future for WatchedFuture<F>
+where
+    F: std::future::Future<Output = Result<Response<RB>, E>>,
+{
+    type Output = Result<Response<WatchedBody<RB>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let res = std::task::ready!(this.inner.poll(cx))?;
+        let token = this.token.take();
+        Poll::Ready(Ok(res.map(|inner| WatchedBody { inner, token })))
     }
 }
 
