@@ -423,3 +423,74 @@ async fn results_that_differ_from_the_recorded_ones_after_the_program_ended_are_
         "nothing more reached the model"
     );
 }
+
+/// An execution store under memory pressure: it keeps nothing.
+struct Forgetful;
+
+impl codemode_proxy::runtime::ExecutionStore for Forgetful {
+    fn put(&self, _: std::sync::Arc<codemode_proxy::runtime::Execution>) {}
+    fn get(
+        &self,
+        _: &codemode_proxy::tenant::Tenant,
+        _: &str,
+    ) -> Option<std::sync::Arc<codemode_proxy::runtime::Execution>> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_code_error() {
+    use tower::Layer;
+    let p = provider([
+        run_code("call_prog", "return await tools.read({path: 'a.txt'});"),
+        text_completion("I will run it again.", usage(1, 1)),
+    ])
+    .await;
+    let config = common::config(
+        &format!("{}/v1", p.uri()),
+        &[("CODEMODE_RUNTIME", "embedded")],
+    );
+    let splices = std::sync::Arc::new(codemode_proxy::splice::MemorySpliceStore::new(
+        config.splice_ttl,
+        1 << 20,
+    ));
+    let client = codemode_proxy::server::http_client(&config).unwrap();
+    let service =
+        codemode_proxy::CodeModeLayer::with_stores(config, splices, std::sync::Arc::new(Forgetful))
+            .layer(client);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(codemode_proxy::server::serve(
+        listener,
+        service,
+        std::future::pending(),
+    ));
+    let http = reqwest::Client::new();
+    let post = |messages: Vec<Value>| {
+        let req = http
+            .post(&url)
+            .header("authorization", "Bearer sk-alice")
+            .json(&fs_body(&messages));
+        async move {
+            let res = req.send().await.unwrap();
+            assert_eq!(res.status(), 200);
+            res.json::<Value>().await.unwrap()["choices"][0]["message"].clone()
+        }
+    };
+    let mut messages = conversation("read it");
+    let nested = post(messages.clone()).await;
+    let id = nested["tool_calls"][0]["id"].clone();
+    assert!(id.as_str().unwrap().starts_with("cm_"));
+    messages.push(nested);
+    messages.push(result(&id, "hello"));
+    assert_eq!(post(messages).await["content"], "I will run it again.");
+    let sent = received(&p).await;
+    let error = last_content(&sent[1]);
+    assert!(
+        error.contains("lost the record") && error.contains("Run the program again"),
+        "{error}"
+    );
+}
