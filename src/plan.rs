@@ -355,6 +355,30 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_is_bounded_by_bytes() {
+        let budget = 256 << 10;
+        let cache = PlanCache::new(budget);
+        let p = preset("", "code");
+        let description = "d".repeat(2000);
+        for i in 0..300 {
+            let tools = format!(
+                r#"[{{"type":"function","function":{{"name":"t{i}","description":"{description}","parameters":{{"type":"object"}}}}}},
+                    {{"type":"function","function":{{"name":"run_code","parameters":{{"type":"object"}}}}}}]"#
+            );
+            cache
+                .get_or_build(Some(&raw(&tools)), &p, Mode::Code, Runtime::Client)
+                .unwrap();
+        }
+        cache.cache.run_pending_tasks();
+        assert!(
+            cache.cache.weighted_size() <= budget,
+            "{}",
+            cache.cache.weighted_size()
+        );
+        assert!(cache.cache.entry_count() < 300);
+    }
+
+    #[test]
     fn cache_returns_the_same_plan_for_the_same_tools() {
         let cache = PlanCache::new(1 << 20);
         let p = preset("", "code");

@@ -494,3 +494,52 @@ async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_cod
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_streamed_mixed_turn_splices_only_into_its_own_tenants_history() {
+    let sse = |command: &str| {
+        let mut s = sse_chunk("mx", json!({"role": "assistant", "content": null}), None);
+        s += &sse_chunk(
+            "mx",
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "run_code", "arguments": "{}"}}]}),
+            None,
+        );
+        s += &sse_chunk(
+            "mx",
+            json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "bash", "arguments": json!({"command": command}).to_string()}}]}),
+            None,
+        );
+        s += &sse_chunk("mx", json!({}), Some("tool_calls"));
+        s + "data: [DONE]\n\n"
+    };
+    let answer = sse_chunk("n", json!({"content": "ok"}), Some("stop")) + "data: [DONE]\n\n";
+    let p = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Script::new(
+            [sse("rm ALICE"), answer.clone(), answer]
+                .into_iter()
+                .map(|b| wiremock::ResponseTemplate::new(200).set_body_raw(b, "text/event-stream")),
+        ))
+        .mount(&p)
+        .await;
+    let proxy = start(&p, &[]).await;
+    let mut body = user_chat("go");
+    body["stream"] = json!(true);
+    proxy.chat(&body, ALICE).await.bytes().await.unwrap();
+
+    let mut next = chat_body(json!([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "run_code", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "done"}
+    ]));
+    next["stream"] = json!(true);
+    proxy.chat(&next, MALLORY).await.bytes().await.unwrap();
+    proxy.chat(&next, ALICE).await.bytes().await.unwrap();
+    let sent = received(&p).await;
+    assert!(
+        !sent[1].to_string().contains("rm ALICE"),
+        "another tenant's denial: {}",
+        sent[1]
+    );
+    assert!(sent[2].to_string().contains("rm ALICE"), "{}", sent[2]);
+}
