@@ -151,7 +151,7 @@ impl ChatRequest {
         }
         #[derive(Deserialize)]
         struct CallId {
-            id: Option<String>,
+            id: Option<Value>,
         }
         let mut i = 0;
         while i < self.messages.len() {
@@ -160,12 +160,16 @@ impl ChatRequest {
                 i += 1;
                 continue;
             }
+            // A turn of another shape has nothing stored for it.
             let ids: Vec<String> = serde_json::from_str::<Calls>(raw)
-                .map_err(|e| ProxyError::InvalidRequest(format!("messages[{i}]: {e}")))?
-                .tool_calls
+                .ok()
+                .and_then(|m| m.tool_calls)
                 .into_iter()
                 .flatten()
-                .filter_map(|c| c.id)
+                .filter_map(|c| match c.id {
+                    Some(Value::String(id)) => Some(id),
+                    _ => None,
+                })
                 .collect();
             let Some(splice) = splices.get(&ids) else {
                 i += 1;

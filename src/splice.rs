@@ -20,7 +20,7 @@ use std::time::Duration;
 use moka::sync::Cache;
 use serde_json::Value;
 
-use crate::runtime::store_weight;
+use crate::runtime::{cache_ttl, store_weight};
 use crate::tenant::{hash_parts, Tenant};
 
 /// What to splice into one assistant turn.
@@ -72,7 +72,7 @@ impl MemorySpliceStore {
             cache: Cache::builder()
                 .max_capacity(budget_bytes.max(1))
                 .weigher(|_: &SpliceKey, s: &Arc<Splice>| store_weight(splice_bytes(s)))
-                .time_to_live(ttl)
+                .time_to_live(cache_ttl(ttl))
                 .build(),
             used: AtomicBool::new(false),
         }

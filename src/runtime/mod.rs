@@ -16,7 +16,7 @@ mod store;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use sandbox::{CallRecord, RunOutcome};
-pub(crate) use store::weight as store_weight;
+pub(crate) use store::{cache_ttl, weight as store_weight};
 pub use store::{ExecutionStore, MemoryExecutionStore};
 
 use crate::tenant::{os_random, unguessable, Tenant};

@@ -41,7 +41,7 @@ impl MemoryExecutionStore {
             Cache::builder()
                 .max_capacity(half)
                 .weigher(|k: &Key, e: &Arc<Execution>| weight(k.1.len() + execution_bytes(e)))
-                .time_to_live(ttl)
+                .time_to_live(cache_ttl(ttl))
                 .build()
         };
         MemoryExecutionStore {
@@ -93,6 +93,11 @@ fn execution_bytes(e: &Execution) -> usize {
         + values
 }
 
+/// A lifetime moka accepts (it refuses more than 1,000 years).
+pub(crate) fn cache_ttl(ttl: Duration) -> Duration {
+    ttl.min(Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 /// A size as a cache weight.
 pub(crate) fn weight(bytes: usize) -> u32 {
     u32::try_from(bytes).unwrap_or(u32::MAX)
@@ -104,6 +109,12 @@ mod tests {
 
     fn exec(tenant: &Tenant, code: &str) -> Execution {
         Execution::new(*tenant, "call_1".into(), code.into(), None, vec![])
+    }
+
+    #[test]
+    fn any_configured_lifetime_builds_a_store() {
+        let _ = MemoryExecutionStore::new(Duration::MAX, Duration::MAX, 1 << 20);
+        let _ = crate::splice::MemorySpliceStore::new(Duration::MAX, 1 << 20);
     }
 
     #[test]
