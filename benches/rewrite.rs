@@ -56,8 +56,11 @@ fn request(n_tools: usize, bytes: usize) -> Vec<u8> {
 fn rewrite(c: &mut Criterion) {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("code").unwrap().clone();
-    let cache = PlanCache::new(16);
-    let splices = MemorySpliceStore::new(Duration::from_secs(60), 100);
+    let cache = PlanCache::new(64 << 20);
+    let splices = codemode_proxy::splice::TenantSplices::new(
+        std::sync::Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
+        codemode_proxy::tenant::Tenant::anonymous("default"),
+    );
     let mut group = c.benchmark_group("rewrite");
     for (n_tools, bytes) in [
         (4, 2_000),
@@ -110,7 +113,7 @@ fn sdk(c: &mut Criterion) {
                 )
             })
         });
-        let cache = PlanCache::new(16);
+        let cache = PlanCache::new(64 << 20);
         group.bench_with_input(BenchmarkId::new("cached", n), &raw, |b, raw| {
             b.iter(|| {
                 black_box(

@@ -42,8 +42,16 @@ fn runtime(c: &mut Criterion) {
         b.iter(|| black_box(sandbox::run(TEN_FILES, &tools, &calls, 1, 0, &limits)))
     });
 
-    let store = MemoryExecutionStore::new(Duration::from_secs(60), 10);
-    let mut exec = Execution::new("call_p".into(), TEN_FILES.into(), None, tools.clone());
+    let store =
+        MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+    let tenant = codemode_proxy::tenant::Tenant::anonymous("default");
+    let mut exec = Execution::new(
+        tenant,
+        "call_p".into(),
+        TEN_FILES.into(),
+        None,
+        tools.clone(),
+    );
     exec.calls = calls.clone();
     exec.outcome = Some("Result: 20000".into());
     let mut messages = vec![json!({"role": "user", "content": "count"})];
@@ -64,7 +72,7 @@ fn runtime(c: &mut Criterion) {
             .map(|c| c.name.len() + c.args.len() + c.result.as_ref().map_or(0, String::len))
             .sum::<usize>();
     println!("a suspended ten-file execution holds {bytes} bytes of record (code, calls, results)");
-    store.put(exec);
+    store.put(std::sync::Arc::new(exec));
     let raw: Vec<Box<RawValue>> = messages
         .iter()
         .map(|m| serde_json::value::to_raw_value(m).unwrap())
@@ -72,7 +80,7 @@ fn runtime(c: &mut Criterion) {
     group.bench_function("history_rewrite_13_messages_22KB", |b| {
         b.iter(|| {
             let mut m = raw.clone();
-            history::rewrite(&mut m, &store);
+            history::rewrite(&mut m, &store, &tenant, Duration::from_secs(60));
             black_box(m)
         })
     });

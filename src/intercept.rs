@@ -4,8 +4,6 @@
 //! verdicts to the JSON: withholding denied calls, building the repair
 //! round's messages, and summing usage over rounds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use serde_json::{json, Value};
 
 use crate::classify::{classify, Denial};
@@ -145,13 +143,10 @@ fn ensure_id(call: &mut Value) {
     }
 }
 
-/// A fresh tool-call id, unique in this process and unlikely across processes.
+/// A fresh tool-call id: 128 bits from the OS random source
+/// ([`crate::tenant::unguessable`], the one source of minted ids).
 pub fn mint_call_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = std::collections::hash_map::RandomState::new();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let r = std::hash::BuildHasher::hash_one(&seed, n);
-    format!("call_cm{r:016x}{n:x}")
+    format!("call_cm{}", crate::tenant::unguessable())
 }
 
 /// When repairs ran out: the client gets the model's text without the denied calls.

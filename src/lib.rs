@@ -26,7 +26,7 @@ pub mod server;
 pub mod splice;
 pub mod sse;
 pub mod stream;
-pub mod ttl_map;
+pub mod tenant;
 pub mod wire;
 
 pub use config::Config;

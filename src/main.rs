@@ -43,6 +43,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: Config) -> std::io::Result<()> {
+    if std::env::var_os(codemode_proxy::config::SPLICE_CAPACITY).is_some() {
+        tracing::warn!("CODEMODE_SPLICE_CAPACITY is deprecated and ignored: the mixed-turn store is bounded by bytes, CODEMODE_SPLICE_STORE_MB");
+    }
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     tracing::info!(

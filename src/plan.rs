@@ -4,10 +4,8 @@
 //! mode, so it is built once per distinct tool set and cached: repeated
 //! requests of an agent (the same tools every turn) do not re-render the SDK.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -189,10 +187,12 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
     Ok(out)
 }
 
-/// Plans by tool set, preset and mode; bounded, cleared whole when full.
+/// Plans by tool set, preset, mode and runtime; bounded by bytes.
+///
+/// Keyed by a SHA-256 of the four; a hit is used only when the stored
+/// tools text, preset, mode and runtime are the request's own.
 pub struct PlanCache {
-    entries: Mutex<HashMap<u64, CachedPlan>>,
-    capacity: usize,
+    cache: moka::sync::Cache<[u8; 32], Arc<CachedPlan>>,
 }
 
 struct CachedPlan {
@@ -204,11 +204,15 @@ struct CachedPlan {
 }
 
 impl PlanCache {
-    /// A cache holding at most `capacity` plans.
-    pub fn new(capacity: usize) -> PlanCache {
+    /// A cache holding about `budget_bytes` of plans (tools text, SDK, sections).
+    pub fn new(budget_bytes: u64) -> PlanCache {
         PlanCache {
-            entries: Mutex::new(HashMap::new()),
-            capacity: capacity.max(1),
+            cache: moka::sync::Cache::builder()
+                .max_capacity(budget_bytes.max(1))
+                .weigher(|_: &[u8; 32], c: &Arc<CachedPlan>| {
+                    crate::runtime::store_weight(cached_bytes(c))
+                })
+                .build(),
         }
     }
 
@@ -221,48 +225,52 @@ impl PlanCache {
         runtime: Runtime,
     ) -> Result<Arc<ToolPlan>, ProxyError> {
         let text = tools.map_or("", RawValue::get);
-        let mut h = DefaultHasher::new();
-        (text, preset.name.as_str(), mode, runtime.as_str()).hash(&mut h);
-        let key = h.finish();
-        if let Some(hit) = self.lookup(key, text, &preset.name, mode, runtime) {
-            return Ok(hit);
+        let key = crate::tenant::hash_parts(
+            "codemode-proxy plan v1",
+            &[
+                text.as_bytes(),
+                preset.name.as_bytes(),
+                mode.as_str().as_bytes(),
+                runtime.as_str().as_bytes(),
+            ],
+        );
+        if let Some(hit) = self.cache.get(&key).filter(|c| {
+            c.mode == mode
+                && c.runtime == runtime
+                && c.preset == preset.name
+                && &*c.tools_text == text
+        }) {
+            return Ok(hit.plan.clone());
         }
         let plan = Arc::new(ToolPlan::build(tools, preset, mode, runtime)?);
-        let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= self.capacity {
-            map.clear();
-        }
-        map.insert(
+        self.cache.insert(
             key,
-            CachedPlan {
+            Arc::new(CachedPlan {
                 tools_text: text.into(),
                 preset: preset.name.clone(),
                 mode,
                 runtime,
                 plan: plan.clone(),
-            },
+            }),
         );
         Ok(plan)
     }
+}
 
-    fn lookup(
-        &self,
-        key: u64,
-        text: &str,
-        preset: &str,
-        mode: Mode,
-        runtime: Runtime,
-    ) -> Option<Arc<ToolPlan>> {
-        let map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&key)
-            .filter(|c| {
-                c.mode == mode
-                    && c.runtime == runtime
-                    && c.preset == preset
-                    && &*c.tools_text == text
-            })
-            .map(|c| c.plan.clone())
-    }
+/// Bytes a cached plan holds, roughly: the tools text twice (the client's
+/// and the parsed names and wire copy), the prompt and its sections.
+fn cached_bytes(c: &CachedPlan) -> usize {
+    let p = &c.plan;
+    let names: usize = p.visible_names.iter().map(|n| 2 * (n.len() + 48)).sum();
+    512 + 2 * c.tools_text.len()
+        + p.wire_tools.as_ref().map_or(0, |w| w.get().len())
+        + p.prompt.len()
+        + p.sections
+            .iter()
+            .map(|s| s.id.len() + s.text.len() + 32)
+            .sum::<usize>()
+        + names
+        + p.hidden.iter().map(|n| n.len() + 48).sum::<usize>()
 }
 
 #[cfg(test)]
@@ -347,8 +355,32 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_is_bounded_by_bytes() {
+        let budget = 256 << 10;
+        let cache = PlanCache::new(budget);
+        let p = preset("", "code");
+        let description = "d".repeat(2000);
+        for i in 0..300 {
+            let tools = format!(
+                r#"[{{"type":"function","function":{{"name":"t{i}","description":"{description}","parameters":{{"type":"object"}}}}}},
+                    {{"type":"function","function":{{"name":"run_code","parameters":{{"type":"object"}}}}}}]"#
+            );
+            cache
+                .get_or_build(Some(&raw(&tools)), &p, Mode::Code, Runtime::Client)
+                .unwrap();
+        }
+        cache.cache.run_pending_tasks();
+        assert!(
+            cache.cache.weighted_size() <= budget,
+            "{}",
+            cache.cache.weighted_size()
+        );
+        assert!(cache.cache.entry_count() < 300);
+    }
+
+    #[test]
     fn cache_returns_the_same_plan_for_the_same_tools() {
-        let cache = PlanCache::new(4);
+        let cache = PlanCache::new(1 << 20);
         let p = preset("", "code");
         let a = cache
             .get_or_build(Some(&raw(TOOLS)), &p, Mode::Code, Runtime::Client)

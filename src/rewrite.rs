@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::error::ProxyError;
 use crate::mode::{Mode, RUN_CODE};
 use crate::plan::ToolPlan;
-use crate::splice::SpliceStore;
+use crate::splice::TenantSplices;
 use crate::wire::{raw_array, to_raw, RawObject};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
@@ -89,11 +89,7 @@ impl ChatRequest {
     }
 
     /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
-    pub fn rewrite(
-        &mut self,
-        plan: &ToolPlan,
-        splices: &dyn SpliceStore,
-    ) -> Result<(), ProxyError> {
+    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
         // Legacy `functions` would announce native tools the collapse cannot
         // withdraw from the wire; refuse rather than carry them unchecked.
         if plan.mode == Mode::Code
@@ -146,7 +142,17 @@ impl ChatRequest {
         }
     }
 
-    fn splice_denials(&mut self, splices: &dyn SpliceStore) -> Result<(), ProxyError> {
+    /// Splices stored denials into the assistant turns they belong to: a
+    /// turn of this tenant whose calls carry exactly the ids the client got.
+    fn splice_denials(&mut self, splices: &TenantSplices) -> Result<(), ProxyError> {
+        #[derive(Deserialize)]
+        struct Calls {
+            tool_calls: Option<Vec<CallId>>,
+        }
+        #[derive(Deserialize)]
+        struct CallId {
+            id: Option<Value>,
+        }
         let mut i = 0;
         while i < self.messages.len() {
             let raw = self.messages[i].get();
@@ -154,18 +160,23 @@ impl ChatRequest {
                 i += 1;
                 continue;
             }
-            let mut msg: Value = serde_json::from_str(raw)
-                .map_err(|e| ProxyError::InvalidRequest(format!("messages[{i}]: {e}")))?;
-            let hit = msg["tool_calls"]
-                .as_array()
+            // A turn of another shape has nothing stored for it.
+            let ids: Vec<String> = serde_json::from_str::<Calls>(raw)
+                .ok()
+                .and_then(|m| m.tool_calls)
                 .into_iter()
                 .flatten()
-                .filter_map(|c| c.get("id").and_then(Value::as_str))
-                .find_map(|id| splices.get(id));
-            let Some(splice) = hit else {
+                .filter_map(|c| match c.id {
+                    Some(Value::String(id)) => Some(id),
+                    _ => None,
+                })
+                .collect();
+            let Some(splice) = splices.get(&ids) else {
                 i += 1;
                 continue;
             };
+            let mut msg: Value = serde_json::from_str(raw)
+                .map_err(|e| ProxyError::InvalidRequest(format!("messages[{i}]: {e}")))?;
             if let Some(calls) = msg["tool_calls"].as_array_mut() {
                 calls.extend(splice.denied_calls.iter().cloned());
             }

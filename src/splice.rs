@@ -2,17 +2,26 @@
 //! calls' results (design.md section 6).
 //!
 //! When one turn mixes allowed and denied calls, the client gets the allowed
-//! ones; the denied calls and their denials are kept here, keyed by each
-//! allowed call's id, and spliced back into the history whenever the client
-//! sends that turn again, so the model learns of them and its view stays
-//! consistent. Behind a trait so a shared store can serve several replicas.
+//! ones; the denied calls and their denials are kept here and spliced back
+//! into the history whenever the client sends that turn again, so the model
+//! learns of them and its view stays consistent.
+//!
+//! A splice belongs to its tenant and its turn: it is keyed by a SHA-256 of
+//! the tenant and the set of the turn's allowed call ids, and found only by
+//! an assistant message of that tenant carrying exactly those ids. A call id
+//! reused by another conversation (`call_1` is common) or named by another
+//! client finds nothing. Behind a trait so a shared store can serve several
+//! replicas.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use moka::sync::Cache;
 use serde_json::Value;
 
-use crate::ttl_map::TtlMap;
+use crate::runtime::{cache_ttl, store_weight};
+use crate::tenant::{hash_parts, Tenant};
 
 /// What to splice into one assistant turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,70 +32,184 @@ pub struct Splice {
     pub denials: Vec<Value>,
 }
 
+/// The key of one turn's splice: tenant and the turn's call ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SpliceKey([u8; 32]);
+
+impl SpliceKey {
+    /// The key of `tenant`'s turn whose (allowed) calls carry `ids`, in any order.
+    pub fn of_turn<S: AsRef<str>>(tenant: &Tenant, ids: &[S]) -> SpliceKey {
+        let mut sorted: Vec<&[u8]> = ids.iter().map(|s| s.as_ref().as_bytes()).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(sorted.len() + 1);
+        parts.push(tenant.as_bytes());
+        parts.extend(sorted);
+        SpliceKey(hash_parts("codemode-proxy splice v1", &parts))
+    }
+}
+
 /// Where mixed turns' denials wait.
 pub trait SpliceStore: Send + Sync + 'static {
-    /// Records `splice` under every id in `keys` (the allowed calls of the turn).
-    fn put(&self, keys: &[String], splice: Arc<Splice>);
-    /// The splice recorded under call id `key`, if it has not expired.
-    fn get(&self, key: &str) -> Option<Arc<Splice>>;
-    /// Whether nothing is stored, so requests can skip looking.
+    /// Records `splice` under `key`.
+    fn put(&self, key: SpliceKey, splice: Arc<Splice>);
+    /// The splice recorded under `key`, if it has not expired.
+    fn get(&self, key: &SpliceKey) -> Option<Arc<Splice>>;
+    /// Whether nothing was ever stored, so requests can skip looking.
     fn is_empty(&self) -> bool;
 }
 
-/// An in-memory store: bounded, oldest evicted first, entries expire.
-pub struct MemorySpliceStore(TtlMap<Arc<Splice>>);
+/// An in-memory store: bounded by bytes, entries expire.
+pub struct MemorySpliceStore {
+    cache: Cache<SpliceKey, Arc<Splice>>,
+    used: AtomicBool,
+}
 
 impl MemorySpliceStore {
-    /// A store keeping at most `capacity` keys, each for `ttl`.
-    pub fn new(ttl: Duration, capacity: usize) -> MemorySpliceStore {
-        MemorySpliceStore(TtlMap::new(ttl, capacity))
+    /// A store of about `budget_bytes`, keeping each splice for `ttl`.
+    pub fn new(ttl: Duration, budget_bytes: u64) -> MemorySpliceStore {
+        MemorySpliceStore {
+            cache: Cache::builder()
+                .max_capacity(budget_bytes.max(1))
+                .weigher(|_: &SpliceKey, s: &Arc<Splice>| store_weight(splice_bytes(s)))
+                .time_to_live(cache_ttl(ttl))
+                .build(),
+            used: AtomicBool::new(false),
+        }
     }
 }
 
 impl SpliceStore for MemorySpliceStore {
-    fn put(&self, keys: &[String], splice: Arc<Splice>) {
-        for key in keys {
-            self.0.insert(key.clone(), splice.clone());
-        }
+    fn put(&self, key: SpliceKey, splice: Arc<Splice>) {
+        self.used.store(true, Ordering::Relaxed);
+        self.cache.insert(key, splice);
     }
 
-    fn get(&self, key: &str) -> Option<Arc<Splice>> {
-        self.0.get(key)
+    fn get(&self, key: &SpliceKey) -> Option<Arc<Splice>> {
+        self.cache.get(key)
     }
 
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        !self.used.load(Ordering::Relaxed)
+    }
+}
+
+fn splice_bytes(s: &Splice) -> usize {
+    128 + s
+        .denied_calls
+        .iter()
+        .chain(&s.denials)
+        .map(|v| v.to_string().len())
+        .sum::<usize>()
+}
+
+/// One tenant's view of a splice store: what a request reads and writes.
+#[derive(Clone)]
+pub struct TenantSplices {
+    store: Arc<dyn SpliceStore>,
+    tenant: Tenant,
+}
+
+impl TenantSplices {
+    /// `tenant`'s view of `store`.
+    pub fn new(store: Arc<dyn SpliceStore>, tenant: Tenant) -> TenantSplices {
+        TenantSplices { store, tenant }
+    }
+
+    /// Whose view this is.
+    pub fn tenant(&self) -> &Tenant {
+        &self.tenant
+    }
+
+    /// Records the denials of a mixed turn whose allowed calls carry `allowed_ids`.
+    pub fn put(&self, allowed_ids: &[String], splice: Arc<Splice>) {
+        if allowed_ids.is_empty() {
+            return;
+        }
+        self.store
+            .put(SpliceKey::of_turn(&self.tenant, allowed_ids), splice);
+    }
+
+    /// The splice of the assistant turn whose calls carry exactly `ids`.
+    pub fn get<S: AsRef<str>>(&self, ids: &[S]) -> Option<Arc<Splice>> {
+        if ids.is_empty() {
+            return None;
+        }
+        self.store.get(&SpliceKey::of_turn(&self.tenant, ids))
+    }
+
+    /// Whether the store holds nothing to look for.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn splice() -> Arc<Splice> {
+    fn splice(tag: &str) -> Arc<Splice> {
         Arc::new(Splice {
-            denied_calls: vec![],
+            denied_calls: vec![json!({"id": tag})],
             denials: vec![],
         })
     }
 
-    #[test]
-    fn entries_expire() {
-        let s = MemorySpliceStore::new(Duration::from_millis(20), 10);
-        s.put(&["a".into()], splice());
-        assert!(s.get("a").is_some());
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(s.get("a").is_none());
+    fn view(store: &Arc<MemorySpliceStore>, scope: &str) -> TenantSplices {
+        TenantSplices::new(store.clone(), Tenant::anonymous(scope))
     }
 
     #[test]
-    fn the_store_is_bounded() {
-        let s = MemorySpliceStore::new(Duration::from_secs(60), 3);
-        for i in 0..10 {
-            s.put(&[format!("k{i}")], splice());
+    fn entries_expire() {
+        let s = Arc::new(MemorySpliceStore::new(Duration::from_millis(20), 1 << 20));
+        let v = view(&s, "a");
+        v.put(&["a".into()], splice("x"));
+        assert!(v.get(&["a"]).is_some());
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(v.get(&["a"]).is_none());
+    }
+
+    #[test]
+    fn a_splice_is_found_only_by_its_tenant_and_its_whole_turn() {
+        let s = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+        let (a, b) = (view(&s, "a"), view(&s, "b"));
+        a.put(&["call_1".into(), "call_2".into()], splice("a"));
+        b.put(&["call_1".into()], splice("b"));
+        assert_eq!(a.get(&["call_2", "call_1"]), Some(splice("a")));
+        assert_eq!(
+            a.get(&["call_1"]),
+            None,
+            "a part of the turn is not the turn"
+        );
+        assert_eq!(a.get(&["call_1", "call_2", "call_3"]), None);
+        assert_eq!(b.get(&["call_1"]), Some(splice("b")));
+        assert_eq!(b.get(&["call_1", "call_2"]), None, "another tenant's turn");
+    }
+
+    #[test]
+    fn the_store_is_bounded_by_bytes() {
+        let s = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 64 << 10));
+        let v = view(&s, "a");
+        let big = "x".repeat(1000);
+        for i in 0..1000 {
+            v.put(&[format!("k{i}")], splice(&big));
         }
-        assert!(s.get("k0").is_none());
-        assert!(s.get("k9").is_some());
-        assert!(s.0.len() <= 3);
+        s.cache.run_pending_tasks();
+        assert!(s.cache.weighted_size() <= 64 << 10);
+        assert!(s.cache.entry_count() < 1000);
+    }
+
+    #[test]
+    fn refreshing_a_key_evicts_no_live_key() {
+        let s = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+        let v = view(&s, "a");
+        v.put(&["one".into()], splice("1"));
+        v.put(&["two".into()], splice("2"));
+        for _ in 0..10_000 {
+            v.put(&["three".into()], splice("3"));
+        }
+        s.cache.run_pending_tasks();
+        assert!(v.get(&["one"]).is_some() && v.get(&["two"]).is_some());
     }
 }

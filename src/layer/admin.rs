@@ -68,7 +68,10 @@ pub(crate) async fn dry_run(
         selection.mode,
         state.config.runtime,
     )?;
-    chat.rewrite(&plan, &*state.splices)?;
+    // What this client's own stored denials would add; nobody else's.
+    let tenant = crate::tenant::Tenant::of(&parts.headers, &selection.scope);
+    let splices = crate::splice::TenantSplices::new(state.splices.clone(), tenant);
+    chat.rewrite(&plan, &splices)?;
     let request: Value = serde_json::from_slice(&chat.to_bytes())
         .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
     Ok(json_response(&json!({

@@ -21,9 +21,10 @@ use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
 use crate::runtime::{history, MAX_PROGRAMS_PER_REQUEST};
 use crate::select::Selection;
-use crate::splice::Splice;
+use crate::splice::{Splice, TenantSplices};
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
 use crate::stream::{intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget, StreamJudge};
+use crate::tenant::Tenant;
 
 /// Response header: the mode that governed the request.
 pub const RESPONSE_MODE: &str = "x-codemode-mode";
@@ -71,6 +72,9 @@ pub(crate) async fn chat_completions(
     }
 
     let mut chat = ChatRequest::parse(&bytes)?;
+    // Executions and stored denials belong to the client's credential and scope.
+    let tenant = Tenant::of(&parts.headers, &selection.scope);
+    let splices = TenantSplices::new(state.splices.clone(), tenant);
     let plan = state.plans.get_or_build(
         chat.field("tools"),
         preset,
@@ -79,12 +83,13 @@ pub(crate) async fn chat_completions(
     )?;
     let render = Render::of(&chat);
     if plan.runs_code {
-        if let Some(res) = embedded::resume(state, &chat, render).await? {
+        if let Some(res) = embedded::resume(state, &tenant, &chat, render).await? {
             return Ok(tag(res, &selection, None));
         }
-        history::rewrite(&mut chat.messages, &*state.executions);
+        let lifetime = state.config.limits.lifetime;
+        history::rewrite(&mut chat.messages, &*state.executions, &tenant, lifetime);
     }
-    chat.rewrite(&plan, &*state.splices)?;
+    chat.rewrite(&plan, &splices)?;
 
     if !plan.can_deny() && !plan.runs_code {
         let target = Target {
@@ -102,9 +107,9 @@ pub(crate) async fn chat_completions(
         headers: upstream_headers(state, &parts.headers, true),
     };
     if chat.stream {
-        return streamed(state, inner, target, chat, plan, &selection).await;
+        return streamed(state, inner, target, chat, plan, &selection, splices).await;
     }
-    intercepted(state, inner, &target, chat, &plan, &selection).await
+    intercepted(state, inner, &target, chat, &plan, &selection, &splices).await
 }
 
 /// The checked streaming path: the first round's headers go out at once,
@@ -116,6 +121,7 @@ async fn streamed(
     chat: ChatRequest,
     plan: Arc<ToolPlan>,
     selection: &Selection,
+    splices: TenantSplices,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = state.config.upstream_timeout;
     let res = send(inner.clone(), target.request(chat.to_bytes()), timeout).await?;
@@ -131,12 +137,13 @@ async fn streamed(
         target: Arc::new(target),
         chat: Arc::new(Mutex::new(chat)),
         timeout,
+        tenant: *splices.tenant(),
     };
     let res = intercept_stream(
         relay_head(res),
         judge,
         Box::new(reasker),
-        state.splices.clone(),
+        splices,
         DEFAULT_MAX_EVENT_BYTES,
     );
     Ok(tag(res, selection, None))
@@ -165,6 +172,7 @@ struct Reasker {
     target: Arc<Target>,
     chat: Arc<Mutex<ChatRequest>>,
     timeout: std::time::Duration,
+    tenant: Tenant,
 }
 
 impl Reasker {
@@ -216,6 +224,7 @@ impl RepairTarget for Reasker {
         let target = self.target.clone();
         let chat = self.chat.clone();
         let timeout = self.timeout;
+        let tenant = self.tenant;
         Box::pin(async move {
             let call = embedded::ProgramCall {
                 id: program.id,
@@ -226,6 +235,7 @@ impl RepairTarget for Reasker {
             let base = json!({});
             let ran = embedded::start(
                 &state,
+                &tenant,
                 &plan,
                 call,
                 program.denied_calls,
@@ -254,6 +264,7 @@ async fn intercepted(
     mut chat: ChatRequest,
     plan: &ToolPlan,
     selection: &Selection,
+    splices: &TenantSplices,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = state.config.upstream_timeout;
     let mut usage: Option<Value> = None;
@@ -302,6 +313,7 @@ async fn intercepted(
                 } else {
                     let ran = embedded::start(
                         state,
+                        splices.tenant(),
                         plan,
                         program,
                         denied.iter().map(|d| d.call.clone()).collect(),
@@ -338,7 +350,7 @@ async fn intercepted(
                     denied_calls: denied.iter().map(|d| d.call.clone()).collect(),
                     denials: denied.iter().map(|d| d.tool_message()).collect(),
                 };
-                state.splices.put(&allowed_ids, Arc::new(splice));
+                splices.put(&allowed_ids, Arc::new(splice));
             }
             Turn::AllDenied { assistant, denied } => {
                 if repairs < state.config.max_repairs {

@@ -2,6 +2,8 @@
 //! sending the program's tool calls to the client as an ordinary assistant
 //! turn, and resuming the program when their results come back.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::Response;
@@ -13,8 +15,9 @@ use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
-use crate::runtime::{self, created_ms_of, history, Execution, Step};
+use crate::runtime::{self, history, minted_for, Execution, Step};
 use crate::stream::judge::sse_data;
+use crate::tenant::Tenant;
 
 /// How the client wants its answer.
 #[derive(Clone, Copy, Debug)]
@@ -135,8 +138,14 @@ pub(crate) fn client_turn(
 /// Results the client returns for a program: resume it. `Some` is the next
 /// turn for the client; `None` means the program ended (or its record did)
 /// and the model is asked next, with the history rewritten.
+///
+/// Only `tenant`'s executions are found: results naming another tenant's
+/// execution get the same 400 as an id the proxy never minted. An id minted
+/// for this tenant whose record is gone (evicted, a restart) is not an
+/// error: the rewritten history tells the model, which runs it again.
 pub(crate) async fn resume(
     state: &State,
+    tenant: &Tenant,
     chat: &ChatRequest,
     render: Render,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
@@ -144,15 +153,8 @@ pub(crate) async fn resume(
         return Ok(None);
     };
     let limits = &state.config.limits;
-    let Some(mut exec) = state.executions.get(&exec_id) else {
-        let expired = created_ms_of(&exec_id).is_some_and(|t| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            now.saturating_sub(t) > limits.lifetime.as_millis() as u64
-        });
-        if expired {
-            // The model is told, through the rewritten history, and recovers.
+    let Some(held) = state.executions.get(tenant, &exec_id) else {
+        if minted_for(&exec_id, tenant).is_some() {
             return Ok(None);
         }
         return Err(ProxyError::InvalidRequest(format!(
@@ -160,25 +162,31 @@ pub(crate) async fn resume(
              send results only for calls the proxy handed out, in the conversation they came in"
         )));
     };
-    if exec.outcome.is_some() {
+    if held.outcome.is_some() {
+        // A resend of a finished conversation: what it says must be what was recorded.
+        for (n, content) in &results {
+            match held.calls.get(*n).map(|c| &c.result) {
+                None => return Err(never_made(&held, *n)),
+                Some(Some(previous)) if previous != content => return Err(differs(&held, *n)),
+                Some(_) => {}
+            }
+        }
         return Ok(None);
     }
+    let mut exec = Arc::unwrap_or_clone(held);
     if exec.is_expired(limits.lifetime) {
         exec.outcome = Some(format!(
             "Error: TimeoutError: the program outlived its {} s lifetime (CODEMODE_RUN_LIFETIME_SECS) \
              while waiting for tool results; run it again if it is still needed",
             limits.lifetime.as_secs()
         ));
-        state.executions.put(exec);
+        state.executions.put(Arc::new(exec));
         return Ok(None);
     }
     let mut fresh = false;
     for (n, content) in results {
         let Some(call) = exec.calls.get_mut(n) else {
-            return Err(ProxyError::InvalidRequest(format!(
-                "tool result `{}` names a call the program never made",
-                exec.call_id(n)
-            )));
+            return Err(never_made(&exec, n));
         };
         match &call.result {
             None => {
@@ -187,12 +195,7 @@ pub(crate) async fn resume(
             }
             // A retried request resends answers the proxy already has.
             Some(previous) if *previous == content => {}
-            Some(_) => {
-                return Err(ProxyError::InvalidRequest(format!(
-                    "tool result `{}` differs from the one already given for that call",
-                    exec.call_id(n)
-                )))
-            }
+            Some(_) => return Err(differs(&exec, n)),
         }
     }
     let waiting: Vec<usize> = (0..exec.calls.len())
@@ -212,6 +215,7 @@ pub(crate) async fn resume(
         )));
     }
     let (exec, step) = runtime::step(exec, limits.clone()).await;
+    let exec = Arc::new(exec);
     state.executions.put(exec.clone());
     match step {
         Step::Waiting(range) => {
@@ -220,6 +224,21 @@ pub(crate) async fn resume(
         }
         Step::Ended => Ok(None),
     }
+}
+
+fn never_made(exec: &Execution, n: usize) -> ProxyError {
+    ProxyError::InvalidRequest(format!(
+        "tool result `{}` names a call the program never made",
+        exec.call_id(n)
+    ))
+}
+
+fn differs(exec: &Execution, n: usize) -> ProxyError {
+    ProxyError::InvalidRequest(format!(
+        "tool result `{}` differs from the one already given for that call; send the \
+         conversation's tool results unchanged",
+        exec.call_id(n)
+    ))
 }
 
 fn model_of(chat: &ChatRequest) -> Value {
@@ -288,9 +307,11 @@ pub(crate) enum Ran {
     Waiting(Value),
 }
 
-/// Starts the model's program.
+/// Starts the model's program, owned by `tenant`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn start(
     state: &State,
+    tenant: &Tenant,
     plan: &ToolPlan,
     program: ProgramCall,
     denied_calls: Vec<Value>,
@@ -302,6 +323,7 @@ pub(crate) async fn start(
         .ok()
         .and_then(|a| a.get("code").and_then(Value::as_str).map(str::to_owned));
     let mut exec = Execution::new(
+        *tenant,
         program.id,
         code.clone().unwrap_or_default(),
         program.content,
@@ -320,9 +342,10 @@ pub(crate) async fn start(
             (exec, Step::Ended)
         }
     };
+    let exec = Arc::new(exec);
     state.executions.put(exec.clone());
     match step {
-        Step::Ended => Ran::Ended(history::pair(&exec.id, Some(&exec))),
+        Step::Ended => Ran::Ended(history::pair(&exec)),
         Step::Waiting(range) => Ran::Waiting(client_turn(&exec, range, completion, usage)),
     }
 }

@@ -37,9 +37,6 @@ pub use service::CodeModeService;
 /// The upstream as the layer holds it: one concrete type for any inner service.
 pub type Upstream = BoxCloneSyncService<Request<ProxyBody>, Response<ProxyBody>, BoxedError>;
 
-/// Distinct tool sets whose plans are kept rendered.
-const PLAN_CACHE_CAPACITY: usize = 1024;
-
 /// What every request shares: the validated config and the caches.
 pub(crate) struct State {
     pub(crate) config: Config,
@@ -48,9 +45,6 @@ pub(crate) struct State {
     pub(crate) executions: Arc<dyn ExecutionStore>,
 }
 
-/// Executions held at once by the default in-memory store.
-const EXECUTION_CAPACITY: usize = 10_000;
-
 /// Mounts Code Mode in front of an upstream service.
 #[derive(Clone)]
 pub struct CodeModeLayer {
@@ -58,11 +52,12 @@ pub struct CodeModeLayer {
 }
 
 impl CodeModeLayer {
-    /// A layer with the in-memory mixed-turn store the config sizes.
+    /// A layer with the in-memory stores the config sizes (by bytes:
+    /// `config.budgets`).
     pub fn new(config: Config) -> CodeModeLayer {
         let splices = Arc::new(MemorySpliceStore::new(
             config.splice_ttl,
-            config.splice_capacity,
+            config.budgets.splices_bytes,
         ));
         CodeModeLayer::with_splice_store(config, splices)
     }
@@ -71,7 +66,11 @@ impl CodeModeLayer {
     pub fn with_splice_store(config: Config, splices: Arc<dyn SpliceStore>) -> CodeModeLayer {
         // Ended executions stay as long as the history that mentions them is likely to come back.
         let keep = config.limits.lifetime.max(config.splice_ttl);
-        let executions = Arc::new(MemoryExecutionStore::new(keep, EXECUTION_CAPACITY));
+        let executions = Arc::new(MemoryExecutionStore::new(
+            config.limits.lifetime,
+            keep,
+            config.budgets.executions_bytes,
+        ));
         CodeModeLayer::with_stores(config, splices, executions)
     }
 
@@ -81,10 +80,14 @@ impl CodeModeLayer {
         splices: Arc<dyn SpliceStore>,
         executions: Arc<dyn ExecutionStore>,
     ) -> CodeModeLayer {
+        // Minted ids need the OS random source: a machine without one fails
+        // here, at start-up, rather than on a request.
+        let _ = crate::tenant::unguessable();
+        let plans = PlanCache::new(config.budgets.plans_bytes);
         CodeModeLayer {
             state: Arc::new(State {
                 config,
-                plans: PlanCache::new(PLAN_CACHE_CAPACITY),
+                plans,
                 splices,
                 executions,
             }),

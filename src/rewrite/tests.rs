@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::preset::Catalog;
-use crate::splice::{MemorySpliceStore, Splice};
+use crate::splice::{MemorySpliceStore, Splice, TenantSplices};
 
 const TOOLS: &str = r#"[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}},{"type":"function","function":{"name":"run_code","parameters":{"type":"object"}}}]"#;
 
@@ -26,11 +26,12 @@ fn plan(mode: Mode) -> ToolPlan {
     .unwrap()
 }
 
-fn store() -> MemorySpliceStore {
-    MemorySpliceStore::new(Duration::from_secs(60), 100)
+fn store() -> TenantSplices {
+    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
 }
 
-fn rewritten(body: &[u8], mode: Mode, splices: &dyn SpliceStore) -> Value {
+fn rewritten(body: &[u8], mode: Mode, splices: &TenantSplices) -> Value {
     let mut chat = ChatRequest::parse(body).unwrap();
     chat.rewrite(&plan(mode), splices).unwrap();
     serde_json::from_slice(&chat.to_bytes()).unwrap()

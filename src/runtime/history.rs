@@ -6,8 +6,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{parse_call_id, Execution, ExecutionStore, MINTED_PREFIX};
+use super::{minted_for, now_ms, parse_call_id, Execution, ExecutionStore, MINTED_PREFIX};
 use crate::mode::RUN_CODE;
+use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
 #[derive(Deserialize)]
@@ -94,9 +95,15 @@ pub fn trailing_results(messages: &[Box<RawValue>]) -> Option<(String, Vec<(usiz
 }
 
 /// Replaces each execution's nested traffic by one `run_code` call and its
-/// result. Executions the store no longer holds become a placeholder pair,
-/// so the conversation stays well formed.
-pub fn rewrite(messages: &mut Vec<Box<RawValue>>, store: &dyn ExecutionStore) {
+/// result. Executions `tenant` does not hold become a placeholder pair, so
+/// the conversation stays well formed: another tenant's execution is never
+/// looked at.
+pub fn rewrite(
+    messages: &mut Vec<Box<RawValue>>,
+    store: &dyn ExecutionStore,
+    tenant: &Tenant,
+    lifetime: std::time::Duration,
+) {
     if !messages.iter().any(|m| m.get().contains(MINTED_PREFIX)) {
         return;
     }
@@ -119,34 +126,48 @@ pub fn rewrite(messages: &mut Vec<Box<RawValue>>, store: &dyn ExecutionStore) {
                 _ => break,
             }
         }
-        let exec = store.get(exec_id);
-        out.extend(pair(exec_id, exec.as_ref()).iter().map(to_raw));
+        let exec = store.get(tenant, exec_id);
+        let pair = match exec.as_deref() {
+            Some(e) => pair(e),
+            None => missing_pair(exec_id, tenant, lifetime),
+        };
+        out.extend(pair.iter().map(to_raw));
         i = j;
     }
     *messages = out;
 }
 
 /// The model's view of one execution: its call, and its result once ended.
-pub fn pair(exec_id: &str, exec: Option<&Execution>) -> Vec<Value> {
-    match exec {
-        Some(e) => {
-            let mut v = vec![run_code_turn(e)];
-            if let Some(outcome) = &e.outcome {
-                v.push(json!({"role": "tool", "tool_call_id": e.run_call_id, "content": outcome}));
-                v.extend(e.denials.iter().cloned());
-            }
-            v
-        }
-        None => {
-            let id = format!("{MINTED_PREFIX}{exec_id}");
-            vec![
-                json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
-                       "function": {"name": RUN_CODE, "arguments": "{\"code\":\"/* no longer available */\"}"}}]}),
-                json!({"role": "tool", "tool_call_id": id,
-                       "content": "The record of this program has expired; its result is no longer available."}),
-            ]
-        }
+pub fn pair(e: &Execution) -> Vec<Value> {
+    let mut v = vec![run_code_turn(e)];
+    if let Some(outcome) = &e.outcome {
+        v.push(json!({"role": "tool", "tool_call_id": e.run_call_id, "content": outcome}));
+        v.extend(e.denials.iter().cloned());
     }
+    v
+}
+
+/// What the model is told of a program whose record `tenant` does not
+/// have: a `run_code` call and an error it can act on (run it again).
+pub fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
+    let id = format!("{MINTED_PREFIX}{exec_id}");
+    let content = match minted_for(exec_id, tenant) {
+        Some(created) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
+            "Error: the proxy lost the record of this program (it restarted, or ran short of \
+             memory) before the program finished; its result is unknown. Run the program again \
+             if its result is still needed."
+        }
+        Some(_) => {
+            "Error: the record of this program has expired; its result is no longer available. \
+             Run the program again if its result is still needed."
+        }
+        None => "Error: this program's record is not available; its result is unknown.",
+    };
+    vec![
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": RUN_CODE, "arguments": "{\"code\":\"/* no longer available */\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": id, "content": content}),
+    ]
 }
 
 /// The assistant turn with the model's `run_code` call, as the model made it.

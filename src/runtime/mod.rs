@@ -13,11 +13,13 @@ pub mod history;
 pub mod sandbox;
 mod store;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use sandbox::{CallRecord, RunOutcome};
+pub(crate) use store::{cache_ttl, weight as store_weight};
 pub use store::{ExecutionStore, MemoryExecutionStore};
+
+use crate::tenant::{os_random, unguessable, Tenant};
 
 /// Limits on one program.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,8 +54,12 @@ impl Default for Limits {
 /// One `run_code` call the proxy executes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Execution {
-    /// `<created ms, hex>x<random, hex>`: the creation time tells an expired
-    /// execution from one this proxy never held.
+    /// Whose execution this is: only this tenant can resume it or see it
+    /// in its history.
+    pub tenant: Tenant,
+    /// `<created ms, hex>x<128 random bits, hex>x<tenant tag>` (see
+    /// [`mint_execution_id`]): an unguessable capability that also tells,
+    /// when the record is gone, that this proxy minted it for this tenant.
     pub id: String,
     /// Milliseconds since the epoch; also the program's clock.
     pub created_ms: u64,
@@ -87,20 +93,20 @@ pub const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
 pub const MINTED_PREFIX: &str = "cm_";
 
 impl Execution {
-    /// A new execution of `code`.
+    /// A new execution of `code`, owned by `tenant`.
     pub fn new(
+        tenant: Tenant,
         run_call_id: String,
         code: String,
         assistant_content: Option<String>,
         tools: Vec<String>,
     ) -> Execution {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
         let created_ms = now_ms();
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let random =
-            std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), n);
+        let mut seed = [0u8; 8];
+        os_random(&mut seed);
         Execution {
-            id: format!("{created_ms:x}x{random:016x}"),
+            id: mint_execution_id(&tenant, created_ms),
+            tenant,
             created_ms,
             run_call_id,
             code,
@@ -108,7 +114,7 @@ impl Execution {
             tools,
             calls: Vec::new(),
             outcome: None,
-            seed: random,
+            seed: u64::from_le_bytes(seed),
             denied_calls: Vec::new(),
             denials: Vec::new(),
         }
@@ -125,6 +131,40 @@ impl Execution {
     }
 }
 
+/// A fresh execution id for `tenant`: `<created ms>x<random>x<tag>`, the
+/// random part from the OS ([`unguessable`]), the tag binding both to the
+/// tenant ([`Tenant::tag`]).
+pub fn mint_execution_id(tenant: &Tenant, created_ms: u64) -> String {
+    let created = format!("{created_ms:x}");
+    let random = unguessable();
+    let tag = tenant.tag(&[&created, &random]);
+    format!("{created}x{random}x{tag}")
+}
+
+/// When `exec_id` was created (ms since the epoch), if it is an id this
+/// proxy family minted for `tenant`. Such an id whose record is missing was
+/// lost (evicted, or the proxy restarted) or expired: the model is told and
+/// runs the program again. Any other id, another tenant's included, is one
+/// the proxy does not know.
+pub fn minted_for(exec_id: &str, tenant: &Tenant) -> Option<u64> {
+    let mut parts = exec_id.split('x');
+    let (created, random, tag) = (parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| {
+        s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    if parts.next().is_some()
+        || created.is_empty()
+        || created.len() > 16
+        || !hex(created, created.len())
+        || !hex(random, 32)
+        || !hex(tag, 16)
+        || tenant.tag(&[created, random]) != tag
+    {
+        return None;
+    }
+    u64::from_str_radix(created, 16).ok()
+}
+
 /// `(execution id, call number)` of a minted call id.
 pub fn parse_call_id(id: &str) -> Option<(&str, usize)> {
     let rest = id.strip_prefix(MINTED_PREFIX)?;
@@ -132,12 +172,8 @@ pub fn parse_call_id(id: &str) -> Option<(&str, usize)> {
     Some((exec, n.parse().ok()?))
 }
 
-/// When an execution id says it was created, in ms since the epoch.
-pub fn created_ms_of(exec_id: &str) -> Option<u64> {
-    u64::from_str_radix(exec_id.split_once('x')?.0, 16).ok()
-}
-
-fn now_ms() -> u64 {
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

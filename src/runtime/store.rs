@@ -1,35 +1,173 @@
 //! Where executions wait for the client's results.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::Execution;
-use crate::ttl_map::TtlMap;
+use moka::sync::Cache;
 
-/// Executions by id. Behind a trait so a shared store can serve replicas:
-/// an execution is plain data, replayed from the start on every run.
+use super::Execution;
+use crate::tenant::Tenant;
+
+/// Executions by tenant and id. Behind a trait so a shared store can serve
+/// replicas: an execution is plain data, replayed from the start on every run.
 pub trait ExecutionStore: Send + Sync + 'static {
-    /// Saves (or replaces) an execution.
-    fn put(&self, exec: Execution);
-    /// The execution with this id, if held.
-    fn get(&self, id: &str) -> Option<Execution>;
+    /// Saves (or replaces) an execution under its tenant and id.
+    fn put(&self, exec: Arc<Execution>);
+    /// The execution `id` of `tenant`, if held. Another tenant's execution
+    /// is not found, exactly as one never minted.
+    fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>>;
 }
 
-/// In memory: bounded, oldest evicted first, entries expire.
-pub struct MemoryExecutionStore(TtlMap<Execution>);
+type Key = (Tenant, Box<str>);
+
+/// In memory, bounded by bytes, entries expire.
+///
+/// Waiting executions (a client holds their calls) and ended ones (kept so
+/// later requests can show the model their result) live in two caches
+/// with half the budget each, so a flood of programs that end at once
+/// can never push out one a client is working on.
+pub struct MemoryExecutionStore {
+    waiting: Cache<Key, Arc<Execution>>,
+    ended: Cache<Key, Arc<Execution>>,
+}
 
 impl MemoryExecutionStore {
-    /// A store holding at most `capacity` executions, each for `ttl`.
-    pub fn new(ttl: Duration, capacity: usize) -> MemoryExecutionStore {
-        MemoryExecutionStore(TtlMap::new(ttl, capacity))
+    /// A store of at most `budget_bytes` (about), keeping a waiting
+    /// execution for `lifetime` and an ended one for `keep` after its last
+    /// change.
+    pub fn new(lifetime: Duration, keep: Duration, budget_bytes: u64) -> MemoryExecutionStore {
+        let half = (budget_bytes / 2).max(1);
+        let cache = |ttl: Duration| {
+            Cache::builder()
+                .max_capacity(half)
+                .weigher(|k: &Key, e: &Arc<Execution>| weight(k.1.len() + execution_bytes(e)))
+                .time_to_live(cache_ttl(ttl))
+                .build()
+        };
+        MemoryExecutionStore {
+            waiting: cache(lifetime),
+            ended: cache(keep),
+        }
     }
 }
 
 impl ExecutionStore for MemoryExecutionStore {
-    fn put(&self, exec: Execution) {
-        self.0.insert(exec.id.clone(), exec);
+    fn put(&self, exec: Arc<Execution>) {
+        let key: Key = (exec.tenant, exec.id.as_str().into());
+        if exec.outcome.is_some() {
+            self.waiting.invalidate(&key);
+            self.ended.insert(key, exec);
+        } else {
+            self.waiting.insert(key, exec);
+        }
     }
 
-    fn get(&self, id: &str) -> Option<Execution> {
-        self.0.get(id)
+    fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>> {
+        let key: Key = (*tenant, id.into());
+        self.waiting.get(&key).or_else(|| self.ended.get(&key))
+    }
+}
+
+/// Bytes an execution holds, roughly: its texts and a fixed overhead.
+fn execution_bytes(e: &Execution) -> usize {
+    const OVERHEAD: usize = 256;
+    let calls: usize = e
+        .calls
+        .iter()
+        .map(|c| 64 + c.name.len() + c.args.len() + c.result.as_ref().map_or(0, String::len))
+        .sum();
+    let values: usize = e
+        .denied_calls
+        .iter()
+        .chain(&e.denials)
+        .map(|v| v.to_string().len())
+        .sum();
+    OVERHEAD
+        + e.id.len()
+        + e.run_call_id.len()
+        + e.code.len()
+        + e.assistant_content.as_ref().map_or(0, String::len)
+        + e.tools.iter().map(|t| 24 + t.len()).sum::<usize>()
+        + calls
+        + e.outcome.as_ref().map_or(0, String::len)
+        + values
+}
+
+/// A lifetime moka accepts (it refuses more than 1,000 years).
+pub(crate) fn cache_ttl(ttl: Duration) -> Duration {
+    ttl.min(Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// A size as a cache weight.
+pub(crate) fn weight(bytes: usize) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(tenant: &Tenant, code: &str) -> Execution {
+        Execution::new(*tenant, "call_1".into(), code.into(), None, vec![])
+    }
+
+    #[test]
+    fn any_configured_lifetime_builds_a_store() {
+        let _ = MemoryExecutionStore::new(Duration::MAX, Duration::MAX, 1 << 20);
+        let _ = crate::splice::MemorySpliceStore::new(Duration::MAX, 1 << 20);
+    }
+
+    #[test]
+    fn lookups_are_by_tenant_and_id() {
+        let store =
+            MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+        let a = Tenant::anonymous("a");
+        let b = Tenant::anonymous("b");
+        let e = Arc::new(exec(&a, "return 1"));
+        store.put(e.clone());
+        assert!(store.get(&a, &e.id).is_some());
+        assert!(store.get(&b, &e.id).is_none());
+    }
+
+    #[test]
+    fn storing_an_execution_again_evicts_nothing_else() {
+        let store =
+            MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+        let t = Tenant::anonymous("s");
+        let others: Vec<Arc<Execution>> = (0..3).map(|_| Arc::new(exec(&t, "x"))).collect();
+        for e in &others {
+            store.put(e.clone());
+        }
+        let one = Arc::new(exec(&t, "y"));
+        for _ in 0..10_000 {
+            store.put(one.clone());
+        }
+        store.waiting.run_pending_tasks();
+        for e in &others {
+            assert!(store.get(&t, &e.id).is_some(), "a live key was evicted");
+        }
+    }
+
+    #[test]
+    fn programs_that_ended_never_evict_a_waiting_one() {
+        let store =
+            MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+        let t = Tenant::anonymous("s");
+        let live = Arc::new(exec(&t, "await tools.read({})"));
+        store.put(live.clone());
+        // Ten thousand tool-less programs, several times the budget in all.
+        let big = "x".repeat(1000);
+        for _ in 0..10_000 {
+            let mut e = exec(&t, &big);
+            e.outcome = Some("Result: 1".into());
+            store.put(Arc::new(e));
+        }
+        store.ended.run_pending_tasks();
+        assert!(store.get(&t, &live.id).is_some());
+        assert!(
+            store.ended.weighted_size() <= 1 << 19,
+            "the ended half keeps to its budget: {}",
+            store.ended.weighted_size()
+        );
     }
 }

@@ -247,9 +247,33 @@ fn the_clock_and_random_are_fixed_per_execution() {
 
 #[test]
 fn call_ids_name_their_execution() {
-    let e = Execution::new("call_1".into(), "return 1".into(), None, tools());
+    let tenant = crate::tenant::Tenant::anonymous("s");
+    let e = Execution::new(tenant, "call_1".into(), "return 1".into(), None, tools());
     let id = e.call_id(3);
     assert_eq!(parse_call_id(&id), Some((e.id.as_str(), 3)));
-    assert_eq!(created_ms_of(&e.id), Some(e.created_ms));
+    assert_eq!(minted_for(&e.id, &tenant), Some(e.created_ms));
     assert_eq!(parse_call_id("call_abc"), None);
+}
+
+#[test]
+fn execution_ids_are_unguessable_and_bound_to_their_tenant() {
+    let a = crate::tenant::Tenant::anonymous("a");
+    let b = crate::tenant::Tenant::anonymous("b");
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..10_000 {
+        let id = mint_execution_id(&a, 1_700_000_000_000);
+        // `<created>x<32 hex random>x<16 hex tag>`
+        let parts: Vec<&str> = id.split('x').collect();
+        assert_eq!(parts.len(), 3, "{id}");
+        assert_eq!((parts[1].len(), parts[2].len()), (32, 16), "{id}");
+        assert_eq!(minted_for(&id, &a), Some(1_700_000_000_000));
+        assert_eq!(minted_for(&id, &b), None, "another tenant's id is unknown");
+        assert!(seen.insert(parts[1].to_owned()), "a random part repeated");
+    }
+    let id = mint_execution_id(&a, 5);
+    let last = if id.ends_with('0') { '1' } else { '0' };
+    let forged = format!("{}{last}", &id[..id.len() - 1]);
+    assert_eq!(minted_for(&forged, &a), None);
+    assert_eq!(minted_for(&format!("f{id}"), &a), None);
+    assert_eq!(minted_for("18c0x1234", &a), None);
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::judge::{HeldProgram, RoundEnd, StreamJudge};
 use crate::body::{BoxedError, ProxyBody, UpstreamIdle};
 use crate::error::ProxyError;
-use crate::splice::SpliceStore;
+use crate::splice::TenantSplices;
 use crate::sse::{SseEvent, SseParser};
 
 /// What comes after a round the client does not see the end of.
@@ -66,7 +66,7 @@ pub struct InterceptBody {
     events: Vec<SseEvent>,
     emitted: Vec<Bytes>,
     repair: Box<dyn RepairTarget>,
-    splices: Arc<dyn SpliceStore>,
+    splices: TenantSplices,
 }
 
 /// The client's response for an upstream stream: its status and headers,
@@ -75,7 +75,7 @@ pub fn intercept_stream(
     first: Response<ProxyBody>,
     judge: StreamJudge,
     repair: Box<dyn RepairTarget>,
-    splices: Arc<dyn SpliceStore>,
+    splices: TenantSplices,
     max_event: usize,
 ) -> Response<ProxyBody> {
     let (mut parts, body) = first.into_parts();
