@@ -38,6 +38,9 @@ pub struct ToolPlan {
     pub visible_names: Vec<String>,
     /// Whether the proxy runs `run_code` itself (embedded runtime).
     pub runs_code: bool,
+    /// The preset's allow/deny lists, for tools declared outside `tools`
+    /// (legacy `functions`).
+    preset: Preset,
 }
 
 impl ToolPlan {
@@ -105,6 +108,7 @@ impl ToolPlan {
             prompt,
             visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
             runs_code,
+            preset: preset.clone(),
         })
     }
 
@@ -117,6 +121,17 @@ impl ToolPlan {
         } else {
             Visibility::Undeclared
         }
+    }
+
+    /// Whether the preset shows a client tool called `name`, wherever it is declared.
+    pub fn preset_shows(&self, name: &str) -> bool {
+        self.preset.shows(name)
+    }
+
+    /// Whether the wire may lack a tool the client declared (code mode, or
+    /// a preset with allow/deny lists), so every field naming tools is judged.
+    pub fn narrows_tools(&self) -> bool {
+        self.mode == Mode::Code || self.preset.restricts_tools()
     }
 
     /// Whether any call the model makes could be denied, so responses must be checked.
@@ -141,6 +156,7 @@ struct ToolEntry {
 #[derive(Deserialize)]
 struct ToolIn {
     function: Option<FunctionIn>,
+    custom: Option<FunctionIn>,
     name: Option<String>,
     description: Option<String>,
     parameters: Option<Value>,
@@ -165,8 +181,24 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
         let t: ToolIn = serde_json::from_str(raw.get()).map_err(|e| {
             ProxyError::InvalidRequest(format!("`tools[{i}]` is not a tool object: {e}"))
         })?;
-        // Function tools carry their fields under `function`; custom tools at the top.
-        let (name, description, parameters) = match t.function {
+        // Function tools carry their fields under `function`, custom tools
+        // under `custom` (or at the top). A tool that names itself twice
+        // differently has no one reading: the provider could see either.
+        {
+            let mut names = [&t.function, &t.custom]
+                .into_iter()
+                .flatten()
+                .map(|f| f.name.as_str())
+                .chain(t.name.as_deref());
+            if let Some(first) = names.next() {
+                if let Some(other) = names.find(|n| *n != first) {
+                    return Err(ProxyError::InvalidRequest(format!(
+                        "`tools[{i}]` is named both `{first}` and `{other}`; give each tool one name"
+                    )));
+                }
+            }
+        }
+        let (name, description, parameters) = match t.function.or(t.custom) {
             Some(f) => (f.name, f.description, f.parameters),
             None => match t.name {
                 Some(n) => (n, t.description, t.parameters),
