@@ -148,7 +148,11 @@ impl ChatRequest {
                 }
             }
         }
-        if let Some(raw) = self.object.get("function_call").filter(|r| r.get() != "null") {
+        if let Some(raw) = self
+            .object
+            .get("function_call")
+            .filter(|r| r.get() != "null")
+        {
             let call = choice::function_call(&parse("function_call", raw)?, plan)?;
             self.object.set("function_call", to_raw(&call));
         }

@@ -295,7 +295,11 @@ mod tests {
         for v in variants {
             for path in [v.to_owned(), format!("/preset/code{v}")] {
                 for method in ["POST", "GET", "PUT"] {
-                    assert_eq!(code(method, &path), Err("non_canonical_path"), "{method} {path}");
+                    assert_eq!(
+                        code(method, &path),
+                        Err("non_canonical_path"),
+                        "{method} {path}"
+                    );
                 }
             }
         }

@@ -147,7 +147,10 @@ impl<'de> Deserialize<'de> for Fields {
 /// The first key that occurs again, shortened for a message.
 fn first_duplicate(fields: &[(String, Box<RawValue>)]) -> Option<String> {
     let mut seen = HashSet::with_capacity(fields.len());
-    let key = fields.iter().map(|(k, _)| k.as_str()).find(|k| !seen.insert(*k))?;
+    let key = fields
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .find(|k| !seen.insert(*k))?;
     const SHOWN: usize = 64;
     Some(match key.char_indices().nth(SHOWN) {
         Some((end, _)) => format!("{}...", &key[..end]),
@@ -188,9 +191,15 @@ mod tests {
     #[test]
     fn duplicate_keys_are_refused_by_name_even_when_escaped() {
         let err = RawObject::parse(br#"{"tools":[],"model":"m","tools":[1]}"#).unwrap_err();
-        assert!(matches!(&err, ParseError::DuplicateKey(k) if k == "tools"), "{err:?}");
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "tools"),
+            "{err:?}"
+        );
         let err = RawObject::parse(br#"{"n":1,"\u006e":2}"#).unwrap_err();
-        assert!(matches!(&err, ParseError::DuplicateKey(k) if k == "n"), "{err:?}");
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "n"),
+            "{err:?}"
+        );
         // Nested objects are values, not the top level.
         assert!(RawObject::parse(br#"{"a":{"b":1,"b":2}}"#).is_ok());
         assert!(serde_json::from_str::<RawObject>(r#"{"a":1,"a":2}"#).is_err());

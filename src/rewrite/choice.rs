@@ -89,7 +89,9 @@ fn read_choice(v: &Value) -> Result<Choice, ProxyError> {
                 .get("mode")
                 .and_then(Value::as_str)
                 .and_then(|m| keyword(m, &["auto", "required"]))
-                .ok_or_else(|| invalid("`tool_choice.allowed_tools.mode` is not auto or required"))?;
+                .ok_or_else(|| {
+                    invalid("`tool_choice.allowed_tools.mode` is not auto or required")
+                })?;
             let tools = inner
                 .get("tools")
                 .and_then(Value::as_array)
@@ -199,7 +201,9 @@ pub(super) fn function_call(value: &Value, plan: &ToolPlan) -> Result<Value, Pro
         )
     };
     match value {
-        Value::String(s) => keyword(s, &["none", "auto"]).map(|k| json!(k)).ok_or_else(bad),
+        Value::String(s) => keyword(s, &["none", "auto"])
+            .map(|k| json!(k))
+            .ok_or_else(bad),
         Value::Object(o) => {
             let name = o.get("name").and_then(Value::as_str).ok_or_else(bad)?;
             Ok(if callable(plan, name) {
