@@ -169,6 +169,17 @@ struct FunctionIn {
     parameters: Option<Value>,
 }
 
+/// Two different names a tool entry gives itself, if it does.
+fn conflicting_names(t: &ToolIn) -> Option<(&str, &str)> {
+    let mut names = [&t.function, &t.custom]
+        .into_iter()
+        .flatten()
+        .map(|f| f.name.as_str())
+        .chain(t.name.as_deref());
+    let first = names.next()?;
+    names.find(|n| *n != first).map(|other| (first, other))
+}
+
 fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
     let Some(tools) = tools.filter(|t| t.get() != "null") else {
         return Ok(Vec::new());
@@ -184,19 +195,10 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
         // Function tools carry their fields under `function`, custom tools
         // under `custom` (or at the top). A tool that names itself twice
         // differently has no one reading: the provider could see either.
-        {
-            let mut names = [&t.function, &t.custom]
-                .into_iter()
-                .flatten()
-                .map(|f| f.name.as_str())
-                .chain(t.name.as_deref());
-            if let Some(first) = names.next() {
-                if let Some(other) = names.find(|n| *n != first) {
-                    return Err(ProxyError::InvalidRequest(format!(
-                        "`tools[{i}]` is named both `{first}` and `{other}`; give each tool one name"
-                    )));
-                }
-            }
+        if let Some((a, b)) = conflicting_names(&t) {
+            return Err(ProxyError::InvalidRequest(format!(
+                "`tools[{i}]` is named both `{a}` and `{b}`; give each tool one name"
+            )));
         }
         let (name, description, parameters) = match t.function.or(t.custom) {
             Some(f) => (f.name, f.description, f.parameters),
@@ -349,6 +351,23 @@ mod tests {
             assert!(!wire.contains("bash") && wire.contains("read"), "{wire}");
             assert!(plan.can_deny());
         }
+    }
+
+    #[test]
+    fn a_tool_with_two_names_is_refused() {
+        let tools = r#"[{"type":"custom","name":"read","custom":{"name":"bash"}}]"#;
+        let err = ToolPlan::build(
+            Some(&raw(tools)),
+            &preset("", "standard"),
+            Mode::Native,
+            Runtime::Client,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("named both"), "{err}");
+        let tools = r#"[{"type":"custom","custom":{"name":"bash"}}]"#;
+        let p = preset("[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n", "safe");
+        let plan = ToolPlan::build(Some(&raw(tools)), &p, Mode::Native, Runtime::Client).unwrap();
+        assert_eq!(plan.visibility("bash"), Visibility::Hidden);
     }
 
     #[test]

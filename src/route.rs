@@ -46,8 +46,9 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/v1/chat/completions",
         endpoint: Some(Endpoint::ChatCompletions),
-        // GET lists stored completions.
-        passes: &["GET"],
+        // GET lists stored completions; HEAD and OPTIONS (CORS preflight)
+        // cannot create a turn either.
+        passes: &["GET", "HEAD", "OPTIONS"],
         any_prefix: true,
     },
     Route {
@@ -318,14 +319,16 @@ mod tests {
     #[test]
     fn other_methods_on_an_intercepted_route_are_405_except_reads() {
         for path in ["/v1/chat/completions", "/preset/code/v1/chat/completions"] {
-            for method in ["PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] {
+            for method in ["PUT", "PATCH", "DELETE", "TRACE", "PROPFIND"] {
                 assert_eq!(code(method, path), Err("method_not_allowed"), "{method}");
             }
-            assert_eq!(code("GET", path), Ok(Routed::Other));
+            for method in ["GET", "HEAD", "OPTIONS"] {
+                assert_eq!(code(method, path), Ok(Routed::Other), "{method}");
+            }
         }
         assert_eq!(
             allowed_methods("/v1/chat/completions").as_deref(),
-            Some("POST, GET")
+            Some("POST, GET, HEAD, OPTIONS")
         );
     }
 

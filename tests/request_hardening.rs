@@ -219,7 +219,11 @@ async fn other_methods_on_the_chat_route_are_a_405_with_allow() {
                 message.contains("send POST /v1/chat/completions"),
                 "{message}"
             );
-            assert!(res.head.contains("allow: post, get"), "{}", res.head);
+            assert!(
+                res.head.contains("allow: post, get, head, options"),
+                "{}",
+                res.head
+            );
         }
     }
     assert!(all_received(&p).await.is_empty());
