@@ -59,6 +59,27 @@ pub enum ProxyError {
     /// Wrong method on a proxy endpoint.
     #[error("{0}")]
     MethodNotAllowed(&'static str),
+    /// A top-level key of the body occurs twice; the proxy and the provider
+    /// could read different values.
+    #[error("the request body has the key `{0}` more than once; readers disagree on which one counts, so send each top-level key once")]
+    DuplicateKey(String),
+    /// A path that a lenient provider would serve as an intercepted route,
+    /// spelled another way.
+    #[error("the path `{path}` is another spelling of {canonical}; send the request to {canonical} exactly (no trailing slash, empty or dot segments, percent-encoding, `;` parameters or other case)")]
+    NonCanonicalPath {
+        /// The path as the client sent it.
+        path: String,
+        /// The path to send instead.
+        canonical: String,
+    },
+    /// An intercepted route asked for with a method it does not serve.
+    #[error("{method} is not served on {path}; send POST {path}")]
+    RouteMethod {
+        /// The method the client used.
+        method: String,
+        /// The route's canonical path.
+        path: String,
+    },
     /// The upstream could not be reached.
     #[error("the upstream provider could not be reached ({0}); check CODEMODE_UPSTREAM and that the provider is up")]
     UpstreamUnreachable(String),
@@ -82,11 +103,15 @@ impl ProxyError {
             | ProxyError::UnknownPreset { .. }
             | ProxyError::InvalidModeHeader(_)
             | ProxyError::MissingRunCode(_)
-            | ProxyError::UnsupportedN(_) => StatusCode::BAD_REQUEST,
+            | ProxyError::UnsupportedN(_)
+            | ProxyError::DuplicateKey(_)
+            | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::SelectionDenied(_) => StatusCode::FORBIDDEN,
             ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
-            ProxyError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
+                StatusCode::METHOD_NOT_ALLOWED
+            }
             ProxyError::UpstreamUnreachable(_)
             | ProxyError::UpstreamInvalid(_)
             | ProxyError::UpstreamRepairRejected(..) => StatusCode::BAD_GATEWAY,
@@ -118,7 +143,11 @@ impl ProxyError {
             ProxyError::UnsupportedN(_) => "unsupported_n",
             ProxyError::UpstreamRepairRejected(..) => "upstream_repair_rejected",
             ProxyError::NotFound(_) => "not_found",
-            ProxyError::MethodNotAllowed(_) => "method_not_allowed",
+            ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
+                "method_not_allowed"
+            }
+            ProxyError::DuplicateKey(_) => "duplicate_key",
+            ProxyError::NonCanonicalPath { .. } => "non_canonical_path",
             ProxyError::UpstreamUnreachable(_) => "upstream_unreachable",
             ProxyError::UpstreamTimeout(_) => "upstream_timeout",
             ProxyError::UpstreamInvalid(_) => "upstream_invalid_response",

@@ -18,6 +18,7 @@ pub mod mode;
 pub mod plan;
 pub mod preset;
 pub mod rewrite;
+pub mod route;
 pub mod runtime;
 pub mod sdk;
 pub mod sections;

@@ -36,6 +36,9 @@ pub struct ToolPlan {
     pub visible_names: Vec<String>,
     /// Whether the proxy runs `run_code` itself (embedded runtime).
     pub runs_code: bool,
+    /// The preset's allow/deny lists, for tools declared outside `tools`
+    /// (legacy `functions`).
+    preset: Preset,
 }
 
 impl ToolPlan {
@@ -103,6 +106,7 @@ impl ToolPlan {
             prompt,
             visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
             runs_code,
+            preset: preset.clone(),
         })
     }
 
@@ -115,6 +119,17 @@ impl ToolPlan {
         } else {
             Visibility::Undeclared
         }
+    }
+
+    /// Whether the preset shows a client tool called `name`, wherever it is declared.
+    pub fn preset_shows(&self, name: &str) -> bool {
+        self.preset.shows(name)
+    }
+
+    /// Whether the wire may lack a tool the client declared (code mode, or
+    /// a preset with allow/deny lists), so every field naming tools is judged.
+    pub fn narrows_tools(&self) -> bool {
+        self.mode == Mode::Code || self.preset.restricts_tools()
     }
 
     /// Whether any call the model makes could be denied, so responses must be checked.
@@ -139,6 +154,7 @@ struct ToolEntry {
 #[derive(Deserialize)]
 struct ToolIn {
     function: Option<FunctionIn>,
+    custom: Option<FunctionIn>,
     name: Option<String>,
     description: Option<String>,
     parameters: Option<Value>,
@@ -149,6 +165,17 @@ struct FunctionIn {
     name: String,
     description: Option<String>,
     parameters: Option<Value>,
+}
+
+/// Two different names a tool entry gives itself, if it does.
+fn conflicting_names(t: &ToolIn) -> Option<(&str, &str)> {
+    let mut names = [&t.function, &t.custom]
+        .into_iter()
+        .flatten()
+        .map(|f| f.name.as_str())
+        .chain(t.name.as_deref());
+    let first = names.next()?;
+    names.find(|n| *n != first).map(|other| (first, other))
 }
 
 fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
@@ -163,8 +190,15 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
         let t: ToolIn = serde_json::from_str(raw.get()).map_err(|e| {
             ProxyError::InvalidRequest(format!("`tools[{i}]` is not a tool object: {e}"))
         })?;
-        // Function tools carry their fields under `function`; custom tools at the top.
-        let (name, description, parameters) = match t.function {
+        // Function tools carry their fields under `function`, custom tools
+        // under `custom` (or at the top). A tool that names itself twice
+        // differently has no one reading: the provider could see either.
+        if let Some((a, b)) = conflicting_names(&t) {
+            return Err(ProxyError::InvalidRequest(format!(
+                "`tools[{i}]` is named both `{a}` and `{b}`; give each tool one name"
+            )));
+        }
+        let (name, description, parameters) = match t.function.or(t.custom) {
             Some(f) => (f.name, f.description, f.parameters),
             None => match t.name {
                 Some(n) => (n, t.description, t.parameters),
@@ -325,6 +359,23 @@ mod tests {
             assert!(!wire.contains("bash") && wire.contains("read"), "{wire}");
             assert!(plan.can_deny());
         }
+    }
+
+    #[test]
+    fn a_tool_with_two_names_is_refused() {
+        let tools = r#"[{"type":"custom","name":"read","custom":{"name":"bash"}}]"#;
+        let err = ToolPlan::build(
+            Some(&raw(tools)),
+            &preset("", "standard"),
+            Mode::Native,
+            Runtime::Client,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("named both"), "{err}");
+        let tools = r#"[{"type":"custom","custom":{"name":"bash"}}]"#;
+        let p = preset("[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n", "safe");
+        let plan = ToolPlan::build(Some(&raw(tools)), &p, Mode::Native, Runtime::Client).unwrap();
+        assert_eq!(plan.visibility("bash"), Visibility::Hidden);
     }
 
     #[test]

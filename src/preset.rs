@@ -172,9 +172,14 @@ impl Catalog {
         self.presets.iter().find(|p| p.name == name)
     }
 
-    /// The preset bound to `scope`, if any.
+    /// The preset bound to `scope`; an unbound scope gets the binding of
+    /// the `default` scope, so naming another scope never leaves the
+    /// operator's binding (design.md section 9). `None` when neither is bound.
     pub fn for_scope(&self, scope: &str) -> Option<&Arc<Preset>> {
-        self.scopes.get(scope).and_then(|name| self.get(name))
+        self.scopes
+            .get(scope)
+            .or_else(|| self.scopes.get(crate::select::DEFAULT_SCOPE))
+            .and_then(|name| self.get(name))
     }
 
     /// Presets in picker order.
@@ -311,6 +316,25 @@ mod tests {
         assert_eq!(ids, vec!["tool:read", "tone"]);
         assert_eq!(c.get("standard").unwrap().mode, Mode::Both);
         assert_eq!(c.for_scope("ci").unwrap().name, "reviewer");
+        assert!(c.for_scope("anything-else").is_none());
+    }
+
+    #[test]
+    fn unbound_scopes_get_the_default_scopes_binding() {
+        let file = parse(
+            r#"
+            [[preset]]
+            name = "safe"
+            deny = ["bash"]
+            [scopes]
+            default = "safe"
+            ci = "code"
+            "#,
+        );
+        let c = Catalog::build(Mode::Native, file).unwrap();
+        assert_eq!(c.for_scope("ci").unwrap().name, "code");
+        assert_eq!(c.for_scope("default").unwrap().name, "safe");
+        assert_eq!(c.for_scope("anything-else").unwrap().name, "safe");
     }
 
     #[test]

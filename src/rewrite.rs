@@ -13,10 +13,10 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::ProxyError;
-use crate::mode::{Mode, RUN_CODE};
+use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{raw_array, to_raw, RawObject};
+use crate::wire::{raw_array, to_raw, ParseError, RawObject};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
 #[derive(Debug)]
@@ -39,7 +39,10 @@ struct Head<'a> {
 impl ChatRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
-        let object = RawObject::parse(bytes).map_err(|e| ProxyError::InvalidJson(e.to_string()))?;
+        let object = RawObject::parse(bytes).map_err(|e| match e {
+            ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
+            ParseError::DuplicateKey(key) => ProxyError::DuplicateKey(key),
+        })?;
         let messages: Vec<Box<RawValue>> = match object.get("messages") {
             Some(m) => serde_json::from_str(m.get()).map_err(|_| {
                 ProxyError::InvalidRequest("`messages` must be an array of message objects".into())
@@ -107,7 +110,9 @@ impl ChatRequest {
         if let Some(tools) = &plan.wire_tools {
             self.object.set("tools", tools.clone());
         }
-        self.rewrite_tool_choice(plan);
+        if plan.narrows_tools() {
+            self.rewrite_choices(plan)?;
+        }
         if !splices.is_empty() {
             self.splice_denials(splices)?;
         }
@@ -117,29 +122,37 @@ impl ChatRequest {
         Ok(())
     }
 
-    /// A forced tool the wire does not carry becomes one it can satisfy.
-    fn rewrite_tool_choice(&mut self, plan: &ToolPlan) {
-        let Some(choice) = self.object.get("tool_choice") else {
-            return;
+    /// The other fields that name tools (`tool_choice`, legacy `functions`
+    /// and `function_call`), each rewritten to name only what the wire
+    /// carries, from the proxy's own reading of it.
+    fn rewrite_choices(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
+        let parse = |key: &str, raw: &RawValue| {
+            serde_json::from_str::<Value>(raw.get())
+                .map_err(|e| ProxyError::InvalidRequest(format!("`{key}`: {e}")))
         };
-        let Ok(v) = serde_json::from_str::<Value>(choice.get()) else {
-            return;
-        };
-        let forced = v
-            .pointer("/function/name")
-            .or_else(|| v.get("name"))
-            .and_then(Value::as_str);
-        match forced {
-            Some(name) if !plan.on_wire(name) => {
-                let replacement = match plan.mode {
-                    // The forced tool is reached through run_code: force that.
-                    Mode::Code => json!({"type": "function", "function": {"name": RUN_CODE}}),
-                    Mode::Native | Mode::Both => json!("auto"),
-                };
-                self.object.set("tool_choice", to_raw(&replacement));
-            }
-            _ => {}
+        if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
+            let choice = choice::tool_choice(&parse("tool_choice", raw)?, plan)?;
+            self.object.set("tool_choice", to_raw(&choice));
         }
+        if let Some(raw) = self.object.get("functions").filter(|r| r.get() != "null") {
+            match choice::functions(&parse("functions", raw)?, plan)? {
+                Some(kept) => self.object.set("functions", to_raw(&kept)),
+                None => {
+                    // A `function_call` without `functions` is an error upstream.
+                    self.object.remove("functions");
+                    self.object.remove("function_call");
+                }
+            }
+        }
+        if let Some(raw) = self
+            .object
+            .get("function_call")
+            .filter(|r| r.get() != "null")
+        {
+            let call = choice::function_call(&parse("function_call", raw)?, plan)?;
+            self.object.set("function_call", to_raw(&call));
+        }
+        Ok(())
     }
 
     /// Splices stored denials into the assistant turns they belong to: a
@@ -224,5 +237,6 @@ fn is_role(raw: &str, role: &str) -> bool {
     serde_json::from_str::<Head<'_>>(raw).is_ok_and(|h| h.role.as_deref() == Some(role))
 }
 
+mod choice;
 #[cfg(test)]
 mod tests;

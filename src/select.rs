@@ -183,6 +183,26 @@ mod tests {
     }
 
     #[test]
+    fn an_unbound_scope_cannot_leave_the_default_binding() {
+        let file: ConfigFile = toml::from_str(
+            "[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n[scopes]\ndefault = \"safe\"\n",
+        )
+        .unwrap();
+        let c = Catalog::build(Mode::Native, file).unwrap();
+        for policy in [ClientSelect::Deny, ClientSelect::Allow] {
+            let s = select(
+                &headers(&[(HEADER_SCOPE, "anything-else")]),
+                None,
+                &c,
+                policy,
+            )
+            .unwrap();
+            assert_eq!(s.preset.name, "safe", "{policy:?}");
+            assert_eq!(s.scope, "anything-else");
+        }
+    }
+
+    #[test]
     fn unknown_presets_and_modes_are_clear_errors() {
         let c = catalog();
         let err = select(

@@ -4,9 +4,10 @@
 //! (and every message it does not change) is carried as the bytes the client
 //! sent, so unknown fields pass through and nothing is re-printed needlessly.
 
+use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -16,10 +17,28 @@ pub struct RawObject {
     fields: Vec<(String, Box<RawValue>)>,
 }
 
+/// Why a body is not a usable top-level object.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Not JSON, or not a JSON object.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A key occurs twice at the top level. Readers disagree on which one
+    /// counts (serde's first, most providers' last), so such a body has no
+    /// single reading.
+    #[error("the key `{0}` occurs more than once")]
+    DuplicateKey(String),
+}
+
 impl RawObject {
-    /// Parses the top level of `bytes`, which must be a JSON object.
-    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(bytes)
+    /// Parses the top level of `bytes`, which must be a JSON object whose
+    /// keys (compared after unescaping) are all distinct.
+    pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
+        let fields: Fields = serde_json::from_slice(bytes)?;
+        match first_duplicate(&fields.0) {
+            Some(key) => Err(ParseError::DuplicateKey(key)),
+            None => Ok(RawObject { fields: fields.0 }),
+        }
     }
 
     /// The raw value of `key`, if present.
@@ -102,23 +121,50 @@ pub fn to_raw<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-impl<'de> Deserialize<'de> for RawObject {
+/// The top-level entries as they come, duplicates included.
+struct Fields(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Fields {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct ObjVisitor;
         impl<'de> Visitor<'de> for ObjVisitor {
-            type Value = RawObject;
+            type Value = Fields;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawObject, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
                 let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
                     fields.push((k, v));
                 }
-                Ok(RawObject { fields })
+                Ok(Fields(fields))
             }
         }
         d.deserialize_map(ObjVisitor)
+    }
+}
+
+/// The first key that occurs again, shortened for a message.
+fn first_duplicate(fields: &[(String, Box<RawValue>)]) -> Option<String> {
+    let mut seen = HashSet::with_capacity(fields.len());
+    let key = fields
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .find(|k| !seen.insert(*k))?;
+    const SHOWN: usize = 64;
+    Some(match key.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}...", &key[..end]),
+        None => key.to_owned(),
+    })
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let fields = Fields::deserialize(d)?;
+        match first_duplicate(&fields.0) {
+            Some(key) => Err(D::Error::custom(ParseError::DuplicateKey(key))),
+            None => Ok(RawObject { fields: fields.0 }),
+        }
     }
 }
 
@@ -140,6 +186,23 @@ mod tests {
             obj.to_vec_with("b", Some("[3]")),
             br#"{"a":1,"b":[3]}"#.to_vec()
         );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_by_name_even_when_escaped() {
+        let err = RawObject::parse(br#"{"tools":[],"model":"m","tools":[1]}"#).unwrap_err();
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "tools"),
+            "{err:?}"
+        );
+        let err = RawObject::parse(br#"{"n":1,"\u006e":2}"#).unwrap_err();
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "n"),
+            "{err:?}"
+        );
+        // Nested objects are values, not the top level.
+        assert!(RawObject::parse(br#"{"a":{"b":1,"b":2}}"#).is_ok());
+        assert!(serde_json::from_str::<RawObject>(r#"{"a":1,"a":2}"#).is_err());
     }
 
     #[test]

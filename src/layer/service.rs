@@ -6,11 +6,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{Method, Request, Response};
+use http::{header, HeaderValue, Method, Request, Response};
 
 use super::{admin, chat, forward, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
+use crate::route::{classify, Endpoint, Routed};
 use crate::select::{select, split_preset_path};
 
 /// The proxy as a tower service; built by [`super::CodeModeLayer`].
@@ -55,9 +56,22 @@ where
         Box::pin(async move {
             Ok(route(state, inner, req)
                 .await
-                .unwrap_or_else(ProxyError::into_response))
+                .unwrap_or_else(error_response))
         })
     }
+}
+
+/// The error's response; a 405 on a judged route says which methods it takes.
+fn error_response(e: ProxyError) -> Response<ProxyBody> {
+    let allow = match &e {
+        ProxyError::RouteMethod { path, .. } => crate::route::allowed_methods(path),
+        _ => None,
+    };
+    let mut res = e.into_response();
+    if let Some(v) = allow.and_then(|a| HeaderValue::try_from(a).ok()) {
+        res.headers_mut().insert(header::ALLOW, v);
+    }
+    res
 }
 
 async fn route(
@@ -66,6 +80,23 @@ async fn route(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let full_path = req.uri().path().to_owned();
+    // Judged routes first: the canonical spelling is intercepted, any other
+    // spelling refused, so none reaches the provider unjudged.
+    match classify(req.method(), &full_path)? {
+        Routed::Intercept {
+            endpoint: Endpoint::ChatCompletions,
+            preset,
+        } => {
+            let selection = select(
+                req.headers(),
+                preset,
+                &state.config.catalog,
+                state.config.client_select,
+            )?;
+            return chat::chat_completions(&state, inner, selection, req).await;
+        }
+        Routed::Other => {}
+    }
     let (path_preset, path) = match split_preset_path(&full_path) {
         Some((name, rest)) => (Some(name), rest),
         None => (None, full_path.as_str()),
@@ -79,15 +110,6 @@ async fn route(
             Err(ProxyError::MethodNotAllowed(
                 "use GET for /healthz and /codemode/presets, POST for /codemode/dry-run",
             ))
-        }
-        (&Method::POST, "/v1/chat/completions") => {
-            let selection = select(
-                req.headers(),
-                path_preset,
-                &state.config.catalog,
-                state.config.client_select,
-            )?;
-            chat::chat_completions(&state, inner, selection, req).await
         }
         _ if is_api => {
             // Selection is checked so a mistyped preset path fails loudly here too.

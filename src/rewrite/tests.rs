@@ -153,3 +153,126 @@ fn rewriting_is_byte_stable() {
     };
     assert_eq!(a, b);
 }
+
+const AGENT: &str = r#"[{"type":"function","function":{"name":"read"}},{"type":"function","function":{"name":"bash"}},{"type":"function","function":{"name":"run_code"}}]"#;
+
+/// The plan for AGENT under a preset that hides `bash`.
+fn safe_plan(mode: Mode) -> ToolPlan {
+    let file: crate::preset::ConfigFile =
+        toml::from_str("[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n").unwrap();
+    let c = Catalog::build(Mode::Native, file).unwrap();
+    let raw = RawValue::from_string(AGENT.into()).unwrap();
+    ToolPlan::build(
+        Some(&raw),
+        c.get("safe").unwrap(),
+        mode,
+        crate::mode::Runtime::Client,
+    )
+    .unwrap()
+}
+
+fn safe_rewritten(extra: &str, mode: Mode) -> Result<Value, ProxyError> {
+    let body = format!(r#"{{"model":"m","messages":[],"tools":{AGENT}{extra}}}"#);
+    let mut chat = ChatRequest::parse(body.as_bytes())?;
+    chat.rewrite(&safe_plan(mode), &store())?;
+    Ok(serde_json::from_slice(&chat.to_bytes()).unwrap())
+}
+
+fn allowed(mode: &str, names: &[&str]) -> String {
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"type": "function", "function": {"name": n}}))
+        .collect();
+    format!(
+        r#","tool_choice":{}"#,
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}})
+    )
+}
+
+#[test]
+fn allowed_tools_name_only_run_code_in_code_mode() {
+    let v = safe_rewritten(
+        &allowed("required", &["read", "bash", "run_code"]),
+        Mode::Code,
+    )
+    .unwrap();
+    assert_eq!(
+        v["tool_choice"],
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "required",
+            "tools": [{"type": "function", "function": {"name": "run_code"}}]}})
+    );
+    // The Responses shape is read too, and written in the chat shape.
+    let extra = r#","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"read"}]}"#;
+    let v = safe_rewritten(extra, Mode::Code).unwrap();
+    assert_eq!(
+        v["tool_choice"]["allowed_tools"]["tools"][0]["function"]["name"],
+        "run_code"
+    );
+    assert_eq!(v["tool_choice"]["allowed_tools"]["mode"], "auto");
+}
+
+#[test]
+fn allowed_tools_drop_hidden_tools_and_fall_back_to_their_mode() {
+    for mode in [Mode::Native, Mode::Both] {
+        let v = safe_rewritten(&allowed("auto", &["read", "bash"]), mode).unwrap();
+        let tools = &v["tool_choice"]["allowed_tools"]["tools"];
+        assert_eq!(
+            tools,
+            &json!([{"type": "function", "function": {"name": "read"}}])
+        );
+        let v = safe_rewritten(&allowed("required", &["bash"]), mode).unwrap();
+        assert_eq!(v["tool_choice"], "required");
+        let v = safe_rewritten(&allowed("auto", &["bash"]), mode).unwrap();
+        assert_eq!(v["tool_choice"], "auto");
+    }
+}
+
+#[test]
+fn forced_hidden_tools_and_unread_fields_do_not_reach_the_wire() {
+    let extra = r#","tool_choice":{"type":"function","function":{"name":"bash"}}"#;
+    assert_eq!(
+        safe_rewritten(extra, Mode::Native).unwrap()["tool_choice"],
+        "auto"
+    );
+    // A nested duplicate and a field the proxy does not read are not carried.
+    let extra = r#","tool_choice":{"type":"function","function":{"name":"bash","name":"read"},"x":{"name":"bash"}}"#;
+    let v = safe_rewritten(extra, Mode::Native).unwrap();
+    assert_eq!(
+        v["tool_choice"],
+        json!({"type": "function", "function": {"name": "read"}})
+    );
+    for bad in [
+        r#","tool_choice":"bash""#,
+        r#","tool_choice":{"type":"mcp"}"#,
+        r#","tool_choice":{"type":"function","function":{"name":"read"},"name":"bash"}"#,
+        r#","tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"any","tools":[]}}"#,
+    ] {
+        let err = safe_rewritten(bad, Mode::Native).unwrap_err();
+        assert_eq!(err.code(), "invalid_request", "{bad}");
+    }
+}
+
+#[test]
+fn legacy_functions_follow_the_presets_lists_in_native_mode() {
+    let extra = r#","functions":[{"name":"read"},{"name":"bash"}],"function_call":{"name":"bash"}"#;
+    let v = safe_rewritten(extra, Mode::Native).unwrap();
+    assert_eq!(v["functions"], json!([{"name": "read"}]));
+    assert_eq!(v["function_call"], "auto");
+    let extra = r#","functions":[{"name":"bash"}],"function_call":"auto""#;
+    let v = safe_rewritten(extra, Mode::Native).unwrap();
+    assert!(
+        v.get("functions").is_none() && v.get("function_call").is_none(),
+        "{v}"
+    );
+    let extra = r#","functions":[{"name":"read"}],"function_call":{"name":"read"}"#;
+    let v = safe_rewritten(extra, Mode::Native).unwrap();
+    assert_eq!(v["function_call"], json!({"name": "read"}));
+}
+
+#[test]
+fn duplicate_top_level_keys_are_refused_by_name() {
+    let body = br#"{"model":"m","messages":[],"n":1,"n":2}"#;
+    let err = ChatRequest::parse(body).unwrap_err();
+    assert_eq!(err.code(), "duplicate_key");
+    assert!(err.to_string().contains("`n`"), "{err}");
+}

@@ -1,0 +1,364 @@
+//! Which API routes the proxy judges, and how a request path is matched to
+//! one (design.md section 9, "one reading of a request").
+//!
+//! A provider may serve a route under spellings the proxy would not match
+//! byte for byte: a trailing slash, `//`, `.` and `..` segments,
+//! percent-encoding, `;params`, another case. [`classify`] reads a path
+//! the way a lenient provider might; a request is intercepted only on the
+//! canonical spelling, and any other spelling of a judged route is refused,
+//! so nothing reaches the provider unjudged on such a route.
+//!
+//! The routes are data ([`ROUTES`]): a dialect the proxy does not intercept
+//! yet is listed with no endpoint, so its canonical path passes through while
+//! its other spellings are already refused.
+
+use http::Method;
+
+use crate::error::ProxyError;
+use crate::select::split_preset_path;
+
+/// The handler of an intercepted route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/chat/completions`.
+    ChatCompletions,
+}
+
+/// An API route the proxy judges (or will judge).
+#[derive(Debug)]
+pub struct Route {
+    /// The canonical path, as the proxy serves it.
+    pub path: &'static str,
+    /// The handler of `POST` on the canonical path; `None` while the dialect
+    /// is not intercepted (the canonical path then passes through).
+    pub endpoint: Option<Endpoint>,
+    /// Other methods the provider serves on this path that cannot create a
+    /// model turn, passed through unchanged; any other method is a 405.
+    pub passes: &'static [&'static str],
+    /// Whether a path ending in this route (without `/v1`) is another
+    /// spelling of it: gateways serve the same handler under prefixes
+    /// (`/openai/deployments/NAME/chat/completions`, `/chat/completions`).
+    pub any_prefix: bool,
+}
+
+/// Every judged route.
+pub const ROUTES: &[Route] = &[
+    Route {
+        path: "/v1/chat/completions",
+        endpoint: Some(Endpoint::ChatCompletions),
+        // GET lists stored completions; HEAD and OPTIONS (CORS preflight)
+        // cannot create a turn either.
+        passes: &["GET", "HEAD", "OPTIONS"],
+        any_prefix: true,
+    },
+    Route {
+        path: "/v1/responses",
+        endpoint: None,
+        passes: &[],
+        any_prefix: true,
+    },
+    Route {
+        path: "/v1/messages",
+        endpoint: None,
+        passes: &[],
+        // `/v1/threads/ID/messages` is another API (Assistants).
+        any_prefix: false,
+    },
+    Route {
+        path: "/v1/messages/count_tokens",
+        endpoint: None,
+        passes: &[],
+        any_prefix: true,
+    },
+];
+
+/// What to do with a request, by method and path.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Routed<'a> {
+    /// The canonical spelling of an intercepted route, with the preset named
+    /// by a `/preset/NAME` prefix.
+    Intercept {
+        /// The handler.
+        endpoint: Endpoint,
+        /// The preset of the path prefix.
+        preset: Option<&'a str>,
+    },
+    /// Not a judged route, or one passed through: handled as any other path.
+    Other,
+}
+
+/// Classifies a request: intercept it, refuse it (a non-canonical spelling
+/// of a judged route is a 400; another method on an intercepted route a
+/// 405), or handle it as any other path.
+pub fn classify<'a>(method: &Method, path: &'a str) -> Result<Routed<'a>, ProxyError> {
+    let (preset, rest) = match split_preset_path(path) {
+        Some((name, rest)) => (Some(name), rest),
+        None => (None, path),
+    };
+    let exact = ROUTES
+        .iter()
+        .find(|r| r.path == rest && preset.is_none_or(clean_segment));
+    if let Some(route) = exact {
+        return match route.endpoint {
+            Some(endpoint) if method == Method::POST => Ok(Routed::Intercept { endpoint, preset }),
+            Some(_) if !route.passes.contains(&method.as_str()) => Err(ProxyError::RouteMethod {
+                method: method.to_string(),
+                path: route.path.to_owned(),
+            }),
+            _ => Ok(Routed::Other),
+        };
+    }
+    // The proxy forwards what follows its own `/preset/NAME` split; a
+    // provider sees that. Both readings are checked.
+    let whole = normalise(path);
+    let mut readings = vec![whole.as_slice()];
+    if whole.first().is_some_and(|s| s == "preset") && whole.len() >= 2 {
+        readings.push(&whole[2..]);
+    }
+    let forwarded = preset.map(|_| normalise(rest));
+    readings.extend(forwarded.as_deref());
+    let hit = ROUTES
+        .iter()
+        .find(|r| readings.iter().any(|segments| spells(r, segments)));
+    match hit {
+        Some(route) => Err(ProxyError::NonCanonicalPath {
+            path: shorten(path),
+            canonical: match preset {
+                Some(_) => format!("{0} (or /preset/NAME{0})", route.path),
+                None => route.path.to_owned(),
+            },
+        }),
+        None => Ok(Routed::Other),
+    }
+}
+
+/// The allowed methods of the judged route at canonical `path`, for `Allow`.
+pub fn allowed_methods(path: &str) -> Option<String> {
+    let route = ROUTES.iter().find(|r| r.path == path)?;
+    let mut methods = vec!["POST"];
+    methods.extend(route.passes);
+    Some(methods.join(", "))
+}
+
+/// Whether normalised `segments` name `route`.
+fn spells(route: &Route, segments: &[String]) -> bool {
+    let want: Vec<&str> = route.path.split('/').filter(|s| !s.is_empty()).collect();
+    if segments.iter().map(String::as_str).eq(want.iter().copied()) {
+        return true;
+    }
+    // Without the `/v1` the provider's base path already carries.
+    let tail = &want[1..];
+    route.any_prefix
+        && segments.len() >= tail.len()
+        && segments[segments.len() - tail.len()..]
+            .iter()
+            .map(String::as_str)
+            .eq(tail.iter().copied())
+}
+
+/// A path segment a preset name may be spelled with, unambiguously.
+fn clean_segment(name: &str) -> bool {
+    !matches!(name, "." | "..")
+        && !name
+            .bytes()
+            .any(|b| matches!(b, b'%' | b';' | b'\\') || b.is_ascii_whitespace() || b < 0x20)
+}
+
+/// The segments of `path` as a lenient server might read them: percent
+/// decoding (repeated, for servers that decode twice), `\` as `/`, anything
+/// after a decoded `?` or `#` dropped, `;params` dropped, empty and `.`
+/// segments dropped, `..` applied, surrounding spaces and trailing dots
+/// trimmed (as Windows servers do), and case folded.
+pub fn normalise(path: &str) -> Vec<String> {
+    let mut bytes = path.as_bytes().to_vec();
+    for _ in 0..4 {
+        match percent_decode(&bytes) {
+            Some(decoded) => bytes = decoded,
+            None => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.split(['?', '#']).next().unwrap_or("");
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.split(['/', '\\']) {
+        let segment = raw.split(';').next().unwrap_or("").trim();
+        match segment {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => {
+                let s = s.trim_end_matches(['.', ' ']);
+                if !s.is_empty() {
+                    out.push(fold(s));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Lower case, including the non-ASCII letters that fold to ASCII ones
+/// (`ſ` to `s`, the Kelvin sign to `k`), as Unicode-aware matchers do.
+fn fold(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'ſ' => 's',
+            '\u{212a}' => 'k',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// `bytes` with `%XX` sequences decoded; `None` when there are none.
+fn percent_decode(bytes: &[u8]) -> Option<Vec<u8>> {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                changed = true;
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
+/// The client's path for a message, cut to a readable length.
+fn shorten(path: &str) -> String {
+    const SHOWN: usize = 200;
+    match path.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}...", &path[..end]),
+        None => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(method: &str, path: &str) -> Result<Routed<'static>, &'static str> {
+        let method: Method = method.parse().unwrap();
+        let path: &'static str = Box::leak(path.to_owned().into_boxed_str());
+        classify(&method, path).map_err(|e| e.code())
+    }
+
+    #[test]
+    fn canonical_chat_posts_are_intercepted_with_their_preset() {
+        assert_eq!(
+            code("POST", "/v1/chat/completions"),
+            Ok(Routed::Intercept {
+                endpoint: Endpoint::ChatCompletions,
+                preset: None
+            })
+        );
+        assert_eq!(
+            code("POST", "/preset/code/v1/chat/completions"),
+            Ok(Routed::Intercept {
+                endpoint: Endpoint::ChatCompletions,
+                preset: Some("code")
+            })
+        );
+    }
+
+    #[test]
+    fn other_spellings_of_judged_routes_are_refused() {
+        let variants = [
+            "/v1/chat/completions/",
+            "/v1//chat/completions",
+            "/v1/chat//completions",
+            "/v1/chat/%63ompletions",
+            "/v1/chat/%2563ompletions",
+            "/v1/./chat/completions",
+            "/v1/x/../chat/completions",
+            "/v1/chat/completions;x=1",
+            "/v1;x/chat/completions",
+            "/V1/Chat/Completions",
+            "/v1/chat/completions.",
+            "/v1/chat%2Fcompletions",
+            "/v1\\chat\\completions",
+            "/v1/chat/completion%C5%BF",
+            "/v1/openai/deployments/gpt/chat/completions",
+            "/chat/completions",
+            "/v1/responses/",
+            "/v1/Responses",
+            "/v1/messages/",
+            "/v1/messages/count_tokens/",
+            "/v1/MESSAGES",
+        ];
+        for v in variants {
+            for path in [v.to_owned(), format!("/preset/code{v}")] {
+                for method in ["POST", "GET", "PUT"] {
+                    assert_eq!(
+                        code(method, &path),
+                        Err("non_canonical_path"),
+                        "{method} {path}"
+                    );
+                }
+            }
+        }
+        for path in [
+            "/preset/code//v1/chat/completions",
+            "/preset/co%64e/v1/chat/completions",
+            "/preset/a%2Fb/v1/chat/completions",
+            "/preset/code;x/v1/chat/completions",
+            "/preset/./v1/chat/completions",
+            "/PRESET/code/v1/chat/completions",
+        ] {
+            assert_eq!(code("POST", path), Err("non_canonical_path"), "{path}");
+        }
+    }
+
+    #[test]
+    fn other_methods_on_an_intercepted_route_are_405_except_reads() {
+        for path in ["/v1/chat/completions", "/preset/code/v1/chat/completions"] {
+            for method in ["PUT", "PATCH", "DELETE", "TRACE", "PROPFIND"] {
+                assert_eq!(code(method, path), Err("method_not_allowed"), "{method}");
+            }
+            for method in ["GET", "HEAD", "OPTIONS"] {
+                assert_eq!(code(method, path), Ok(Routed::Other), "{method}");
+            }
+        }
+        assert_eq!(
+            allowed_methods("/v1/chat/completions").as_deref(),
+            Some("POST, GET, HEAD, OPTIONS")
+        );
+    }
+
+    #[test]
+    fn canonical_future_routes_and_other_paths_pass() {
+        for (method, path) in [
+            ("POST", "/v1/responses"),
+            ("POST", "/v1/messages"),
+            ("POST", "/v1/messages/count_tokens"),
+            ("GET", "/v1/responses/resp_1"),
+            ("GET", "/v1/models"),
+            ("GET", "/v1/models/meta-llama%2FLlama-3"),
+            ("GET", "/v1/chat/completions/chatcmpl-1"),
+            ("GET", "/v1/chat/completions/chatcmpl-1/messages"),
+            ("POST", "/v1/threads/t1/messages"),
+            ("POST", "/v1/completions"),
+            ("GET", "/healthz"),
+            ("POST", "/codemode/dry-run"),
+        ] {
+            assert_eq!(code(method, path), Ok(Routed::Other), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn normalising_reads_a_path_leniently() {
+        assert_eq!(
+            normalise("/a//b/./c/../D;x/%45%2f%46?q#f/"),
+            vec!["a", "b", "d", "e", "f"]
+        );
+        assert_eq!(normalise("/../.."), Vec::<String>::new());
+        assert_eq!(normalise("/%zz/%4"), vec!["%zz", "%4"]);
+    }
+}
