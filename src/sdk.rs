@@ -43,6 +43,8 @@ const TOOL_MAX_WORK: usize = 50_000;
 const SDK_MAX_WORK: usize = 500_000;
 /// Room kept for the closing lines of the SDK.
 const CLOSING_RESERVE: usize = 128;
+/// Bytes of a tool's budget kept back from its type's rendering (see `render_tool`).
+const RENDER_SLACK: usize = 8 << 10;
 /// Longest `$defs` name shown in a `/* recursive Name */` marker.
 const MAX_MARKER_NAME: usize = 64;
 /// The doc line of a tool whose schema did not render in full.
@@ -117,7 +119,12 @@ fn render_tool(tool: &ToolSchema, budget: Budget) -> Option<(String, usize)> {
         ));
     }
     let key = property_key(&tool.name);
-    let fixed = doc.iter().map(|l| l.len() + 8).sum::<usize>() + key.len() + 64;
+    // The writer stops once its budget is spent, but the levels still open
+    // close their braces and a property's doc lines come whole: the slack
+    // keeps that overshoot inside the tool's budget.
+    let fixed = doc.iter().map(|l| l.len() + 8).sum::<usize>()
+        + key.len()
+        + RENDER_SLACK.min(budget.bytes / 4);
     let params = &tool.parameters;
     let writer = TypeWriter::new(params, budget.bytes.saturating_sub(fixed), budget.work);
     let mut ty = writer.render(params, 1, 0, &mut Vec::new());
