@@ -63,7 +63,11 @@ fn check(tools: &[ToolSchema]) {
     for t in tools {
         let one = render_declarations(std::slice::from_ref(t));
         // The tool's budget plus the `declare` opening and closing lines.
-        assert!(one.len() <= TOOL_MAX_BYTES + 32, "tool of {} bytes", one.len());
+        assert!(
+            one.len() <= TOOL_MAX_BYTES + 32,
+            "tool of {} bytes",
+            one.len()
+        );
     }
     let catalog = Catalog::builtin(Mode::Code);
     if let Some(preset) = catalog.get("standard") {
@@ -102,12 +106,22 @@ fn check_fence(text: &str) {
     let fences: Vec<usize> = (0..lines.len()).filter(|&i| is_fence(lines[i])).collect();
     assert_eq!(fences.len(), 2, "one opening and one closing fence");
     let (open, close) = (lines[fences[0]], lines[fences[1]]);
-    assert!(close.len() >= 3 && close.bytes().all(|b| b == b'`'), "{close}");
+    assert!(
+        close.len() >= 3 && close.bytes().all(|b| b == b'`'),
+        "{close}"
+    );
     assert_eq!(open, format!("{close}typescript"));
-    assert_eq!(fences[1], lines.len() - 1, "nothing after the closing fence");
+    assert_eq!(
+        fences[1],
+        lines.len() - 1,
+        "nothing after the closing fence"
+    );
     let inner = &text[text.find("typescript\n").map_or(0, |i| i + 11)..];
     let inner = &inner[..inner.len() - close.len()];
-    assert!(!inner.contains(close), "a backtick run as long as the fence");
+    assert!(
+        !inner.contains(close),
+        "a backtick run as long as the fence"
+    );
     assert_declaration_lines(inner);
 }
 
@@ -138,8 +152,8 @@ fn assert_declaration_lines(sdk: &str) {
 /// Text built from hostile fragments and arbitrary strings.
 fn text(u: &mut Unstructured) -> Result<String> {
     const PIECES: [&str; 14] = [
-        "\n", "\r", "```", "````````", "*/", "/*", "\u{2028}", "`", "~~~", "INJECTED", "a",
-        "~1", "\u{85}", " ",
+        "\n", "\r", "```", "````````", "*/", "/*", "\u{2028}", "`", "~~~", "INJECTED", "a", "~1",
+        "\u{85}", " ",
     ];
     let mut s = String::new();
     for _ in 0..u.int_in_range(0..=5)? {
@@ -158,7 +172,11 @@ fn pointer_to(name: &str) -> String {
 
 fn node(u: &mut Unstructured, defs: &[String], depth: u32) -> Result<Value> {
     let leaf = depth >= 5;
-    let kind = if leaf { u.int_in_range(0..=3)? } else { u.int_in_range(0..=11)? };
+    let kind = if leaf {
+        u.int_in_range(0..=3)?
+    } else {
+        u.int_in_range(0..=11)?
+    };
     Ok(match kind {
         0 if !defs.is_empty() => json!({"$ref": pointer_to(u.choose(defs)?)}),
         0 | 1 => json!({"type": "string", "pattern": text(u)?, "format": text(u)?,
