@@ -4,12 +4,52 @@
 //! property's description become doc comments, so nothing the client wrote
 //! is lost when the schemas leave the wire. Output is a pure function of the
 //! tools, so the same tools render the same bytes (provider caches hit).
+//!
+//! Schemas come from the client, so rendering is bounded whatever they hold
+//! (design.md section 9): nesting past [`MAX_NESTING`] renders `unknown`
+//! (the recursion never goes deeper, so the stack is bounded too); each tool
+//! and the whole SDK have a byte budget ([`TOOL_MAX_BYTES`],
+//! [`SDK_MAX_BYTES`]) and a work budget, past which types render `unknown`
+//! and the tool's doc says its schema was cut. Every piece of schema text is
+//! quoted or escaped so it stays inside its literal or comment line: no raw
+//! line break, no `*/`. The limits sit far above real agents' tools, which
+//! render exactly as they would unbounded.
 
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
 use crate::classify::{is_js_identifier, tool_access};
+
+/// Most bytes the whole `declare const tools` block renders to (about a
+/// quarter of a million tokens: more than any prompt a model accepts).
+pub const SDK_MAX_BYTES: usize = 1 << 20;
+/// Most bytes one tool's declaration renders to, doc comments included.
+pub const TOOL_MAX_BYTES: usize = 128 << 10;
+/// Most bytes of a tool's own description; the rest is cut with a note.
+const DESCRIPTION_MAX_BYTES: usize = TOOL_MAX_BYTES / 2;
+/// Deepest chain of nested schemas (`$ref` hops, union members, items,
+/// properties) rendered; deeper parts render `unknown`.
+pub const MAX_NESTING: usize = 100;
+/// Deepest object nesting rendered (each level indents the output).
+const MAX_DEPTH: usize = 24;
+/// Work (schema nodes visited, pointer bytes resolved) one tool may take:
+/// real tools take about one unit per 30 bytes of schema.
+const TOOL_MAX_WORK: usize = 50_000;
+/// Work the whole SDK may take.
+const SDK_MAX_WORK: usize = 500_000;
+/// Room kept for the closing lines of the SDK.
+const CLOSING_RESERVE: usize = 128;
+/// Bytes of a tool's budget kept back from its type's rendering (see `render_tool`).
+const RENDER_SLACK: usize = 8 << 10;
+/// Longest `$defs` name shown in a `/* recursive Name */` marker.
+const MAX_MARKER_NAME: usize = 64;
+/// The doc line of a tool whose schema did not render in full.
+const CUT_NOTE: &str =
+    "Parts of this schema were too deep or too large to show; they read `unknown`.";
 
 /// One tool as the SDK sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,19 +63,54 @@ pub struct ToolSchema {
 }
 
 /// Renders the `declare const tools: {...}` block for `tools`.
+///
+/// The result is at most [`SDK_MAX_BYTES`] long whatever the schemas hold;
+/// tools that no longer fit are counted in a closing comment.
 pub fn render_declarations(tools: &[ToolSchema]) -> String {
     let mut out = String::from("declare const tools: {\n");
-    for tool in tools {
-        render_tool(&mut out, tool);
+    let mut work = SDK_MAX_WORK;
+    for (i, tool) in tools.iter().enumerate() {
+        let room = SDK_MAX_BYTES.saturating_sub(out.len() + CLOSING_RESERVE);
+        let budget = Budget {
+            bytes: room.min(TOOL_MAX_BYTES),
+            work: work.min(TOOL_MAX_WORK),
+        };
+        match render_tool(tool, budget) {
+            Some((text, used)) => {
+                out.push_str(&text);
+                work = work.saturating_sub(used);
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  // {} more tools not shown: the SDK's size budget is spent.",
+                    tools.len() - i
+                );
+                break;
+            }
+        }
     }
     out.push_str("};\n");
     out
 }
 
-fn render_tool(out: &mut String, tool: &ToolSchema) {
+/// What one tool's rendering may spend.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    bytes: usize,
+    work: usize,
+}
+
+/// Renders one tool within `budget`: its text and the work it took, or
+/// `None` when not even its bare declaration fits.
+fn render_tool(tool: &ToolSchema, budget: Budget) -> Option<(String, usize)> {
     let mut doc: Vec<String> = Vec::new();
     if let Some(d) = tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
-        doc.extend(d.trim().lines().map(str::to_owned));
+        let (d, clipped) = clip(d.trim(), DESCRIPTION_MAX_BYTES);
+        doc.extend(split_lines(d).map(str::to_owned));
+        if clipped {
+            doc.push("(description cut: too long)".to_owned());
+        }
     }
     if !is_js_identifier(&tool.name) {
         doc.push(format!(
@@ -43,16 +118,40 @@ fn render_tool(out: &mut String, tool: &ToolSchema) {
             tool_access(&tool.name)
         ));
     }
-    write_doc(out, 1, &doc);
     let key = property_key(&tool.name);
+    // The writer stops once its budget is spent, but the levels still open
+    // close their braces and a property's doc lines come whole: the slack
+    // keeps that overshoot inside the tool's budget.
+    let fixed = doc.iter().map(|l| l.len() + 8).sum::<usize>()
+        + key.len()
+        + RENDER_SLACK.min(budget.bytes / 4);
     let params = &tool.parameters;
-    let mut ty = TypeWriter { root: params }.render(params, 1, &mut Vec::new());
+    let writer = TypeWriter::new(params, budget.bytes.saturating_sub(fixed), budget.work);
+    let mut ty = writer.render(params, 1, 0, &mut Vec::new());
     if ty == "unknown" {
         // Tool arguments are always a JSON object, whatever the schema omits.
         ty = "Record<string, unknown>".to_owned();
     }
+    if writer.cut.get() {
+        doc.push(CUT_NOTE.to_owned());
+    }
+    let work = budget.work - writer.work_left.get();
     let optional = if has_required(params) { "" } else { "?" };
+    let mut out = String::new();
+    write_doc(&mut out, 1, &doc);
     let _ = writeln!(out, "  {key}(args{optional}: {ty}): Promise<string>;");
+    if out.len() <= budget.bytes {
+        return Some((out, work));
+    }
+    // Only a description or name of extreme size gets here: the bare
+    // declaration still tells the model the tool exists.
+    let mut bare = String::new();
+    write_doc(&mut bare, 1, &[CUT_NOTE.to_owned()]);
+    let _ = writeln!(
+        bare,
+        "  {key}(args?: Record<string, unknown>): Promise<string>;"
+    );
+    (bare.len() <= budget.bytes).then_some((bare, work))
 }
 
 fn has_required(schema: &Value) -> bool {
@@ -62,21 +161,78 @@ fn has_required(schema: &Value) -> bool {
         .is_some_and(|r| !r.is_empty())
 }
 
-fn property_key(name: &str) -> String {
+/// A name as a TypeScript property key, or as a list entry in the prompt:
+/// an identifier as it is, anything else as a JSON string (which cannot
+/// hold a raw line break).
+pub fn property_key(name: &str) -> String {
     if is_js_identifier(name) {
         name.to_owned()
     } else {
-        serde_json::to_string(name).unwrap_or_else(|_| format!("{name:?}"))
+        json_quote(name)
     }
+}
+
+/// `s` as a JSON string literal, with the line separators JavaScript
+/// reads as line breaks escaped too.
+fn json_quote(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
+    if quoted.contains(['\u{2028}', '\u{2029}']) {
+        quoted
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029")
+    } else {
+        quoted
+    }
+}
+
+/// Characters that must not appear raw on a comment line: each could end
+/// the line for Markdown or JavaScript (tabs are harmless and kept).
+fn is_unsafe_char(c: char) -> bool {
+    (c.is_control() && c != '\t') || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// `line` made safe for one comment line: unsafe characters become `\uXXXX`
+/// text and `*/` cannot close the comment.
+fn comment_line(line: &str) -> Cow<'_, str> {
+    if !line.contains(is_unsafe_char) && !line.contains("*/") {
+        return Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len() + 8);
+    for c in line.chars() {
+        if is_unsafe_char(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out.replace("*/", "*\\/"))
+}
+
+/// Splits text into lines at every line ending CommonMark knows
+/// (`\n`, `\r\n` and a lone `\r`).
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\n')
+        .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'))
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, and whether it was cut.
+fn clip(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
 }
 
 fn write_doc(out: &mut String, indent: usize, lines: &[String]) {
     let pad = "  ".repeat(indent);
-    let lines: Vec<String> = lines.iter().map(|l| l.replace("*/", "*\\/")).collect();
-    match lines.as_slice() {
+    match lines {
         [] => {}
         [one] => {
-            let _ = writeln!(out, "{pad}/** {} */", one.trim_end());
+            let _ = writeln!(out, "{pad}/** {} */", comment_line(one.trim_end()));
         }
         many => {
             let _ = writeln!(out, "{pad}/**");
@@ -85,7 +241,7 @@ fn write_doc(out: &mut String, indent: usize, lines: &[String]) {
                 if l.is_empty() {
                     let _ = writeln!(out, "{pad} *");
                 } else {
-                    let _ = writeln!(out, "{pad} * {l}");
+                    let _ = writeln!(out, "{pad} * {}", comment_line(l));
                 }
             }
             let _ = writeln!(out, "{pad} */");
@@ -93,27 +249,76 @@ fn write_doc(out: &mut String, indent: usize, lines: &[String]) {
     }
 }
 
-/// Deepest nesting rendered; deeper schemas become `unknown` rather than
-/// letting a hostile schema blow the prompt up.
-const MAX_DEPTH: usize = 24;
-
+/// Renders schemas to TypeScript types within a byte and a work budget.
+///
+/// Bytes are charged where text is produced, so the sum is close to the
+/// output's length; work is charged per schema node visited. Once either
+/// is spent every further type renders `unknown` and `cut` is set.
 struct TypeWriter<'a> {
     root: &'a Value,
+    bytes_left: Cell<usize>,
+    work_left: Cell<usize>,
+    cut: Cell<bool>,
 }
 
 impl<'a> TypeWriter<'a> {
-    fn render(&self, schema: &'a Value, indent: usize, refs: &mut Vec<&'a str>) -> String {
-        if indent > MAX_DEPTH {
-            return "unknown".to_owned();
+    fn new(root: &'a Value, bytes: usize, work: usize) -> TypeWriter<'a> {
+        TypeWriter {
+            root,
+            bytes_left: Cell::new(bytes),
+            work_left: Cell::new(work),
+            cut: Cell::new(false),
         }
+    }
+
+    /// Whether a budget is spent; marks the output as cut when it is.
+    fn spent(&self) -> bool {
+        let spent = self.bytes_left.get() == 0 || self.work_left.get() == 0;
+        if spent {
+            self.cut.set(true);
+        }
+        spent
+    }
+
+    fn spend_bytes(&self, n: usize) {
+        self.bytes_left.set(self.bytes_left.get().saturating_sub(n));
+    }
+
+    fn spend_work(&self, n: usize) {
+        self.work_left.set(self.work_left.get().saturating_sub(n));
+    }
+
+    /// A piece of fixed text, charged.
+    fn text(&self, s: &str) -> String {
+        self.spend_bytes(s.len());
+        s.to_owned()
+    }
+
+    fn render(
+        &self,
+        schema: &'a Value,
+        indent: usize,
+        nesting: usize,
+        refs: &mut Vec<&'a str>,
+    ) -> String {
+        if indent > MAX_DEPTH || nesting > MAX_NESTING || self.spent() {
+            self.cut.set(true);
+            // Past a limit a reference still says what it pointed to.
+            return match schema.get("$ref").and_then(Value::as_str) {
+                Some(r) => format!("unknown /* {} */", marker_name(r)),
+                None => "unknown".to_owned(),
+            };
+        }
+        self.spend_work(1);
         let obj = match schema {
-            Value::Bool(true) => return "unknown".to_owned(),
-            Value::Bool(false) => return "never".to_owned(),
+            Value::Bool(true) => return self.text("unknown"),
+            Value::Bool(false) => return self.text("never"),
             Value::Object(o) => o,
-            _ => return "unknown".to_owned(),
+            _ => return self.text("unknown"),
         };
-        let ty = self.render_object_schema(obj, indent, refs);
+        let ty = self.render_object_schema(obj, indent, nesting + 1, refs);
         if obj.get("nullable") == Some(&Value::Bool(true)) && ty != "null" {
+            self.spend_bytes(7);
             format!("{} | null", ty)
         } else {
             ty
@@ -124,46 +329,99 @@ impl<'a> TypeWriter<'a> {
         &self,
         obj: &'a Map<String, Value>,
         indent: usize,
+        nesting: usize,
         refs: &mut Vec<&'a str>,
     ) -> String {
         if let Some(Value::String(r)) = obj.get("$ref") {
-            return self.render_ref(r, indent, refs);
+            return self.render_ref(r, indent, nesting, refs);
         }
         if let Some(c) = obj.get("const") {
-            return literal(c);
+            let lit = literal(c);
+            self.spend_bytes(lit.len());
+            return lit;
         }
         if let Some(Value::Array(values)) = obj.get("enum") {
             if !values.is_empty() {
-                return values.iter().map(literal).collect::<Vec<_>>().join(" | ");
+                return self.render_enum(values);
             }
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(Value::Array(options)) = obj.get(key) {
-                return self.join(options, " | ", indent, refs);
+                return self.join(options, " | ", indent, nesting, refs);
             }
         }
         if let Some(Value::Array(parts)) = obj.get("allOf") {
-            return self.join(parts, " & ", indent, refs);
+            return self.join(parts, " & ", indent, nesting, refs);
         }
         match obj.get("type") {
-            Some(Value::String(t)) => self.render_typed(t, obj, indent, refs),
-            Some(Value::Array(types)) => {
-                let mut seen = Vec::new();
-                for t in types.iter().filter_map(Value::as_str) {
-                    let rendered = self.render_typed(t, obj, indent, refs);
-                    if !seen.contains(&rendered) {
-                        seen.push(rendered);
-                    }
-                }
-                if seen.is_empty() {
-                    "unknown".to_owned()
-                } else {
-                    seen.join(" | ")
-                }
+            Some(Value::String(t)) => self.render_typed(t, obj, indent, nesting, refs),
+            Some(Value::Array(types)) => self.render_type_list(types, obj, indent, nesting, refs),
+            _ if obj.contains_key("properties") => {
+                self.render_typed("object", obj, indent, nesting, refs)
             }
-            _ if obj.contains_key("properties") => self.render_typed("object", obj, indent, refs),
-            _ if obj.contains_key("items") => self.render_typed("array", obj, indent, refs),
-            _ => "unknown".to_owned(),
+            _ if obj.contains_key("items") => {
+                self.render_typed("array", obj, indent, nesting, refs)
+            }
+            _ => self.text("unknown"),
+        }
+    }
+
+    fn render_enum(&self, values: &[Value]) -> String {
+        let mut out = String::new();
+        for (i, v) in values.iter().enumerate() {
+            if self.spent() {
+                break;
+            }
+            self.spend_work(1);
+            let lit = literal(v);
+            self.spend_bytes(lit.len() + 3);
+            if i > 0 {
+                out.push_str(" | ");
+            }
+            out.push_str(&lit);
+        }
+        if out.is_empty() {
+            return self.text("unknown");
+        }
+        out
+    }
+
+    /// `"type": [..]`: each distinct type once, in order.
+    fn render_type_list(
+        &self,
+        types: &'a [Value],
+        obj: &'a Map<String, Value>,
+        indent: usize,
+        nesting: usize,
+        refs: &mut Vec<&'a str>,
+    ) -> String {
+        const KNOWN: [&str; 7] = [
+            "string", "number", "integer", "boolean", "null", "array", "object",
+        ];
+        let mut tried: Vec<&str> = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        for t in types.iter().filter_map(Value::as_str) {
+            if self.spent() {
+                break;
+            }
+            self.spend_work(1);
+            // Every other name renders `unknown`: one key for them all keeps
+            // `tried` short whatever the list holds.
+            let t = if KNOWN.contains(&t) { t } else { "" };
+            if tried.contains(&t) {
+                continue;
+            }
+            tried.push(t);
+            let rendered = self.render_typed(t, obj, indent, nesting, refs);
+            if !seen.contains(&rendered) {
+                self.spend_bytes(3);
+                seen.push(rendered);
+            }
+        }
+        if seen.is_empty() {
+            self.text("unknown")
+        } else {
+            seen.join(" | ")
         }
     }
 
@@ -172,48 +430,74 @@ impl<'a> TypeWriter<'a> {
         options: &'a [Value],
         sep: &str,
         indent: usize,
+        nesting: usize,
         refs: &mut Vec<&'a str>,
     ) -> String {
-        if options.is_empty() {
-            return "unknown".to_owned();
+        let mut parts: Vec<String> = Vec::new();
+        for o in options {
+            if self.spent() {
+                break;
+            }
+            let ty = self.render(o, indent, nesting, refs);
+            parts.push(self.parenthesize(ty));
+            self.spend_bytes(sep.len());
         }
-        let parts: Vec<String> = options
-            .iter()
-            .map(|o| parenthesize(self.render(o, indent, refs)))
-            .collect();
+        if parts.is_empty() {
+            return self.text("unknown");
+        }
         parts.join(sep)
+    }
+
+    fn parenthesize(&self, ty: String) -> String {
+        let out = parenthesize(ty);
+        if out.starts_with('(') {
+            self.spend_bytes(2);
+        }
+        out
     }
 
     /// A property's doc lines: its description (or, when it has none, the
     /// one its `$ref` target or union members carry), default and constraints.
     fn property_doc(&self, schema: &'a Value) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .description(schema, 0)
-            .map(|d| d.trim().lines().map(str::to_owned).collect())
-            .unwrap_or_default();
+        let mut lines: Vec<String> = Vec::new();
+        if let Some(d) = self.description(schema, 0) {
+            let (d, clipped) = clip(d.trim(), self.bytes_left.get());
+            lines.extend(split_lines(d).map(str::to_owned));
+            if clipped {
+                self.cut.set(true);
+            }
+        }
         if let Some(default) = schema.get("default") {
             lines.push(format!("@default {}", literal(default)));
         }
         for key in CONSTRAINTS {
             if let Some(v) = schema.get(key).filter(|v| !v.is_object() && !v.is_array()) {
-                let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                let text = match v.as_str() {
+                    // A pattern or format holding a line break is shown as
+                    // a JSON string: on one line, and exact.
+                    Some(s) if s.contains(is_unsafe_char) => json_quote(s),
+                    Some(s) => s.to_owned(),
+                    None => v.to_string(),
+                };
                 lines.push(format!("@{key} {text}"));
             }
         }
+        self.spend_bytes(lines.iter().map(|l| l.len() + 8).sum());
         lines
     }
 
     fn description(&self, schema: &'a Value, depth: usize) -> Option<&'a str> {
-        if depth > 4 {
+        if depth > 4 || self.work_left.get() == 0 {
             return None;
         }
+        self.spend_work(1);
         if let Some(d) = schema.get("description").and_then(Value::as_str) {
             return Some(d);
         }
         if let Some(target) = schema
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|r| resolve_pointer(self.root, r))
+            .and_then(|r| self.resolve(r))
         {
             return self.description(target, depth + 1);
         }
@@ -224,22 +508,33 @@ impl<'a> TypeWriter<'a> {
             .find_map(|member| self.description(member, depth + 1))
     }
 
-    fn render_ref(&self, r: &'a str, indent: usize, refs: &mut Vec<&'a str>) -> String {
+    /// Resolves a local pointer, charging the work of reading it.
+    fn resolve(&self, r: &str) -> Option<&'a Value> {
+        self.spend_work(1 + r.len() / 32);
+        resolve_pointer(self.root, r)
+    }
+
+    fn render_ref(
+        &self,
+        r: &'a str,
+        indent: usize,
+        nesting: usize,
+        refs: &mut Vec<&'a str>,
+    ) -> String {
         if refs.contains(&r) {
             // A recursive type: name it instead of unrolling it forever.
-            return format!(
-                "unknown /* recursive {} */",
-                r.rsplit('/').next().unwrap_or(r)
-            );
+            let marker = format!("unknown /* recursive {} */", marker_name(r));
+            self.spend_bytes(marker.len());
+            return marker;
         }
-        match resolve_pointer(self.root, r) {
+        match self.resolve(r) {
             Some(target) => {
                 refs.push(r);
-                let ty = self.render(target, indent, refs);
+                let ty = self.render(target, indent, nesting, refs);
                 refs.pop();
                 ty
             }
-            None => "unknown".to_owned(),
+            None => self.text("unknown"),
         }
     }
 
@@ -248,16 +543,17 @@ impl<'a> TypeWriter<'a> {
         t: &str,
         obj: &'a Map<String, Value>,
         indent: usize,
+        nesting: usize,
         refs: &mut Vec<&'a str>,
     ) -> String {
         match t {
-            "string" => "string".to_owned(),
-            "number" | "integer" => "number".to_owned(),
-            "boolean" => "boolean".to_owned(),
-            "null" => "null".to_owned(),
-            "array" => self.render_array(obj, indent, refs),
-            "object" => self.render_object(obj, indent, refs),
-            _ => "unknown".to_owned(),
+            "string" => self.text("string"),
+            "number" | "integer" => self.text("number"),
+            "boolean" => self.text("boolean"),
+            "null" => self.text("null"),
+            "array" => self.render_array(obj, indent, nesting, refs),
+            "object" => self.render_object(obj, indent, nesting, refs),
+            _ => self.text("unknown"),
         }
     }
 
@@ -265,18 +561,30 @@ impl<'a> TypeWriter<'a> {
         &self,
         obj: &'a Map<String, Value>,
         indent: usize,
+        nesting: usize,
         refs: &mut Vec<&'a str>,
     ) -> String {
         let tuple = obj
             .get("prefixItems")
             .or_else(|| obj.get("items").filter(|i| i.is_array()));
         if let Some(Value::Array(items)) = tuple {
-            let parts: Vec<String> = items.iter().map(|i| self.render(i, indent, refs)).collect();
+            let mut parts: Vec<String> = Vec::new();
+            for i in items {
+                if self.spent() {
+                    break;
+                }
+                parts.push(self.render(i, indent, nesting, refs));
+                self.spend_bytes(2);
+            }
             return format!("[{}]", parts.join(", "));
         }
         match obj.get("items") {
-            Some(items) => format!("{}[]", parenthesize(self.render(items, indent, refs))),
-            None => "unknown[]".to_owned(),
+            Some(items) => {
+                let ty = self.render(items, indent, nesting, refs);
+                self.spend_bytes(2);
+                format!("{}[]", self.parenthesize(ty))
+            }
+            None => self.text("unknown[]"),
         }
     }
 
@@ -284,6 +592,7 @@ impl<'a> TypeWriter<'a> {
         &self,
         obj: &'a Map<String, Value>,
         indent: usize,
+        nesting: usize,
         refs: &mut Vec<&'a str>,
     ) -> String {
         let additional = obj.get("additionalProperties");
@@ -291,15 +600,19 @@ impl<'a> TypeWriter<'a> {
             Some(Value::Object(p)) if !p.is_empty() => p,
             _ => {
                 return match additional {
-                    Some(Value::Bool(false)) => "Record<string, never>".to_owned(),
+                    Some(Value::Bool(false)) => self.text("Record<string, never>"),
                     Some(s @ Value::Object(_)) => {
-                        format!("Record<string, {}>", self.render(s, indent, refs))
+                        let ty = self.render(s, indent, nesting, refs);
+                        self.spend_bytes(17);
+                        format!("Record<string, {ty}>")
                     }
-                    _ => "Record<string, unknown>".to_owned(),
+                    _ => self.text("Record<string, unknown>"),
                 };
             }
         };
-        let required: Vec<&str> = obj
+        // A set: a hostile list of thousands of names must not make each
+        // property's lookup linear.
+        let required: HashSet<&str> = obj
             .get("required")
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -307,23 +620,43 @@ impl<'a> TypeWriter<'a> {
         let pad = "  ".repeat(indent + 1);
         let mut out = String::from("{\n");
         for (name, schema) in props {
+            if self.spent() {
+                break;
+            }
             write_doc(&mut out, indent + 1, &self.property_doc(schema));
-            let opt = if required.contains(&name.as_str()) {
+            let opt = if required.contains(name.as_str()) {
                 ""
             } else {
                 "?"
             };
-            let ty = self.render(schema, indent + 1, refs);
-            let _ = writeln!(out, "{pad}{}{opt}: {ty};", property_key(name));
+            let ty = self.render(schema, indent + 1, nesting, refs);
+            let key = property_key(name);
+            self.spend_bytes(pad.len() + key.len() + 4);
+            let _ = writeln!(out, "{pad}{key}{opt}: {ty};");
         }
         match additional {
             Some(Value::Object(_)) | Some(Value::Bool(true)) => {
+                self.spend_bytes(pad.len() + 24);
                 let _ = writeln!(out, "{pad}[key: string]: unknown;");
             }
             _ => {}
         }
+        self.spend_bytes(indent * 2 + 3);
         let _ = write!(out, "{}}}", "  ".repeat(indent));
         out
+    }
+}
+
+/// The name a `/* recursive Name */` marker shows for `$ref` `r`: its last
+/// segment (which holds no `/`, so no `*/`), JSON-quoted when it holds a
+/// character that could end the comment line, and short.
+fn marker_name(r: &str) -> Cow<'_, str> {
+    let name = r.rsplit('/').next().unwrap_or(r);
+    let (short, clipped) = clip(name, MAX_MARKER_NAME);
+    match (short.contains(is_unsafe_char), clipped) {
+        (false, false) => Cow::Borrowed(short),
+        (false, true) => Cow::Owned(format!("{short}…")),
+        (true, _) => Cow::Owned(json_quote(short)),
     }
 }
 
@@ -342,7 +675,13 @@ const CONSTRAINTS: [&str; 10] = [
 ];
 
 fn literal(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "unknown".to_owned())
+    let lit = serde_json::to_string(v).unwrap_or_else(|_| "unknown".to_owned());
+    if lit.contains(['\u{2028}', '\u{2029}']) {
+        lit.replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029")
+    } else {
+        lit
+    }
 }
 
 /// Wraps a type in parentheses when it is a union or intersection at its
@@ -516,5 +855,225 @@ mod tests {
             parenthesize("Record<string, a | b>".into()),
             "Record<string, a | b>"
         );
+    }
+
+    /// `$defs` `D0..Dn` where each refers to the next twice (a diamond):
+    /// unbounded, the rendering doubles with every level.
+    fn diamond(levels: usize) -> Value {
+        let mut defs = Map::new();
+        for i in 0..levels {
+            let next = format!("#/$defs/D{}", i + 1);
+            defs.insert(
+                format!("D{i}"),
+                json!({"type": "object", "properties": {
+                    "a": {"$ref": next}, "b": {"$ref": next}
+                }}),
+            );
+        }
+        defs.insert(format!("D{levels}"), json!({"type": "string"}));
+        json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs})
+    }
+
+    /// `$defs` `C0..Cn` where each is only a `$ref` to the next.
+    fn ref_chain(hops: usize) -> Value {
+        let mut defs = Map::new();
+        for i in 0..hops {
+            defs.insert(
+                format!("C{i}"),
+                json!({"$ref": format!("#/$defs/C{}", i + 1)}),
+            );
+        }
+        defs.insert(format!("C{hops}"), json!({"type": "string"}));
+        json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/C0"}}, "$defs": defs})
+    }
+
+    /// Every line of an SDK is a piece of a declaration: nothing schema
+    /// text put there starts a line of its own.
+    fn assert_lines_are_declarations(sdk: &str) {
+        for line in sdk.split(['\n', '\r']) {
+            let t = line.trim_start();
+            let ok = t.is_empty()
+                || t.starts_with("declare const tools: {")
+                || t.starts_with("/**")
+                || t.starts_with('*')
+                || t.starts_with('}')
+                || t.starts_with("[key: string]")
+                || t.starts_with("// ")
+                || t.starts_with('"')
+                || t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$');
+            assert!(ok, "line `{line}` is not part of a declaration:\n{sdk}");
+            assert!(!t.starts_with("INJECTED"), "injected line in:\n{sdk}");
+            assert!(!t.starts_with("```"), "fence line in:\n{sdk}");
+        }
+        assert!(!sdk.contains('\u{2028}') && !sdk.contains('\u{2029}'));
+    }
+
+    #[test]
+    fn a_ref_chain_of_thousands_renders_on_a_small_stack() {
+        let schema = ref_chain(8_000);
+        let sdk = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || render_declarations(&[tool("chain", "", schema)]))
+            .unwrap()
+            .join()
+            .expect("rendering fits a 256 KiB stack");
+        assert!(sdk.contains("x?: unknown /* C"), "{sdk}");
+        assert!(sdk.contains(CUT_NOTE), "{sdk}");
+        assert!(sdk.len() < 4_000, "{}", sdk.len());
+    }
+
+    #[test]
+    fn deep_nesting_of_every_kind_renders_on_a_small_stack() {
+        let mut schema = json!({"type": "string"});
+        for i in 0..120 {
+            schema = match i % 4 {
+                0 => json!({"anyOf": [schema, {"type": "null"}]}),
+                1 => json!({"type": "array", "items": schema}),
+                2 => json!({"allOf": [schema]}),
+                _ => json!({"type": "object", "properties": {"p": schema}}),
+            };
+        }
+        let sdk = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || render_declarations(&[tool("deep", "", schema)]))
+            .unwrap()
+            .join()
+            .expect("rendering fits a 256 KiB stack");
+        assert!(sdk.contains(CUT_NOTE), "{sdk}");
+    }
+
+    #[test]
+    fn a_diamond_of_refs_stays_within_the_tool_budget() {
+        for levels in [17, 40] {
+            let sdk = render_declarations(&[tool("diamond", "", diamond(levels))]);
+            assert!(sdk.len() <= TOOL_MAX_BYTES + 64, "{levels}: {}", sdk.len());
+            assert!(sdk.contains(CUT_NOTE));
+            assert_lines_are_declarations(&sdk);
+        }
+    }
+
+    #[test]
+    fn many_hostile_tools_stay_within_the_sdk_budget() {
+        let tools: Vec<ToolSchema> = (0..200)
+            .map(|i| tool(&format!("t{i}"), "A diamond.", diamond(30)))
+            .collect();
+        let sdk = render_declarations(&tools);
+        assert!(sdk.len() <= SDK_MAX_BYTES, "{}", sdk.len());
+        // Once the SDK's work is spent, the rest render bare but still listed.
+        assert_eq!(sdk.matches(CUT_NOTE).count(), 200);
+        assert!(sdk.ends_with("  t199(args?: Record<string, unknown>): Promise<string>;\n};\n"));
+    }
+
+    #[test]
+    fn huge_names_and_descriptions_are_bounded() {
+        let name = "n".repeat(2 * SDK_MAX_BYTES);
+        let desc = "d".repeat(2 * SDK_MAX_BYTES);
+        let sdk = render_declarations(&[
+            tool("small", &desc, json!({})),
+            tool(&name, "", json!({})),
+            tool("after", "", json!({})),
+        ]);
+        assert!(sdk.len() <= SDK_MAX_BYTES, "{}", sdk.len());
+        assert!(sdk.contains("(description cut: too long)"));
+        assert!(
+            sdk.contains("2 more tools not shown"),
+            "{}",
+            &sdk[sdk.len() - 200..]
+        );
+    }
+
+    #[test]
+    fn schema_text_cannot_leave_its_comment_or_literal() {
+        let evil = "x\n```\nINJECTED */ \r```\rINJECTED\u{2028}INJECTED";
+        let mut defs = Map::new();
+        defs.insert(
+            evil.to_owned(),
+            json!({"type": "object", "properties": {
+                "again": {"$ref": format!("#/$defs/{}", evil.replace('~', "~0").replace('/', "~1"))}
+            }}),
+        );
+        let self_ref = format!("#/$defs/{}", evil.replace('~', "~0").replace('/', "~1"));
+        let schema = json!({"type": "object", "$defs": defs, "properties": {
+            "p": {"type": "string", "pattern": evil, "format": evil, "default": evil,
+                  "description": evil},
+            "e": {"enum": [evil, 1]},
+            "c": {"const": evil},
+            "r": {"$ref": self_ref},
+            evil: {"type": "string"},
+            "t": {"type": [evil, "string"]},
+        }});
+        let sdk = render_declarations(&[
+            tool(evil, evil, schema),
+            ToolSchema {
+                name: "ok".into(),
+                description: None,
+                parameters: json!({"properties": {"q": {"maxLength": evil}}}),
+            },
+        ]);
+        assert_lines_are_declarations(&sdk);
+        assert!(
+            sdk.contains(r#"@pattern "x\n```\nINJECTED */ \r```\rINJECTED\u2028INJECTED""#)
+                || sdk.contains(r#"@pattern "x\n```\nINJECTED *\/ \r```\rINJECTED\u2028INJECTED""#),
+            "{sdk}"
+        );
+        assert!(sdk.contains("recursive \"x\\n```"), "{sdk}");
+        for line in sdk.lines().map(str::trim_start) {
+            if line.starts_with('*') || line.starts_with("/**") {
+                let body = line.strip_suffix("*/").unwrap_or(line);
+                assert!(!body.contains("*/"), "comment closed early: `{line}`");
+            }
+        }
+    }
+
+    #[test]
+    fn a_real_agent_sized_tool_set_renders_uncut() {
+        // About Claude Code's size: two dozen tools, ~60 KB of schema,
+        // long descriptions, nested objects and unions.
+        let tools: Vec<ToolSchema> = (0..24)
+            .map(|i| {
+                let desc = format!("Tool {i}. ") + &"Use it carefully; it does things.\n".repeat(60);
+                let item = json!({"type": "object", "properties": {
+                    "content": {"type": "string", "description": "The text."},
+                    "status": {"enum": ["pending", "in_progress", "completed"]},
+                    "nested": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}]}
+                }, "required": ["content", "status"]});
+                tool(
+                    &format!("tool_{i}"),
+                    &desc,
+                    json!({"type": "object", "properties": {
+                        "items": {"type": "array", "items": item, "description": "Items."},
+                        "path": {"type": "string", "pattern": "^[a-z/]+$", "minLength": 1},
+                        "timeout": {"type": "number", "maximum": 600000, "default": 120000}
+                    }, "required": ["items"]}),
+                )
+            })
+            .collect();
+        let schema_bytes: usize = tools
+            .iter()
+            .map(|t| t.parameters.to_string().len() + t.description.as_ref().map_or(0, String::len))
+            .sum();
+        assert!(schema_bytes > 55_000, "{schema_bytes}");
+        let sdk = render_declarations(&tools);
+        assert!(
+            !sdk.contains(CUT_NOTE) && !sdk.contains("not shown"),
+            "{sdk}"
+        );
+        assert!(sdk.contains("tool_23(args: {"));
+    }
+
+    #[test]
+    fn repeated_types_and_long_required_lists_render_once() {
+        let names: Vec<String> = (0..20_000).map(|i| format!("r{i}")).collect();
+        let schema = json!({
+            "type": vec!["object"; 20_000],
+            "properties": {"a": {"type": "string"}, "r19999": {"type": "number"}},
+            "required": names,
+        });
+        let sdk = render_declarations(&[tool("t", "", schema)]);
+        assert!(
+            sdk.contains("    a?: string;\n    r19999: number;\n"),
+            "{sdk}"
+        );
+        assert!(!sdk.contains(CUT_NOTE));
     }
 }
