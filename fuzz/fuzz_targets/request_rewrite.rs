@@ -21,7 +21,8 @@ use codemode_proxy::mode::{Mode, Runtime, RUN_CODE};
 use codemode_proxy::plan::ToolPlan;
 use codemode_proxy::preset::{Catalog, ConfigFile, Preset, PresetSpec};
 use codemode_proxy::rewrite::ChatRequest;
-use codemode_proxy::splice::MemorySpliceStore;
+use codemode_proxy::splice::{MemorySpliceStore, TenantSplices};
+use codemode_proxy::tenant::Tenant;
 use codemode_proxy::wire::RawObject;
 use serde_json::Value;
 
@@ -32,7 +33,7 @@ const TOOLS: &str = r#"[{"type":"function","function":{"name":"read","parameters
 struct Fixture {
     /// Hides `bash` by a deny list, and by an allow list.
     presets: [Arc<Preset>; 2],
-    splices: MemorySpliceStore,
+    splices: TenantSplices,
 }
 
 fn fixture() -> &'static Fixture {
@@ -59,7 +60,10 @@ fn fixture() -> &'static Fixture {
                 catalog.get("deny").expect("deny").clone(),
                 catalog.get("allow").expect("allow").clone(),
             ],
-            splices: MemorySpliceStore::new(Duration::from_secs(60), 16),
+            splices: TenantSplices::new(
+                Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
+                Tenant::anonymous("default"),
+            ),
         }
     })
 }
