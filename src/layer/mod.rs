@@ -29,7 +29,7 @@ use tower::{Layer, ServiceExt};
 use crate::body::{boxed, BoxError, BoxedError, ProxyBody};
 use crate::config::Config;
 use crate::plan::PlanCache;
-use crate::runtime::{ExecutionStore, MemoryExecutionStore};
+use crate::runtime::{ExecutionStore, MemoryExecutionStore, RunPool};
 use crate::splice::{MemorySpliceStore, SpliceStore};
 
 pub use service::CodeModeService;
@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub(crate) plans: PlanCache,
     pub(crate) splices: Arc<dyn SpliceStore>,
     pub(crate) executions: Arc<dyn ExecutionStore>,
+    /// Slots and a bounded queue for the embedded runtime's programs.
+    pub(crate) runs: RunPool,
 }
 
 /// Executions held at once by the default in-memory store.
@@ -83,6 +85,7 @@ impl CodeModeLayer {
     ) -> CodeModeLayer {
         CodeModeLayer {
             state: Arc::new(State {
+                runs: RunPool::new(config.run_slots),
                 config,
                 plans: PlanCache::new(PLAN_CACHE_CAPACITY),
                 splices,
