@@ -214,7 +214,7 @@ pub(crate) async fn resume(
             missing.join(", ")
         )));
     }
-    let (exec, step) = runtime::step(exec, limits.clone()).await;
+    let (exec, step) = runtime::step(exec, limits.clone(), &state.runs).await;
     let exec = Arc::new(exec);
     state.executions.put(exec.clone());
     match step {
@@ -332,7 +332,7 @@ pub(crate) async fn start(
     exec.denied_calls = denied_calls;
     exec.denials = denials;
     let (exec, step) = match code {
-        Some(_) => runtime::step(exec, state.config.limits.clone()).await,
+        Some(_) => runtime::step(exec, state.config.limits.clone(), &state.runs).await,
         None => {
             exec.outcome = Some(
                 "Error: INVALID_ARGS: run_code takes a JSON object {\"code\": \"...\"} whose code is \

@@ -29,7 +29,7 @@ use tower::{Layer, ServiceExt};
 use crate::body::{boxed, BoxError, BoxedError, IdleBody, ProxyBody};
 use crate::config::Config;
 use crate::plan::PlanCache;
-use crate::runtime::{ExecutionStore, MemoryExecutionStore};
+use crate::runtime::{ExecutionStore, MemoryExecutionStore, RunPool};
 use crate::splice::{MemorySpliceStore, SpliceStore};
 
 pub use service::CodeModeService;
@@ -43,6 +43,8 @@ pub(crate) struct State {
     pub(crate) plans: PlanCache,
     pub(crate) splices: Arc<dyn SpliceStore>,
     pub(crate) executions: Arc<dyn ExecutionStore>,
+    /// Slots and a bounded queue for the embedded runtime's programs.
+    pub(crate) runs: RunPool,
 }
 
 /// Mounts Code Mode in front of an upstream service.
@@ -86,6 +88,7 @@ impl CodeModeLayer {
         let plans = PlanCache::new(config.budgets.plans_bytes);
         CodeModeLayer {
             state: Arc::new(State {
+                runs: RunPool::new(config.run_slots),
                 config,
                 plans,
                 splices,

@@ -10,11 +10,13 @@
 //! executions.
 
 pub mod history;
+pub mod pool;
 pub mod sandbox;
 mod store;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use pool::{PoolError, RunPool};
 pub use sandbox::{CallRecord, RunOutcome};
 pub(crate) use store::{cache_ttl, weight as store_weight};
 pub use store::{ExecutionStore, MemoryExecutionStore};
@@ -24,7 +26,9 @@ use crate::tenant::{os_random, unguessable, Tenant};
 /// Limits on one program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// CPU time of one run (one slice between client round trips).
+    /// CPU time of one run (one slice between client round trips), counted
+    /// on the thread running it from the moment it starts (never while it
+    /// waits for a slot of the [`RunPool`]).
     pub slice: Duration,
     /// Lifetime of an execution across client round trips.
     pub lifetime: Duration,
@@ -48,6 +52,17 @@ impl Default for Limits {
             max_calls: 100,
             max_output_bytes: 20_000,
         }
+    }
+}
+
+impl Limits {
+    /// Wall time one run may take whatever its CPU use, so nothing hangs:
+    /// generous (ten slices, and at least ten seconds more than one), since
+    /// a program on a busy machine gets less than a whole core.
+    pub fn wall_ceiling(&self) -> Duration {
+        self.slice
+            .saturating_mul(10)
+            .max(self.slice.saturating_add(Duration::from_secs(10)))
     }
 }
 
@@ -188,13 +203,16 @@ pub enum Step {
     Waiting(std::ops::Range<usize>),
 }
 
-/// Runs the program once more (replaying every answered call) on a
-/// blocking thread, so a busy program never stalls the proxy's I/O.
-pub async fn step(mut exec: Execution, limits: Limits) -> (Execution, Step) {
+/// Runs the program once more (replaying every answered call) in a slot of
+/// `pool`, on a blocking thread, so a busy program never stalls the proxy's
+/// I/O. When the pool is full the program is not run and ends with an
+/// error the model can act on (run it again), so the conversation stays
+/// well formed.
+pub async fn step(mut exec: Execution, limits: Limits, pool: &RunPool) -> (Execution, Step) {
     let job = {
         let exec = exec.clone();
         let limits = limits.clone();
-        tokio::task::spawn_blocking(move || {
+        pool.run(move || {
             sandbox::run(
                 &exec.code,
                 &exec.tools,
@@ -209,7 +227,7 @@ pub async fn step(mut exec: Execution, limits: Limits) -> (Execution, Step) {
         Ok(o) => o,
         Err(e) => RunOutcome::Failed {
             output: String::new(),
-            error: format!("Error: the program's thread ended abnormally ({e})"),
+            error: e.to_string(),
         },
     };
     match outcome {

@@ -1,75 +1,159 @@
-// Code Mode program glue. Host functions: __cm_call(name, argsJson) -> kind
-// (0 answered, 1 pending, 2 refused) and __cm_take() -> its text;
-// __cm_log(text); __cm_finish(failed, text). Globals set by the host:
-// __cm_code, __cm_tools (names), __cm_seed, __cm_now.
-(() => {
+// Code Mode program glue: one function expression the host calls once with
+// `host` = { call, take, log, finish, code, tools, seed, now }.
+//   call(name, argsJson) -> 0 answered, 1 pending, 2 refused (Error),
+//                           3 refused (TypeError); take() -> its text
+//   log(text); finish(failed, text)
+// Nothing of the host is left where the program can reach it: no globals,
+// nothing on a prototype. The program is compiled by the AsyncFunction
+// constructor, in global scope, outside this closure. Built-ins this glue
+// needs are captured before the program runs, so a program that rewrites
+// them (Array.prototype.includes, JSON.stringify, Promise.prototype.then)
+// changes nothing here; and the host checks every call again anyway.
+(function (host) {
   "use strict";
-  const known = __cm_tools;
-  let s = (__cm_seed >>> 0) || 0x9e3779b9;
+  const hostCall = host.call;
+  const hostTake = host.take;
+  const hostLog = host.log;
+  const hostFinish = host.finish;
+  const code = host.code;
+  const names = host.tools;
+  const seed = host.seed;
+  const now = host.now;
+  const stringify = JSON.stringify;
+  const apply = Reflect.apply;
+  const wellFormed = String.prototype.toWellFormed;
+  const defineProperty = Object.defineProperty;
+  const isArray = Array.isArray;
+  const freeze = Object.freeze;
+  const create = Object.create;
+  const Str = String;
+  const TypeErr = TypeError;
+  const Err = Error;
+  const PromiseC = Promise;
+  const ProxyC = Proxy;
+  const RealDate = Date;
+
+  const known = create(null);
+  const keys = [];
+  let listing = "";
+  for (let i = 0; i < names.length; i++) {
+    const n = names[i];
+    known[n] = true;
+    keys[i] = n;
+    listing += (i === 0 ? "" : ", ") + n;
+  }
+  freeze(keys);
+  // Text to the host is well-formed Unicode (a lone surrogate would not
+  // convert, and the error's stack frame would name the host function).
+  const unicode = (t) => apply(wellFormed, Str(t), []);
+  // Error.prepareStackTrace hands out the functions of every stack frame
+  // (CallSite.getFunction, even native ones): fix it to undefined for good.
+  defineProperty(Err, "prepareStackTrace", { value: undefined, writable: false, enumerable: false, configurable: false });
+
+  let s = (seed >>> 0) || 0x9e3779b9;
   Math.random = () => {
     s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
     return s / 4294967296;
   };
-  const RealDate = Date;
-  const now = __cm_now;
   globalThis.Date = class extends RealDate {
     constructor(...a) { if (a.length === 0) { super(now); } else { super(...a); } }
     static now() { return now; }
   };
+
+  const asJson = (v) => {
+    try { const j = stringify(v); return j === undefined ? Str(v) : j; } catch (e) { return Str(v); }
+  };
   const show = (v) => {
     if (typeof v === "string") return v;
-    try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch (e) { return String(v); }
+    try { return asJson(v); } catch (e) { return "[value that cannot be shown]"; }
   };
-  const asJson = (v) => {
-    try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch (e) { return String(v); }
+  const log = (...a) => {
+    let line = "";
+    for (let i = 0; i < a.length; i++) line += (i === 0 ? "" : " ") + show(a[i]);
+    hostLog(unicode(line));
   };
-  const log = (...a) => __cm_log(a.map(show).join(" "));
   globalThis.console = { log, info: log, warn: log, error: log, debug: log };
+
   const serialise = (name, args) => {
     if (args === undefined) args = {};
-    if (args === null || typeof args !== "object" || Array.isArray(args)) {
-      throw new TypeError(`tools.${name}: arguments must be an object, not ${args === null ? "null" : Array.isArray(args) ? "an array" : typeof args}`);
+    if (args === null || typeof args !== "object" || isArray(args)) {
+      throw new TypeErr(`tools.${name}: arguments must be an object, not ${args === null ? "null" : isArray(args) ? "an array" : typeof args}`);
     }
-    // JSON.stringify throws a TypeError on BigInt and on cycles itself.
-    return JSON.stringify(args, (k, v) => {
+    // stringify throws a TypeError on BigInt and on cycles itself.
+    const json = stringify(args, (k, v) => {
       if (typeof v === "function" || typeof v === "symbol") {
-        throw new TypeError(`tools.${name}: arguments cannot hold a ${typeof v}${k ? ` (at "${k}")` : ""}`);
+        throw new TypeErr(`tools.${name}: arguments cannot hold a ${typeof v}${k ? ` (at "${k}")` : ""}`);
       }
       return v;
     });
+    if (typeof json !== "string") {
+      throw new TypeErr(`tools.${name}: arguments must serialise to a JSON object`);
+    }
+    return json;
   };
-  const call = (name) => (args) => {
+  const callOf = (name) => (args) => {
     const json = serialise(name, args);
-    const kind = __cm_call(name, json);
-    const text = __cm_take();
-    if (kind === 0) return Promise.resolve(text);
-    if (kind === 1) return new Promise(() => {});
-    throw new Error(text);
+    const kind = hostCall(name, json);
+    const text = hostTake();
+    if (kind === 0) return new PromiseC((ok) => ok(text));
+    if (kind === 1) return new PromiseC(() => {});
+    if (kind === 3) throw new TypeErr(text);
+    throw new Err(text);
   };
-  globalThis.tools = new Proxy({}, {
+  const missing = (name) => () => {
+    throw new TypeErr(`there is no tool named "${name}"; the tools are: ${listing}`);
+  };
+  globalThis.tools = new ProxyC({}, {
     get(_, name) {
       if (typeof name !== "string" || name === "then") return undefined;
-      if (!known.includes(name)) {
-        return () => { throw new TypeError(`there is no tool named "${name}"; the tools are: ${known.join(", ")}`); };
-      }
-      return call(name);
+      return known[name] === true ? callOf(name) : missing(name);
     },
-    has(_, name) { return known.includes(name); },
-    ownKeys() { return [...known]; },
+    has(_, name) { return typeof name === "string" && known[name] === true; },
+    ownKeys() { return keys; },
     getOwnPropertyDescriptor(_, name) {
-      return known.includes(name) ? { enumerable: true, configurable: true, value: call(name) } : undefined;
+      return typeof name === "string" && known[name] === true
+        ? { enumerable: true, configurable: true, value: callOf(name) }
+        : undefined;
     },
   });
+
+  const describe = (e) => {
+    try {
+      return e && e.name ? `${e.name}: ${e.message}` : Str(e);
+    } catch (_) {
+      return "Error: the program threw a value that cannot be shown";
+    }
+  };
+  const finish = (failed, t) => {
+    let out;
+    try { out = unicode(t); } catch (_) { out = "the program's result cannot be shown"; }
+    hostFinish(failed, out);
+  };
   const AsyncFunction = (async function () {}).constructor;
   let program;
   try {
-    program = new AsyncFunction(__cm_code);
+    program = new AsyncFunction(code);
   } catch (e) {
-    __cm_finish(true, `${e.name}: ${e.message}`);
+    finish(true, describe(e));
     return;
   }
-  program().then(
-    (v) => __cm_finish(false, v === undefined ? "" : asJson(v)),
-    (e) => __cm_finish(true, e && e.name ? `${e.name}: ${e.message}` : String(e)),
-  );
-})();
+  // `await` settles through the engine itself, never through a
+  // Promise.prototype.then the program may have replaced.
+  (async () => {
+    let value;
+    try {
+      value = await program();
+    } catch (e) {
+      finish(true, describe(e));
+      return;
+    }
+    let out;
+    try {
+      out = value === undefined ? "" : asJson(value);
+    } catch (e) {
+      finish(true, describe(e));
+      return;
+    }
+    finish(false, out);
+  })();
+});

@@ -4,14 +4,19 @@
 //! replays the execution's recorded calls in order (answering each with its
 //! recorded result) and stops when the program finishes, fails, or waits on
 //! calls nobody has answered yet.
+//!
+//! The host is the authority on what a program may do: every nested call is
+//! checked here, in Rust (a tool of the execution's list, a JSON object as
+//! arguments), whatever the program did to the JavaScript around it. The
+//! host functions reach the prelude as arguments and are never globals.
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use rquickjs::{Context, Function, Runtime};
+use rquickjs::{Context, Function, Object, Runtime};
 
 use super::Limits;
 
@@ -54,8 +59,25 @@ pub enum RunOutcome {
     },
 }
 
+/// What `call` tells the prelude.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CallKind {
+    /// Answered from the replay: `take` holds the result.
+    Answered = 0,
+    /// Recorded as pending: the program waits on the client.
+    Pending = 1,
+    /// Refused: `take` holds the message, thrown as an `Error`.
+    Refused = 2,
+    /// Refused as a misuse (an unknown tool, arguments that are not an
+    /// object): `take` holds the message, thrown as a `TypeError`.
+    Invalid = 3,
+}
+
+/// The host side of one run: everything the program's calls reach.
 #[derive(Default)]
-struct State {
+pub(super) struct State {
+    /// The tools the execution may call; the program cannot change this list.
+    tools: Vec<String>,
     replay: Vec<CallRecord>,
     next: usize,
     pending: Vec<CallRecord>,
@@ -68,8 +90,35 @@ struct State {
 }
 
 impl State {
-    /// Answers a call: 0 with a recorded result, 1 pending, 2 refused.
-    fn call(&mut self, name: String, args: String) -> i32 {
+    /// The host state of a run of an execution calling `tools`.
+    pub(super) fn new(tools: &[String], replay: &[CallRecord], limits: &Limits) -> State {
+        State {
+            tools: tools.to_vec(),
+            replay: replay.to_vec(),
+            max_calls: limits.max_calls,
+            output_cap: limits.max_output_bytes.saturating_mul(2),
+            ..State::default()
+        }
+    }
+
+    /// Answers a call. Only a call that names one of the execution's tools
+    /// with a JSON object as arguments is ever answered or recorded.
+    pub(super) fn call(&mut self, name: String, args: String) -> CallKind {
+        if !self.tools.contains(&name) {
+            self.take = format!(
+                "there is no tool named \"{name}\"; the tools are: {}",
+                self.tools.join(", ")
+            );
+            return CallKind::Invalid;
+        }
+        if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&args).is_err() {
+            self.take = format!("tools.{name}: arguments must be a JSON object");
+            return CallKind::Invalid;
+        }
+        if self.finished.is_some() {
+            self.take = format!("tools.{name}: the program has already finished");
+            return CallKind::Refused;
+        }
         if self.next < self.replay.len() {
             let rec = &self.replay[self.next];
             self.next += 1;
@@ -78,14 +127,14 @@ impl State {
                     "call {} was tools.{}({}) when the program first ran, but now is tools.{name}({args}): programs must make the same calls when re-run (no hidden state)",
                     self.next, rec.name, rec.args
                 );
-                return 2;
+                return CallKind::Refused;
             }
             return match &rec.result {
                 Some(r) => {
                     self.take = r.clone();
-                    0
+                    CallKind::Answered
                 }
-                None => 1,
+                None => CallKind::Pending,
             };
         }
         if self.next + self.pending.len() >= self.max_calls {
@@ -93,16 +142,37 @@ impl State {
                 "too many tool calls: the limit is {} per program (CODEMODE_RUN_MAX_CALLS)",
                 self.max_calls
             );
-            return 2;
+            return CallKind::Refused;
         }
         self.pending.push(CallRecord {
             name,
             args,
             result: None,
         });
-        1
+        CallKind::Pending
     }
 
+    /// The program's end; the first one counts.
+    pub(super) fn finish(&mut self, failed: bool, text: String) {
+        if self.finished.is_none() {
+            self.finished = Some((failed, text));
+        }
+    }
+
+    /// The calls recorded as pending.
+    #[cfg(test)]
+    pub(super) fn pending(&self) -> &[CallRecord] {
+        &self.pending
+    }
+
+    /// How the program ended, if it did.
+    #[cfg(test)]
+    pub(super) fn finished(&self) -> Option<&(bool, String)> {
+        self.finished.as_ref()
+    }
+
+    /// Console output, kept to its cap: the text lives outside the
+    /// engine's heap limit, so one huge line must not be copied whole.
     fn log(&mut self, text: String) {
         if self.output.len() >= self.output_cap {
             self.output_truncated = true;
@@ -111,7 +181,16 @@ impl State {
         if !self.output.is_empty() {
             self.output.push('\n');
         }
-        self.output.push_str(&text);
+        let mut room = self.output_cap.saturating_sub(self.output.len());
+        if text.len() > room {
+            while !text.is_char_boundary(room) {
+                room -= 1;
+            }
+            self.output.push_str(&text[..room]);
+            self.output_truncated = true;
+        } else {
+            self.output.push_str(&text);
+        }
     }
 }
 
@@ -124,27 +203,35 @@ pub fn run(
     now_ms: u64,
     limits: &Limits,
 ) -> RunOutcome {
-    let state = Rc::new(RefCell::new(State {
-        replay: replay.to_vec(),
-        max_calls: limits.max_calls,
-        output_cap: limits.max_output_bytes * 2,
-        ..State::default()
-    }));
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let result = run_inner(code, tools, seed, now_ms, limits, &state, &interrupted);
+    let state = Rc::new(RefCell::new(State::new(tools, replay, limits)));
+    let stopped = Arc::new(AtomicU8::new(RUNNING));
+    let result = run_inner(code, tools, seed, now_ms, limits, &state, &stopped);
     let s = state.borrow();
     let mut output = s.output.clone();
     if s.output_truncated {
         output.push_str("\n[console output truncated]");
     }
-    if interrupted.load(Ordering::Relaxed) {
-        return RunOutcome::Failed {
-            output,
-            error: format!(
-                "TimeoutError: the program ran longer than its {} ms CPU slice (CODEMODE_RUN_SLICE_MS)",
-                limits.slice.as_millis()
-            ),
-        };
+    match stopped.load(Ordering::Relaxed) {
+        OVER_CPU => {
+            return RunOutcome::Failed {
+                output,
+                error: format!(
+                    "TimeoutError: the program used more than its {} ms CPU slice (CODEMODE_RUN_SLICE_MS)",
+                    limits.slice.as_millis()
+                ),
+            }
+        }
+        OVER_WALL => {
+            return RunOutcome::Failed {
+                output,
+                error: format!(
+                    "TimeoutError: the program ran {} s without finishing, the wall-clock ceiling of a {} ms CPU slice (CODEMODE_RUN_SLICE_MS)",
+                    limits.wall_ceiling().as_secs(),
+                    limits.slice.as_millis()
+                ),
+            }
+        }
+        _ => {}
     }
     if let Err(e) = result {
         return RunOutcome::Failed {
@@ -188,6 +275,95 @@ fn engine_error(e: &str, limits: &Limits) -> String {
     }
 }
 
+/// Why the interrupt handler stopped the program.
+const RUNNING: u8 = 0;
+const OVER_CPU: u8 = 1;
+const OVER_WALL: u8 = 2;
+
+/// The largest heap a run may get (as `CODEMODE_RUN_MEMORY_MB` allows).
+const MAX_HEAP_BYTES: u64 = 4096 << 20;
+
+/// The heap limit QuickJS gets. QuickJS reads 0 as "no limit", so a limit
+/// that wrapped on its way here must never reach it: it is clamped to
+/// 1 MiB..=4 GiB (and a debug build says so loudly).
+fn heap_limit(bytes: usize) -> usize {
+    let max = usize::try_from(MAX_HEAP_BYTES).unwrap_or(usize::MAX);
+    debug_assert!(
+        (1..=max).contains(&bytes),
+        "a heap limit of {bytes} bytes wrapped or was never bounded"
+    );
+    bytes.clamp(1 << 20, max)
+}
+
+/// The native stack limit QuickJS gets (0 would also mean "no limit"):
+/// within what a blocking thread's 2 MiB stack can hold.
+fn stack_limit(bytes: usize) -> usize {
+    debug_assert!(bytes > 0, "a stack limit of 0 means no limit");
+    bytes.clamp(64 << 10, 1 << 20)
+}
+
+/// CPU time the calling thread has used, where the OS tells it.
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "freebsd"
+))]
+fn thread_cpu_time() -> Option<Duration> {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .ok()
+        .map(Duration::from)
+}
+
+/// CPU time the calling thread has used: unknown here, so the slice is
+/// measured in wall time.
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "freebsd"
+)))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
+}
+
+/// Stops a run when it used its CPU slice, or ran past the wall-clock
+/// ceiling. The slice counts the CPU time of the thread running the program
+/// from its start, so time spent queued or descheduled (other programs on
+/// the same cores) never counts against it.
+fn interrupt_handler(
+    limits: &Limits,
+    stopped: Arc<AtomicU8>,
+) -> impl FnMut() -> bool + Send + 'static {
+    let slice = limits.slice;
+    let ceiling = limits.wall_ceiling();
+    let wall = Instant::now();
+    let cpu = thread_cpu_time();
+    move || {
+        let used = match (cpu, thread_cpu_time()) {
+            (Some(start), Some(now)) => now.saturating_sub(start),
+            _ => wall.elapsed(),
+        };
+        let why = if used > slice {
+            OVER_CPU
+        } else if wall.elapsed() > ceiling {
+            OVER_WALL
+        } else {
+            return false;
+        };
+        stopped.store(why, Ordering::Relaxed);
+        true
+    }
+}
+
+fn exception_text(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
+    match e {
+        rquickjs::Error::Exception => format!("{:?}", ctx.catch()),
+        other => other.to_string(),
+    }
+}
+
 fn run_inner(
     code: &str,
     tools: &[String],
@@ -195,37 +371,30 @@ fn run_inner(
     now_ms: u64,
     limits: &Limits,
     state: &Rc<RefCell<State>>,
-    interrupted: &Arc<AtomicBool>,
+    stopped: &Arc<AtomicU8>,
 ) -> Result<(), String> {
     let rt = Runtime::new().map_err(|e| e.to_string())?;
-    rt.set_memory_limit(limits.memory_bytes);
-    rt.set_max_stack_size(limits.stack_bytes);
-    let started = Instant::now();
-    let slice = limits.slice;
-    let flag = interrupted.clone();
-    rt.set_interrupt_handler(Some(Box::new(move || {
-        let over = started.elapsed() > slice;
-        if over {
-            flag.store(true, Ordering::Relaxed);
-        }
-        over
-    })));
+    rt.set_memory_limit(heap_limit(limits.memory_bytes));
+    rt.set_max_stack_size(stack_limit(limits.stack_bytes));
+    rt.set_interrupt_handler(Some(Box::new(interrupt_handler(limits, stopped.clone()))));
     let ctx = Context::full(&rt).map_err(|e| e.to_string())?;
     ctx.with(|ctx| -> Result<(), String> {
-        let g = ctx.globals();
         let err = |e: rquickjs::Error| e.to_string();
+        // The host functions go into one object handed to the prelude,
+        // which keeps them in its closure: no global ever holds them.
+        let host = Object::new(ctx.clone()).map_err(err)?;
         let st = state.clone();
-        g.set(
-            "__cm_call",
+        host.set(
+            "call",
             Function::new(ctx.clone(), move |n: String, a: String| {
-                st.borrow_mut().call(n, a)
+                st.borrow_mut().call(n, a) as i32
             })
             .map_err(err)?,
         )
         .map_err(err)?;
         let st = state.clone();
-        g.set(
-            "__cm_take",
+        host.set(
+            "take",
             Function::new(ctx.clone(), move || {
                 std::mem::take(&mut st.borrow_mut().take)
             })
@@ -233,38 +402,34 @@ fn run_inner(
         )
         .map_err(err)?;
         let st = state.clone();
-        g.set(
-            "__cm_log",
+        host.set(
+            "log",
             Function::new(ctx.clone(), move |t: String| st.borrow_mut().log(t)).map_err(err)?,
         )
         .map_err(err)?;
         let st = state.clone();
-        g.set(
-            "__cm_finish",
+        host.set(
+            "finish",
             Function::new(ctx.clone(), move |failed: bool, t: String| {
-                st.borrow_mut().finished = Some((failed, t));
+                st.borrow_mut().finish(failed, t)
             })
             .map_err(err)?,
         )
         .map_err(err)?;
-        g.set("__cm_code", code).map_err(err)?;
-        g.set("__cm_tools", tools.to_vec()).map_err(err)?;
-        g.set("__cm_seed", (seed & 0xffff_ffff) as f64)
-            .map_err(err)?;
-        g.set("__cm_now", now_ms as f64).map_err(err)?;
-        ctx.eval::<(), _>(PRELUDE).map_err(|e| match e {
-            rquickjs::Error::Exception => {
-                let ex = ctx.catch();
-                format!("{ex:?}")
-            }
-            other => other.to_string(),
-        })
+        host.set("code", code).map_err(err)?;
+        host.set("tools", tools.to_vec()).map_err(err)?;
+        host.set("seed", (seed & 0xffff_ffff) as f64).map_err(err)?;
+        host.set("now", now_ms as f64).map_err(err)?;
+        let prelude: Function = ctx.eval(PRELUDE).map_err(|e| exception_text(&ctx, e))?;
+        prelude
+            .call::<_, ()>((host,))
+            .map_err(|e| exception_text(&ctx, e))
     })?;
     loop {
         match rt.execute_pending_job() {
             Ok(true) => continue,
             Ok(false) => return Ok(()),
-            Err(_) if interrupted.load(Ordering::Relaxed) => return Ok(()),
+            Err(_) if stopped.load(Ordering::Relaxed) != RUNNING => return Ok(()),
             Err(e) => return Err(format!("{e:?}")),
         }
     }

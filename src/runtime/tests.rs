@@ -277,3 +277,142 @@ fn execution_ids_are_unguessable_and_bound_to_their_tenant() {
     assert_eq!(minted_for(&format!("f{id}"), &a), None);
     assert_eq!(minted_for("18c0x1234", &a), None);
 }
+
+// The host's own checks, independent of the prelude.
+
+fn host() -> sandbox::State {
+    sandbox::State::new(&tools(), &[], &limits())
+}
+
+#[test]
+fn the_host_refuses_a_tool_outside_the_list_and_records_nothing() {
+    let mut s = host();
+    for name in ["bash", "", "READ", "read ", "__proto__"] {
+        assert_eq!(
+            s.call(name.into(), "{}".into()),
+            sandbox::CallKind::Invalid,
+            "{name}"
+        );
+    }
+    assert!(s.pending().is_empty());
+}
+
+#[test]
+fn the_host_refuses_arguments_that_are_not_a_json_object() {
+    let mut s = host();
+    for args in [
+        "[1]",
+        "\"x\"",
+        "1",
+        "null",
+        "",
+        "{",
+        "{} {}",
+        "{\"a\":1}x",
+        "undefined",
+    ] {
+        assert_eq!(
+            s.call("read".into(), args.into()),
+            sandbox::CallKind::Invalid,
+            "{args}"
+        );
+    }
+    assert!(s.pending().is_empty());
+    assert_eq!(
+        s.call("read".into(), " {\"path\": \"a\"} ".into()),
+        sandbox::CallKind::Pending
+    );
+    assert_eq!(s.pending().len(), 1);
+}
+
+#[test]
+fn the_first_finish_wins_and_later_calls_are_refused() {
+    let mut s = host();
+    s.finish(false, "1".into());
+    s.finish(true, "Error: forged".into());
+    assert_eq!(s.finished(), Some(&(false, "1".to_owned())));
+    assert_eq!(
+        s.call("read".into(), "{}".into()),
+        sandbox::CallKind::Refused
+    );
+    assert!(s.pending().is_empty());
+}
+
+#[test]
+fn refusals_reach_the_program_as_type_errors() {
+    let code = r#"const out = [];
+        for (const args of [{toJSON() { return [1]; }}, {toJSON() { return "s"; }}, {toJSON() { return undefined; }}]) {
+            try { await tools.read(args); out.push("sent"); } catch (e) { out.push(e.name); }
+        }
+        Array.prototype.includes = () => true;
+        try { await tools.bash({}); out.push("sent"); } catch (e) { out.push(e.name); }
+        return out;"#;
+    let RunOutcome::Finished { value, .. } = run(code, &[]) else {
+        panic!()
+    };
+    assert_eq!(
+        value,
+        r#"["TypeError","TypeError","TypeError","TypeError"]"#
+    );
+}
+
+#[test]
+fn no_host_function_is_left_where_a_program_can_reach_it() {
+    let code = r#"const names = Object.getOwnPropertyNames(globalThis).filter(n => n.startsWith("__cm"));
+        const g = Function("return this")();
+        return [names.length, typeof g.__cm_call, typeof __cm_finish === "undefined"];"#;
+    let RunOutcome::Finished { value, .. } = run(code, &[]) else {
+        panic!()
+    };
+    assert_eq!(value, "[0,\"undefined\",true]");
+}
+
+#[test]
+fn stack_frames_cannot_hand_out_the_host_functions() {
+    let code = r#"Error.prepareStackTrace = (e, sites) => sites.map(s => s.getFunction());
+        let thrown = null;
+        try { console.log("\ud800 is well formed now"); } catch (e) { thrown = e; }
+        const e = new Error("x");
+        return [typeof Error.prepareStackTrace, typeof e.stack, thrown === null];"#;
+    let RunOutcome::Finished { value, output } = run(code, &[]) else {
+        panic!()
+    };
+    assert_eq!(value, r#"["undefined","string",true]"#);
+    assert_eq!(output, "\u{fffd} is well formed now");
+}
+
+#[test]
+fn the_slice_counts_cpu_time_not_time_spent_off_the_cpu() {
+    // Sixteen programs on many more threads than the machine has cores: each
+    // uses about a fifth of its slice in CPU (some 300 ms), however long it
+    // waits off the CPU. In wall time each would take seconds.
+    let l = Limits {
+        slice: Duration::from_millis(1500),
+        ..limits()
+    };
+    let code = "let x = 0; for (let i = 0; i < 12000000; i++) { x = (x + i) % 7919; } return x;";
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let l = l.clone();
+            std::thread::spawn(move || sandbox::run(code, &tools(), &[], 1, 0, &l))
+        })
+        .collect();
+    for t in threads {
+        let outcome = t.join().unwrap();
+        assert!(
+            matches!(outcome, RunOutcome::Finished { .. }),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn wall_ceiling_is_generous_and_never_wraps() {
+    let l = Limits::default();
+    assert!(l.wall_ceiling() >= l.slice * 10);
+    let huge = Limits {
+        slice: Duration::MAX,
+        ..Limits::default()
+    };
+    assert_eq!(huge.wall_ceiling(), Duration::MAX);
+}
