@@ -720,7 +720,7 @@ async fn step_limit_mid_program(agent: Agent, stream: bool) {
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 1: opencode's step limit mid-program wedges the conversation (fails today: see the report)"]
+#[ignore = "issue 9 item 1: opencode steps=2: its last step appends a 'MAXIMUM STEPS REACHED' assistant message; the proxy sends run_code without a result: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages', `opencode run` exits 1"]
 async fn opencode_step_limit_mid_program_then_the_conversation_goes_on() {
     step_limit_mid_program(Agent::Opencode, true).await;
 }
@@ -878,7 +878,7 @@ async fn opencode_with_a_mistral_model_gets_the_program_result() {
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 3: opencode with mistral-large-latest, one batch of three nested calls (fails today: see the report)"]
+#[ignore = "issue 9 item 3: opencode with mistral-large-latest, one batch of three nested calls: all three come back as one 9-character id; the model is shown three native reads it never made"]
 async fn opencode_with_a_mistral_model_gets_a_parallel_program_result() {
     mistral_program(true).await;
 }
@@ -889,7 +889,7 @@ const PNG: &[u8] = b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x4
 /// opencode sends an image a tool read after the tool results, in a user
 /// message ("Attached media from tool result:"); the program must resume.
 #[tokio::test]
-#[ignore = "issue 9 item 1: opencode's media user message after the tool results (fails today: see the report)"]
+#[ignore = "issue 9 item 1: opencode sends the image in a user message ('Attached media from tool result:') after the results; the proxy drops the result: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages'"]
 async fn opencode_program_resumes_after_an_image_result() {
     let agent = Agent::Opencode;
     if !agent.ready() {
