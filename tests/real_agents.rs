@@ -117,6 +117,8 @@ struct Run {
     model: &'static str,
     /// opencode: the model takes images (AGENT_IMAGES=1).
     images: bool,
+    /// AI SDK: `@ai-sdk/openai`'s chat model instead of openai-compatible.
+    openai_provider: bool,
 }
 
 impl Run {
@@ -128,6 +130,7 @@ impl Run {
             stream: false,
             model: "test-model",
             images: false,
+            openai_provider: false,
         }
     }
 
@@ -156,6 +159,9 @@ impl Run {
         }
         if self.images {
             cmd.env("AGENT_IMAGES", "1");
+        }
+        if self.openai_provider {
+            cmd.env("AGENT_PROVIDER", "openai");
         }
         let out = tokio::time::timeout(Duration::from_secs(180), cmd.output())
             .await
@@ -579,6 +585,10 @@ async fn proxy_for(p: &MockServer) -> Proxy {
 
 /// A program with four sequential nested calls; the answer holds every file.
 async fn happy_path(agent: Agent, stream: bool) {
+    happy_path_with(agent, stream, false).await;
+}
+
+async fn happy_path_with(agent: Agent, stream: bool, openai_provider: bool) {
     if !agent.ready() {
         return;
     }
@@ -593,6 +603,7 @@ async fn happy_path(agent: Agent, stream: bool) {
     let proxy = proxy_for(&p).await;
     let mut run = Run::new(agent);
     run.stream = stream;
+    run.openai_provider = openai_provider;
     let report = run.go(&proxy, &dir).await;
     assert!(
         report["error"].is_null(),
@@ -626,6 +637,16 @@ async fn ai_sdk_runs_a_program_of_sequential_reads() {
 #[tokio::test]
 async fn ai_sdk_streaming_runs_a_program_of_sequential_reads() {
     happy_path(Agent::AiSdk, true).await;
+}
+
+#[tokio::test]
+async fn ai_sdk_openai_provider_runs_a_program_of_sequential_reads() {
+    happy_path_with(Agent::AiSdk, false, true).await;
+}
+
+#[tokio::test]
+async fn ai_sdk_openai_provider_streaming_runs_a_program_of_sequential_reads() {
+    happy_path_with(Agent::AiSdk, true, true).await;
 }
 
 #[tokio::test]
