@@ -184,8 +184,23 @@ impl Run {
     }
 }
 
-/// A fresh directory holding `files`.
-fn workdir(files: &[(&str, &str)]) -> PathBuf {
+/// A fresh directory holding `files`, removed when dropped.
+struct WorkDir(PathBuf);
+
+impl std::ops::Deref for WorkDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn workdir(files: &[(&str, &str)]) -> WorkDir {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("cm-agents-{}-{n}", std::process::id()));
@@ -194,7 +209,7 @@ fn workdir(files: &[(&str, &str)]) -> PathBuf {
     for (name, text) in files {
         std::fs::write(dir.join(name), text).unwrap();
     }
-    dir
+    WorkDir(dir)
 }
 
 const FILES: [(&str, &str); 4] = [
