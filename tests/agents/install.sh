@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the real agents that tests/real_agents.rs drives, unmodified:
+#   npm:  opencode-ai, ai, @ai-sdk/openai-compatible, @ai-sdk/openai
+#   PyPI: openai-agents, langgraph, langchain-openai (in a venv)
+# into $CODEMODE_AGENTS_DIR (default ~/.cache/codemode-agents; `.agents-cache` in
+# the repo is gitignored for that use). Idempotent: when the installed versions
+# match the pins in package.json and requirements.txt it does nothing.
+# Prints what it did; the tests find the agents through the same directory.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+DIR="${CODEMODE_AGENTS_DIR:-$HOME/.cache/codemode-agents}"
+# A relative directory is relative to the repository, as the tests read it.
+case "$DIR" in /*) ;; *) DIR="$HERE/../../$DIR" ;; esac
+mkdir -p "$DIR/node"
+DIR="$(cd "$DIR" && pwd)"
+
+# Pins live in package.json / requirements.txt next to this script; a change
+# there (or a missing install) triggers an install, nothing else does.
+stamp() { cat "$HERE/package.json" "$HERE/requirements.txt" | sha256sum | cut -c1-16; }
+want="$(stamp)"
+
+t0=$(date +%s)
+node_ok() { [ -f "$DIR/node/.stamp" ] && [ "$(cat "$DIR/node/.stamp")" = "$want" ] && [ -x "$DIR/node/node_modules/.bin/opencode" ]; }
+py_ok() { [ -f "$DIR/venv/.stamp" ] && [ "$(cat "$DIR/venv/.stamp")" = "$want" ] && [ -x "$DIR/venv/bin/python" ]; }
+
+if node_ok; then
+    echo "agents: npm packages already installed in $DIR/node"
+else
+    echo "agents: installing npm packages into $DIR/node"
+    cp "$HERE/package.json" "$DIR/node/package.json"
+    (cd "$DIR/node" && npm install --no-audit --no-fund --loglevel=error \
+        --cache "$DIR/npm-cache" --prefer-offline)
+    # opencode ships its binary as an optional dependency; check it runs.
+    "$DIR/node/node_modules/.bin/opencode" --version >/dev/null
+    echo "$want" > "$DIR/node/.stamp"
+fi
+
+if py_ok; then
+    echo "agents: Python packages already installed in $DIR/venv"
+else
+    echo "agents: installing Python packages into $DIR/venv"
+    [ -x "$DIR/venv/bin/python" ] || python3 -m venv "$DIR/venv"
+    "$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --cache-dir "$DIR/pip-cache" -r "$HERE/requirements.txt"
+    echo "$want" > "$DIR/venv/.stamp"
+fi
+
+echo "agents: ready in $DIR ($(( $(date +%s) - t0 ))s)"
