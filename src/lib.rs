@@ -27,6 +27,7 @@ pub mod splice;
 pub mod sse;
 pub mod stream;
 pub mod ttl_map;
+pub mod turn;
 pub mod wire;
 
 pub use config::Config;
