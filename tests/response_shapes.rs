@@ -64,7 +64,9 @@ fn lenient_stream_names(bytes: &[u8]) -> Vec<String> {
             for part in ["delta", "message"] {
                 let d = &choice[part];
                 for (k, call) in d["tool_calls"].as_array().into_iter().flatten().enumerate() {
-                    let key = call["index"].as_i64().map_or(k.to_string(), |i| i.to_string());
+                    let key = call["index"]
+                        .as_i64()
+                        .map_or(k.to_string(), |i| i.to_string());
                     for body in ["function", "custom"] {
                         if let Some(n) = call[body]["name"].as_str() {
                             names.push(n.to_owned());
@@ -134,7 +136,12 @@ async fn legacy_function_call_in_a_completion_is_withheld_and_answered_by_a_func
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let got: Value = proxy.chat(&user_chat("go"), &[]).await.json().await.unwrap();
+    let got: Value = proxy
+        .chat(&user_chat("go"), &[])
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_no_native(&lenient_json_names(&got));
     assert_eq!(got["choices"][0]["message"]["content"], "done");
     let sent = received(&p).await;
@@ -259,12 +266,20 @@ async fn a_second_choice_in_a_chunk_never_reaches_the_client() {
 #[tokio::test]
 async fn a_second_choice_in_a_completion_never_reaches_the_client() {
     let mut two = text_completion("hi", usage(1, 1));
-    two["choices"].as_array_mut().unwrap().push(json!({"index": 1, "finish_reason": "tool_calls",
+    two["choices"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"index": 1, "finish_reason": "tool_calls",
         "message": {"role": "assistant", "content": null,
                     "tool_calls": [call("call_x", "bash", "{}")]}}));
     let p = provider([two]).await;
     let proxy = start(&p, &[]).await;
-    let got: Value = proxy.chat(&user_chat("go"), &[]).await.json().await.unwrap();
+    let got: Value = proxy
+        .chat(&user_chat("go"), &[])
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_no_native(&lenient_json_names(&got));
     assert_eq!(got["choices"].as_array().unwrap().len(), 1);
     assert_eq!(got["choices"][0]["message"]["content"], "hi");
@@ -334,7 +349,9 @@ async fn a_gzip_completion_is_refused_and_identity_is_asked_for() {
         .insert_header("content-encoding", "gzip")])
     .await;
     let proxy = start(&p, &[]).await;
-    let res = proxy.chat(&user_chat("go"), &[("accept-encoding", "gzip")]).await;
+    let res = proxy
+        .chat(&user_chat("go"), &[("accept-encoding", "gzip")])
+        .await;
     assert_refused_as_compressed(res).await;
     let reqs = p.received_requests().await.unwrap();
     assert_eq!(reqs[0].headers["accept-encoding"], "identity");
@@ -342,7 +359,8 @@ async fn a_gzip_completion_is_refused_and_identity_is_asked_for() {
 
 // ---- custom calls ----
 
-const NO_SHELL: &str = "[[preset]]\nname = \"no-shell\"\ntool_mode = \"native\"\ndeny = [\"bash\"]\n";
+const NO_SHELL: &str =
+    "[[preset]]\nname = \"no-shell\"\ntool_mode = \"native\"\ndeny = [\"bash\"]\n";
 
 fn custom_call(id: &str, name: &str, input: &str) -> Value {
     json!({"id": id, "type": "custom", "custom": {"name": name, "input": input}})
@@ -405,7 +423,10 @@ async fn a_custom_call_to_a_hidden_tool_in_a_stream_is_denied() {
     let sent = received(&p).await;
     assert_eq!(sent.len(), 2);
     let msgs = sent[1]["messages"].as_array().unwrap();
-    assert_eq!(msgs[msgs.len() - 2]["tool_calls"][0]["custom"]["input"], "rm -rf /");
+    assert_eq!(
+        msgs[msgs.len() - 2]["tool_calls"][0]["custom"]["input"],
+        "rm -rf /"
+    );
     assert_eq!(last_message(&sent[1])["tool_call_id"], "c1");
 }
 
@@ -440,6 +461,27 @@ async fn a_later_delta_cannot_rename_an_allowed_call() {
         .unwrap();
     assert_no_native(&lenient_stream_names(&bytes));
     assert_eq!(reassemble(&bytes).call_names(), vec!["run_code"]);
+}
+
+#[tokio::test]
+async fn a_whole_message_in_a_chunk_does_not_carry_calls_out() {
+    let mut turn = sse_chunk("m1", json!({"role": "assistant", "content": "a"}), None);
+    turn += &chunk(
+        "m1",
+        json!([{"index": 0, "delta": {"tool_calls": []}, "finish_reason": null,
+                "message": {"role": "assistant", "tool_calls": [call("c1", "bash", "{}")]}}]),
+    );
+    turn += &sse_chunk("m1", json!({}), Some("stop"));
+    turn += "data: [DONE]\n\n";
+    let p = scripted(vec![sse(turn)]).await;
+    let proxy = start(&p, &[]).await;
+    let bytes = proxy
+        .chat(&streamed(user_chat("go")), &[])
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert_no_native(&lenient_stream_names(&bytes));
 }
 
 #[tokio::test]
@@ -573,7 +615,9 @@ async fn both_mode_round_trip(first: ResponseTemplate, stream: bool) -> (Value, 
     if stream {
         body["stream"] = json!(true);
     }
-    assert_eq!(proxy.chat(&body, &[]).await.status(), 200);
+    let res = proxy.chat(&body, &[]).await;
+    assert_eq!(res.status(), 200);
+    res.bytes().await.unwrap();
     let sent = received(&p).await;
     assert_eq!(sent.len(), 2, "no repair round: the client's call went out");
     let next = json!({"messages": sent[1]["messages"], "tools": sent[1]["tools"]});
@@ -586,14 +630,14 @@ async fn run_code_beside_a_native_call_in_both_mode_is_decided_alike_in_json_and
     let prog = ("call_p", "run_code", r#"{"code":"return 1"}"#);
     for order in [[read, prog], [prog, read]] {
         let (json_turn, sse_turn) = both_mode_turn(&order);
-        let (client_json, next_json) = both_mode_round_trip(
-            ResponseTemplate::new(200).set_body_json(json_turn),
-            false,
-        )
-        .await;
+        let (client_json, next_json) =
+            both_mode_round_trip(ResponseTemplate::new(200).set_body_json(json_turn), false).await;
         let (client_sse, next_sse) = both_mode_round_trip(sse(sse_turn), true).await;
         assert_eq!(client_json, client_sse, "the client sees the same turn");
-        assert_eq!(next_json, next_sse, "the model is asked the same thing next");
+        assert_eq!(
+            next_json, next_sse,
+            "the model is asked the same thing next"
+        );
         // The native call went out; the program was not run, and the model learns why.
         assert_eq!(client_json["calls"][0]["function"]["name"], "read");
         assert_eq!(client_json["calls"].as_array().unwrap().len(), 1);
@@ -613,7 +657,10 @@ async fn run_code_beside_a_native_call_in_both_mode_is_decided_alike_in_json_and
             .iter()
             .map(|c| c["function"]["name"].as_str().unwrap())
             .collect();
-        assert!(names.contains(&"run_code") && names.contains(&"read"), "{names:?}");
+        assert!(
+            names.contains(&"run_code") && names.contains(&"read"),
+            "{names:?}"
+        );
     }
 }
 
@@ -634,12 +681,14 @@ async fn two_programs_in_one_turn_are_refused_alike_in_json_and_sse() {
         };
         let p = scripted(vec![first, answer]).await;
         let proxy = start(&p, &[("CODEMODE_RUNTIME", "embedded")]).await;
-        let mut body =
-            json!({"model": "m", "messages": [{"role": "user", "content": "go"}], "tools": fs_tools()});
+        let mut body = json!({"model": "m", "messages": [{"role": "user", "content": "go"}], "tools": fs_tools()});
         if stream {
             body["stream"] = json!(true);
         }
-        assert_eq!(proxy.chat(&body, &[]).await.status(), 200);
+        let res = proxy.chat(&body, &[]).await;
+        assert_eq!(res.status(), 200);
+        // A stream's repair runs while its body is read.
+        res.bytes().await.unwrap();
         let sent = received(&p).await;
         assert_eq!(sent.len(), 2, "a repair round");
         next.push(sent[1]["messages"].clone());

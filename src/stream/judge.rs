@@ -188,7 +188,10 @@ impl StreamJudge {
         let [choice] = view.choices.as_slice() else {
             return false;
         };
-        if present(&choice.finish_reason) || choice.index.is_some_and(|i| i.get() != "0") {
+        if present(&choice.finish_reason)
+            || present(&choice.message)
+            || choice.index.is_some_and(|i| i.get() != "0")
+        {
             return false;
         }
         let Some(delta) = &choice.delta else {
@@ -546,10 +549,10 @@ fn forward_inert(data: &str, raw: Bytes, out: &mut Vec<Bytes>) {
     }
 }
 
-/// Keeps only the first choice of a chunk, as choice 0. `n = 1` is enforced
-/// wherever a call can be denied, so any other choice is nothing a client
-/// asked for; forwarded, it would be a call nobody judged. True when the
-/// chunk changed.
+/// Keeps only the first choice of a chunk, as choice 0, without a whole
+/// `message` holding calls. `n = 1` is enforced wherever a call can be
+/// denied, so any other choice is nothing a client asked for; forwarded, it
+/// would be a call nobody judged. True when the chunk changed.
 fn only_first_choice(chunk: &mut Value) -> bool {
     let Some(obj) = chunk.as_object_mut() else {
         return false;
@@ -568,6 +571,15 @@ fn only_first_choice(chunk: &mut Value) -> bool {
         Some(Value::Object(choice)) => {
             if choice.get("index").is_some_and(|i| i != &json!(0)) {
                 choice.insert("index".into(), json!(0));
+                changed = true;
+            }
+            // A whole `message` in a chunk is no delta the judge follows; a
+            // client that reads one must not find calls in it.
+            let holds_calls = choice
+                .get("message")
+                .is_some_and(|m| m.get("tool_calls").is_some() || m.get("function_call").is_some());
+            if holds_calls {
+                choice.remove("message");
                 changed = true;
             }
         }
@@ -595,6 +607,8 @@ struct ChunkView<'a> {
 struct ChoiceView<'a> {
     #[serde(borrow)]
     index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
     #[serde(borrow)]
     finish_reason: Option<&'a RawValue>,
     #[serde(borrow)]
