@@ -527,7 +527,7 @@ fn has_ascii_escape(data: &str) -> bool {
         let i = at + found;
         // `\u00XX` with XX below 0x80; anything unreadable counts too.
         match bytes.get(i + 2..i + 6) {
-            Some([b'0', b'0', hi, _]) if matches!(hi, b'0'..=b'7') => return true,
+            Some([b'0', b'0', b'0'..=b'7', _]) => return true,
             Some([a, b, c, d]) if [a, b, c, d].iter().all(|x| x.is_ascii_hexdigit()) => {}
             _ => return true,
         }
