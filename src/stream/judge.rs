@@ -517,7 +517,8 @@ impl StreamJudge {
 /// ASCII (`"tool\u005fcalls"`). Escapes of other characters (`\u00e9`) are
 /// text and keep ordinary chunks on the fast path.
 fn may_hold_call(data: &str) -> bool {
-    data.contains("tool_calls") || data.contains("function_call") || has_ascii_escape(data)
+    // `_call` is in both `tool_calls` and `function_call`: one scan for both.
+    data.contains("_call") || (data.contains('\\') && has_ascii_escape(data))
 }
 
 fn has_ascii_escape(data: &str) -> bool {
@@ -650,4 +651,22 @@ pub fn error_event(message: &str, code: &str) -> Bytes {
     sse_data(
         &json!({"error": {"message": message, "type": "upstream_error", "param": null, "code": code}}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold_call;
+
+    #[test]
+    fn only_ascii_escapes_and_call_keys_leave_the_fast_path() {
+        assert!(may_hold_call(r#"{"tool_calls":[]}"#));
+        assert!(may_hold_call(r#"{"function_call":{}}"#));
+        assert!(may_hold_call(r#"{"tool\u005fcalls":[]}"#));
+        assert!(may_hold_call(r#"{"\u0074ool_calls":[]}"#));
+        assert!(may_hold_call(r#"{"a":"\u00"}"#));
+        assert!(!may_hold_call(r#"{"content":"caf\u00e9 \u4e2d \n \""}"#));
+        assert!(!may_hold_call(
+            r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}"#
+        ));
+    }
 }
