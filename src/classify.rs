@@ -71,6 +71,13 @@ pub const ONE_PROGRAM: &str =
     "ONE_PROGRAM: run_code must be the only tool call of its turn. Nothing \
      was run; put all the work, including calls to other tools, in one run_code program.";
 
+/// The answer to a `run_code` call whose turn also held calls that went to
+/// the client: those ran, the program did not.
+pub const ONE_PROGRAM_SKIPPED: &str =
+    "ONE_PROGRAM: run_code must be the only tool call of its turn, so this program was not \
+     run (the turn's other calls went to the client as usual). Put all the work, including \
+     calls to other tools, in one run_code program.";
+
 /// The code a denial starts with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum DenialCode {

@@ -6,128 +6,147 @@
 
 use serde_json::{json, Value};
 
-use crate::classify::{classify, Denial};
+use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
+use crate::turn::{fate, judge_names, Fate, JudgedCall, Shape};
 
-/// A call the proxy withheld from the client.
-#[derive(Clone, Debug)]
-pub struct DeniedCall {
-    /// The tool-call object as the model emitted it (with an id).
-    pub call: Value,
-    /// Its name.
-    pub name: String,
-    /// The answer the model gets.
-    pub denial: Denial,
-}
-
-impl DeniedCall {
-    /// The `role: tool` message answering this call.
-    pub fn tool_message(&self) -> Value {
-        json!({
-            "role": "tool",
-            "tool_call_id": self.call.get("id").cloned().unwrap_or(Value::Null),
-            "content": self.denial.content,
-        })
-    }
-}
-
-/// What the model's turn (choice 0) amounts to after judging.
+/// The model's turn (choice 0) after judging.
 #[derive(Debug)]
-pub enum Turn {
-    /// No call was denied: the completion goes to the client as it is.
-    Clean,
-    /// Some calls pass, some were denied and withheld from the client.
-    Mixed {
-        /// Ids of the calls the client gets.
-        allowed_ids: Vec<String>,
-        /// The withheld calls.
-        denied: Vec<DeniedCall>,
-    },
-    /// Every call was denied; `assistant` is the model's message with all of them.
-    AllDenied {
-        /// The model's turn, for the repair round's history.
-        assistant: Value,
-        /// The withheld calls.
-        denied: Vec<DeniedCall>,
-    },
+pub struct JudgedTurn {
+    /// The model's message as it came (ids filled in), for a repair's history.
+    pub assistant: Value,
+    /// Every call of the message, judged, in the order the model made them
+    /// (`tool_calls` first, then a legacy `function_call`).
+    pub calls: Vec<JudgedCall>,
 }
 
-/// Judges every tool call of `completion` and withholds the denied ones.
-/// Choices beyond the first (which `n = 1` should not produce) only lose
-/// their denied calls.
-pub fn judge_completion(completion: &mut Value, plan: &ToolPlan) -> Turn {
-    let Some(choices) = completion.get_mut("choices").and_then(Value::as_array_mut) else {
-        return Turn::Clean;
-    };
-    let mut first = Turn::Clean;
-    for (i, choice) in choices.iter_mut().enumerate() {
-        let turn = judge_choice(choice, plan);
-        if i == 0 {
-            first = turn;
-        }
-    }
-    first
-}
-
-fn judge_choice(choice: &mut Value, plan: &ToolPlan) -> Turn {
-    let Some(message) = choice.get_mut("message") else {
-        return Turn::Clean;
-    };
-    let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) else {
-        return Turn::Clean;
-    };
-    for call in calls.iter_mut() {
-        ensure_id(call);
-    }
-    let original = message.clone();
-    let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) else {
-        return Turn::Clean;
-    };
-    let mut denied = Vec::new();
-    let mut allowed_ids = Vec::new();
-    calls.retain(|call| {
-        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
-        let arguments = call
-            .pointer("/function/arguments")
+impl JudgedTurn {
+    /// The text the model wrote in the turn.
+    pub fn content(&self) -> Option<String> {
+        self.assistant
+            .get("content")
             .and_then(Value::as_str)
-            .unwrap_or("");
-        let verdict = classify(name, plan.visibility(name), plan.mode);
-        match Denial::for_call(verdict, name, arguments) {
-            None => {
-                allowed_ids.push(call_id(call));
-                true
-            }
-            Some(denial) => {
-                tracing::info!(target: "codemode::denial", tool = name, code = %denial.code, "tool call denied");
-                denied.push(DeniedCall {
-                    call: call.clone(),
-                    name: name.to_owned(),
-                    denial,
-                });
-                false
-            }
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    }
+}
+
+/// Judges every call of `completion` and withholds from it every call that
+/// does not pass (denied ones, and programs the proxy runs itself).
+///
+/// Only choice 0 is kept: `n = 1` is enforced wherever a call can be denied,
+/// so another choice is not a turn any client asked for, and one it could
+/// read would be a call nobody judged.
+pub fn judge_completion(completion: &mut Value, plan: &ToolPlan) -> JudgedTurn {
+    let mut turn = JudgedTurn {
+        assistant: Value::Null,
+        calls: Vec::new(),
+    };
+    let Some(choices) = completion.get_mut("choices") else {
+        return turn;
+    };
+    let Some(choices) = choices.as_array_mut() else {
+        // Not a list: nothing a client reads as choices.
+        *choices = Value::Array(Vec::new());
+        return turn;
+    };
+    choices.truncate(1);
+    let Some(choice) = choices.first_mut().and_then(Value::as_object_mut) else {
+        choices.clear();
+        return turn;
+    };
+    if choice.get("index").is_some_and(|i| i != &json!(0)) {
+        choice.insert("index".into(), json!(0));
+    }
+    let Some(message) = choice.get_mut("message").and_then(Value::as_object_mut) else {
+        return turn;
+    };
+    match message.get_mut("tool_calls") {
+        Some(Value::Array(calls)) => calls.iter_mut().for_each(ensure_id),
+        Some(Value::Null) | None => {}
+        // A client cannot read a list of calls out of anything else.
+        Some(_) => {
+            message.remove("tool_calls");
         }
-    });
-    if denied.is_empty() {
-        return Turn::Clean;
     }
-    if allowed_ids.is_empty() {
-        return Turn::AllDenied {
-            assistant: original,
-            denied,
-        };
+    // The history keeps what the model wrote, withheld calls included.
+    turn.assistant = Value::Object(message.clone());
+    if let Some(Value::Array(calls)) = message.get("tool_calls") {
+        turn.calls.extend(calls.iter().map(|c| judge_call(c, plan)));
     }
-    Turn::Mixed {
-        allowed_ids,
-        denied,
+    let listed = turn.calls.len();
+    if let Some(fc) = message.get("function_call").filter(|f| !f.is_null()) {
+        turn.calls.push(judge_legacy(fc, plan));
     }
+    if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
+        let mut keep = turn.calls.iter().map(JudgedCall::passed);
+        calls.retain(|_| keep.next().unwrap_or(false));
+        if calls.is_empty() && listed > 0 {
+            message.remove("tool_calls");
+        }
+    }
+    if turn.calls[listed..].iter().any(|c| !c.passed()) {
+        message.remove("function_call");
+    }
+    for c in &turn.calls {
+        if let Fate::Denied(d) = &c.fate {
+            tracing::info!(target: "codemode::denial", tool = %c.name, code = %d.code, "tool call denied");
+        }
+    }
+    turn
+}
+
+/// Judges one `tool_calls` entry by every name a client could read off it.
+fn judge_call(call: &Value, plan: &ToolPlan) -> JudgedCall {
+    let function = call.get("function");
+    let custom = call.get("custom");
+    let is_custom = call.get("type").and_then(Value::as_str) == Some("custom")
+        || (custom.is_some() && function.is_none());
+    let names: Vec<&str> = [function, custom]
+        .into_iter()
+        .filter_map(|f| f.and_then(|f| f.get("name")).and_then(Value::as_str))
+        .collect();
+    let (shape, arguments) = if is_custom {
+        (Shape::Custom, custom.and_then(|c| c.get("input")))
+    } else {
+        (Shape::Function, function.and_then(|f| f.get("arguments")))
+    };
+    let arguments = arguments.and_then(Value::as_str).unwrap_or("");
+    // A call without a name is judged by the empty name.
+    let (name, verdict) = judge_names(&names, plan).unwrap_or_else(|| ("", nameless(plan)));
+    JudgedCall {
+        id: call_id(call),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+        shape,
+        fate: fate(verdict, name, arguments, plan),
+    }
+}
+
+/// Judges a legacy `function_call`; it gets an id only for the proxy's own use.
+fn judge_legacy(fc: &Value, plan: &ToolPlan) -> JudgedCall {
+    let name = fc.get("name").and_then(Value::as_str).unwrap_or("");
+    let arguments = fc.get("arguments").and_then(Value::as_str).unwrap_or("");
+    let (name, verdict) = judge_names(&[name], plan).unwrap_or_else(|| ("", nameless(plan)));
+    JudgedCall {
+        id: mint_call_id(),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+        shape: Shape::Legacy,
+        fate: fate(verdict, name, arguments, plan),
+    }
+}
+
+/// The verdict for a call whose name never arrived.
+fn nameless(plan: &ToolPlan) -> Verdict {
+    classify("", plan.visibility(""), plan.mode)
 }
 
 fn call_id(call: &Value) -> String {
     call.get("id")
         .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
+        .filter(|s| !s.is_empty())
+        .map_or_else(mint_call_id, str::to_owned)
 }
 
 /// Gives a call without an id one, so its result can be matched later.
@@ -149,23 +168,27 @@ pub fn mint_call_id() -> String {
     format!("call_cm{}", crate::tenant::unguessable())
 }
 
-/// When repairs ran out: the client gets the model's text without the denied calls.
-pub fn give_up(completion: &mut Value, denied: &[DeniedCall]) {
-    let Some(choice) = completion.pointer_mut("/choices/0") else {
+/// When the proxy gave up on the turn: the client gets the model's text
+/// without any call, or `note` when it wrote none.
+pub fn give_up(completion: &mut Value, note: &str) {
+    let Some(choice) = completion
+        .pointer_mut("/choices/0")
+        .and_then(Value::as_object_mut)
+    else {
         return;
     };
     if let Some(message) = choice.get_mut("message").and_then(Value::as_object_mut) {
         message.remove("tool_calls");
+        message.remove("function_call");
         let has_text = message
             .get("content")
             .and_then(Value::as_str)
             .is_some_and(|s| !s.trim().is_empty());
         if !has_text {
-            let names: Vec<&str> = denied.iter().map(|d| d.name.as_str()).collect();
-            message.insert("content".into(), Value::String(give_up_text(&names)));
+            message.insert("content".into(), Value::String(note.to_owned()));
         }
     }
-    choice["finish_reason"] = Value::String("stop".into());
+    choice.insert("finish_reason".into(), Value::String("stop".into()));
 }
 
 /// The text a client sees when the model kept calling tools it cannot call.
@@ -241,16 +264,20 @@ mod tests {
         json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
     }
 
+    fn fates(turn: &JudgedTurn) -> Vec<(&str, bool)> {
+        turn.calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.passed()))
+            .collect()
+    }
+
     #[test]
     fn all_denied_keeps_the_original_turn_for_repair() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        match judge_completion(&mut c, &plan(Mode::Code)) {
-            Turn::AllDenied { assistant, denied } => {
-                assert_eq!(assistant["tool_calls"][0]["function"]["name"], "read");
-                assert_eq!(denied[0].tool_message()["tool_call_id"], "a");
-            }
-            other => panic!("{other:?}"),
-        }
+        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        assert_eq!(turn.assistant["tool_calls"][0]["function"]["name"], "read");
+        assert_eq!(fates(&turn), vec![("read", false)]);
+        assert!(c["choices"][0]["message"].get("tool_calls").is_none());
     }
 
     #[test]
@@ -259,16 +286,8 @@ mod tests {
             call("a", "run_code", "{}"),
             call("b", "read", "{}")
         ]));
-        match judge_completion(&mut c, &plan(Mode::Code)) {
-            Turn::Mixed {
-                allowed_ids,
-                denied,
-            } => {
-                assert_eq!(allowed_ids, vec!["a"]);
-                assert_eq!(denied[0].name, "read");
-            }
-            other => panic!("{other:?}"),
-        }
+        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        assert_eq!(fates(&turn), vec![("run_code", true), ("read", false)]);
         assert_eq!(
             c["choices"][0]["message"]["tool_calls"]
                 .as_array()
@@ -281,10 +300,8 @@ mod tests {
     #[test]
     fn both_mode_passes_native_calls() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        assert!(matches!(
-            judge_completion(&mut c, &plan(Mode::Both)),
-            Turn::Clean
-        ));
+        let turn = judge_completion(&mut c, &plan(Mode::Both));
+        assert_eq!(fates(&turn), vec![("read", true)]);
     }
 
     #[test]
@@ -297,6 +314,47 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("call_cm"));
+    }
+
+    #[test]
+    fn a_legacy_function_call_is_judged_and_withheld() {
+        let mut c = json!({"choices": [{"index": 0, "finish_reason": "function_call",
+            "message": {"role": "assistant", "content": null,
+                        "function_call": {"name": "read", "arguments": "{}"}}}]});
+        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        assert_eq!(fates(&turn), vec![("read", false)]);
+        assert_eq!(turn.calls[0].shape, Shape::Legacy);
+        assert!(c["choices"][0]["message"].get("function_call").is_none());
+        assert_eq!(turn.assistant["function_call"]["name"], "read");
+    }
+
+    #[test]
+    fn a_custom_call_is_judged_by_its_name() {
+        let mut c = completion(json!([{"id": "a", "type": "custom",
+            "custom": {"name": "read", "input": "a.txt"}}]));
+        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        assert_eq!(fates(&turn), vec![("read", false)]);
+        assert_eq!(turn.calls[0].shape, Shape::Custom);
+    }
+
+    #[test]
+    fn a_call_with_two_names_is_judged_by_the_denied_one() {
+        let mut c = completion(json!([{"id": "a", "type": "function",
+            "function": {"name": "run_code", "arguments": "{}"},
+            "custom": {"name": "read", "input": ""}}]));
+        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        assert_eq!(fates(&turn), vec![("read", false)]);
+    }
+
+    #[test]
+    fn only_choice_zero_survives() {
+        let mut c = json!({"choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}},
+            {"index": 1, "message": {"role": "assistant", "tool_calls": [call("b", "read", "{}")]}}]});
+        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        assert!(turn.calls.is_empty());
+        assert_eq!(c["choices"].as_array().unwrap().len(), 1);
+        assert_eq!(c["choices"][0]["message"]["content"], "hi");
     }
 
     #[test]
@@ -319,16 +377,9 @@ mod tests {
     #[test]
     fn giving_up_strips_calls_and_explains() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        let denied = match judge_completion(&mut c.clone(), &plan(Mode::Code)) {
-            Turn::AllDenied { denied, .. } => denied,
-            other => panic!("{other:?}"),
-        };
-        give_up(&mut c, &denied);
+        give_up(&mut c, "note about read");
         assert!(c["choices"][0]["message"].get("tool_calls").is_none());
         assert_eq!(c["choices"][0]["finish_reason"], "stop");
-        assert!(c["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("read"));
+        assert_eq!(c["choices"][0]["message"]["content"], "note about read");
     }
 }

@@ -28,6 +28,7 @@ pub mod splice;
 pub mod sse;
 pub mod stream;
 pub mod tenant;
+pub mod turn;
 pub mod wire;
 
 pub use config::Config;

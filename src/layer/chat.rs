@@ -15,16 +15,17 @@ use super::forward::{
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
-use crate::intercept::{add_usage, give_up, judge_completion, DeniedCall, Turn};
+use crate::intercept::{add_usage, give_up, judge_completion};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
 use crate::runtime::{history, MAX_PROGRAMS_PER_REQUEST};
 use crate::select::Selection;
-use crate::splice::{Splice, TenantSplices};
+use crate::splice::TenantSplices;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
 use crate::stream::{intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget, StreamJudge};
 use crate::tenant::Tenant;
+use crate::turn::{self, Bounds, Decision, Fate, Summary};
 
 /// Response header: the mode that governed the request.
 pub const RESPONSE_MODE: &str = "x-codemode-mode";
@@ -150,6 +151,7 @@ async fn streamed(
 }
 
 fn check_event_stream(res: &Response<ProxyBody>) -> Result<(), ProxyError> {
+    check_identity(res.headers())?;
     let content_type = res
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -162,6 +164,28 @@ fn check_event_stream(res: &Response<ProxyBody>) -> Result<(), ProxyError> {
             "a stream was asked for but the response is `{content_type}`"
         )))
     }
+}
+
+/// A judged body must be readable as it came: the proxy asks for
+/// `accept-encoding: identity`, and refuses a compressed answer rather than
+/// forward bytes it cannot judge.
+fn check_identity(headers: &HeaderMap) -> Result<(), ProxyError> {
+    for value in headers.get_all(http::header::CONTENT_ENCODING) {
+        let value = String::from_utf8_lossy(value.as_bytes());
+        let coding = value
+            .split(',')
+            .map(str::trim)
+            .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
+        if let Some(coding) = coding {
+            return Err(ProxyError::UpstreamInvalid(format!(
+                "the upstream answered with `content-encoding: {coding}` although the proxy asked \
+                 for `accept-encoding: identity`; a compressed response cannot be checked for tool \
+                 calls, so it is refused. Configure the provider (or the gateway in front of it) \
+                 not to compress responses"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Repair rounds of a stream: the conversation grows by each round's turn and denials.
@@ -230,7 +254,6 @@ impl RepairTarget for Reasker {
                 id: program.id,
                 arguments: program.arguments,
                 content: program.content,
-                others: Vec::new(),
             };
             let base = json!({});
             let ran = embedded::start(
@@ -256,7 +279,8 @@ impl RepairTarget for Reasker {
     }
 }
 
-/// The checked path: every round's calls are judged; all-denied turns are repaired.
+/// The checked path: every round's calls are judged, and the turn decided
+/// by [`turn::decide`], as the stream judge does.
 async fn intercepted(
     state: &State,
     inner: Upstream,
@@ -278,94 +302,72 @@ async fn intercepted(
             // Upstream errors reach the client unchanged, whatever the round.
             return Ok(tag(respond_with(parts, body), selection, Some(repairs)));
         }
+        check_identity(&parts.headers)?;
         let mut completion: Value = serde_json::from_slice(&body)
             .map_err(|e| ProxyError::UpstreamInvalid(format!("the completion is not JSON: {e}")))?;
         add_usage(&mut usage, completion.get("usage"));
-        let turn = judge_completion(&mut completion, plan);
-        if plan.runs_code {
-            let denied: &[DeniedCall] = match &turn {
-                Turn::Mixed { denied, .. } => denied,
-                _ => &[],
-            };
-            if let Some(program) = embedded::program_call(&completion) {
-                if !program.others.is_empty() {
-                    // One program per turn: everything the turn asked for is refused.
-                    if repairs < state.config.max_repairs {
-                        repairs += 1;
-                        let mut assistant = completion["choices"][0]["message"].clone();
-                        if let Some(calls) = assistant["tool_calls"].as_array_mut() {
-                            calls.extend(denied.iter().map(|d| d.call.clone()));
-                        }
-                        chat.push_message(&assistant);
-                        for call in completion["choices"][0]["message"]["tool_calls"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                        {
-                            chat.push_message(&embedded::one_program_denial(call));
-                        }
-                        for d in denied {
-                            chat.push_message(&d.tool_message());
+        let judged = judge_completion(&mut completion, plan);
+        let bounds = Bounds {
+            repairs,
+            max_repairs: state.config.max_repairs,
+            programs,
+            max_programs: MAX_PROGRAMS_PER_REQUEST,
+        };
+        match turn::decide(Summary::of(&judged.calls, false), bounds) {
+            Decision::Final => {}
+            Decision::Splice => {
+                if let Some((keys, splice)) = turn::splice(&judged.calls) {
+                    splices.put(&keys, Arc::new(splice));
+                }
+            }
+            Decision::Repair => {
+                repairs += 1;
+                tracing::info!(target: "codemode::repair", round = repairs, scope = %selection.scope, "re-asking the model after denials");
+                for m in &turn::repair_messages(judged.assistant, &judged.calls) {
+                    chat.push_message(m);
+                }
+                continue;
+            }
+            Decision::Program => {
+                // `decide` chose this for a turn with exactly one program.
+                let program = judged.calls.iter().find(|c| c.fate == Fate::Program);
+                let Some(program) = program else {
+                    return Err(ProxyError::UpstreamInvalid("no program to run".into()));
+                };
+                let (denied_calls, denials) = turn::program_denials(&judged.calls);
+                let call = embedded::ProgramCall {
+                    id: program.id.clone(),
+                    arguments: program.arguments.clone(),
+                    content: judged.content(),
+                };
+                let ran = embedded::start(
+                    state,
+                    splices.tenant(),
+                    plan,
+                    call,
+                    denied_calls,
+                    denials,
+                    &completion,
+                    usage.clone(),
+                )
+                .await;
+                match ran {
+                    Ran::Waiting(client_turn) => {
+                        let res = Render::Json.respond(response_parts(parts), &client_turn);
+                        return Ok(tag(res, selection, Some(repairs)));
+                    }
+                    Ran::Ended(messages) => {
+                        programs += 1;
+                        for m in &messages {
+                            chat.push_message(m);
                         }
                         continue;
                     }
-                    give_up_program(&mut completion);
-                } else {
-                    let ran = embedded::start(
-                        state,
-                        splices.tenant(),
-                        plan,
-                        program,
-                        denied.iter().map(|d| d.call.clone()).collect(),
-                        denied.iter().map(DeniedCall::tool_message).collect(),
-                        &completion,
-                        usage.clone(),
-                    )
-                    .await;
-                    match ran {
-                        Ran::Waiting(client_turn) => {
-                            let res = Render::Json.respond(response_parts(parts), &client_turn);
-                            return Ok(tag(res, selection, Some(repairs)));
-                        }
-                        Ran::Ended(messages) if programs < MAX_PROGRAMS_PER_REQUEST => {
-                            programs += 1;
-                            for m in &messages {
-                                chat.push_message(m);
-                            }
-                            continue;
-                        }
-                        Ran::Ended(_) => give_up_program(&mut completion),
-                    }
                 }
             }
+            Decision::GiveUp => give_up(&mut completion, &turn::give_up_note(&judged.calls)),
         }
-        match turn {
-            Turn::Clean => {}
-            Turn::Mixed { .. } if plan.runs_code => {}
-            Turn::Mixed {
-                allowed_ids,
-                denied,
-            } => {
-                let splice = Splice {
-                    denied_calls: denied.iter().map(|d| d.call.clone()).collect(),
-                    denials: denied.iter().map(|d| d.tool_message()).collect(),
-                };
-                splices.put(&allowed_ids, Arc::new(splice));
-            }
-            Turn::AllDenied { assistant, denied } => {
-                if repairs < state.config.max_repairs {
-                    repairs += 1;
-                    tracing::info!(target: "codemode::repair", round = repairs, scope = %selection.scope, "re-asking the model after denials");
-                    chat.push_message(&assistant);
-                    for d in &denied {
-                        chat.push_message(&d.tool_message());
-                    }
-                    continue;
-                }
-                give_up(&mut completion, &denied);
-            }
-        }
-        if repairs > 0 {
+        if repairs > 0 || programs > 0 {
             if let Some(total) = usage {
                 completion["usage"] = total;
             }
@@ -379,33 +381,6 @@ async fn intercepted(
 fn response_parts(mut parts: http::response::Parts) -> http::response::Parts {
     super::forward::strip_hop_by_hop(&mut parts.headers);
     parts
-}
-
-/// The model kept running programs (or several at once) past the bound:
-/// the client gets its words without any `run_code` call.
-fn give_up_program(completion: &mut Value) {
-    if let Some(message) = completion
-        .pointer_mut("/choices/0/message")
-        .and_then(Value::as_object_mut)
-    {
-        message.remove("tool_calls");
-        let empty = message
-            .get("content")
-            .and_then(Value::as_str)
-            .is_none_or(|s| s.trim().is_empty());
-        if empty {
-            message.insert(
-                "content".into(),
-                Value::String(
-                    "[codemode-proxy] The model ran more programs in one request than the proxy \
-                     allows, or kept combining run_code with other calls, so it stopped here. Ask \
-                     again to continue."
-                        .into(),
-                ),
-            );
-        }
-    }
-    completion["choices"][0]["finish_reason"] = Value::String("stop".into());
 }
 
 /// Adds the response headers that say what governed the request.

@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 use super::State;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
-use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
 use crate::runtime::{self, history, minted_for, Execution, Step};
@@ -256,47 +255,6 @@ pub(crate) struct ProgramCall {
     pub(crate) id: String,
     pub(crate) arguments: String,
     pub(crate) content: Option<String>,
-    /// Other calls the client would get in the same turn.
-    pub(crate) others: Vec<Value>,
-}
-
-/// Finds the `run_code` call of choice 0, if the model made one.
-pub(crate) fn program_call(completion: &Value) -> Option<ProgramCall> {
-    let message = completion.pointer("/choices/0/message")?;
-    let calls = message.get("tool_calls")?.as_array()?;
-    let at = calls
-        .iter()
-        .position(|c| c.pointer("/function/name").and_then(Value::as_str) == Some(RUN_CODE))?;
-    let run = &calls[at];
-    Some(ProgramCall {
-        id: run
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        arguments: run
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        content: message
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned),
-        others: calls
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != at)
-            .map(|(_, c)| c.clone())
-            .collect(),
-    })
-}
-
-/// The denial for a call that shares its turn with `run_code`.
-pub(crate) fn one_program_denial(call: &Value) -> Value {
-    json!({"role": "tool", "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null),
-           "content": crate::classify::ONE_PROGRAM})
 }
 
 /// What the model's program came to in this request.

@@ -42,8 +42,8 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// The headers sent upstream for a client request.
 ///
-/// `rewritten` drops the body's length and `accept-encoding`: the proxy
-/// must be able to read what comes back.
+/// `rewritten` drops the body's length and asks for `accept-encoding:
+/// identity`: the proxy must be able to read what comes back.
 pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
     let mut headers = client.clone();
     strip_hop_by_hop(&mut headers);
@@ -58,7 +58,11 @@ pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: boo
     }
     if rewritten {
         headers.remove(header::CONTENT_LENGTH);
-        headers.remove(header::ACCEPT_ENCODING);
+        // Judged responses are read as they come: ask for them uncompressed.
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),

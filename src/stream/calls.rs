@@ -7,23 +7,28 @@
 //! (continuations of the last call). [`CallTracker::slot`] maps all of them
 //! to one call each.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use crate::classify::{classify, Denial, Verdict};
+use crate::classify::{classify, Verdict};
 use crate::intercept::mint_call_id;
 use crate::plan::ToolPlan;
+use crate::turn::{fate, judge_names, JudgedCall, Shape};
 
 /// One call of the turn.
 #[derive(Debug, Default)]
 pub struct Call {
     up_index: Option<i64>,
     up_id: Option<String>,
-    /// The name, once it arrived.
+    /// The id a withheld call without one is answered under.
+    minted: Option<String>,
+    /// The name it was judged by, once a name arrived.
     pub name: String,
-    /// The arguments so far.
+    /// The arguments (a custom call's input) so far.
     pub arguments: String,
     /// Decided when the name first arrives.
     pub verdict: Option<Verdict>,
+    /// How the call is written.
+    pub shape: Shape,
     /// For a call that passes: its index and id as the client sees them.
     client: Option<(u32, String)>,
     /// A `run_code` call the proxy runs itself: it passes, but never reaches the client.
@@ -31,38 +36,32 @@ pub struct Call {
 }
 
 impl Call {
-    /// The id the client sees (allowed calls), or the upstream's (denied calls).
+    /// The id the client sees (allowed calls), or the upstream's (withheld calls).
     pub fn id(&self) -> String {
         match &self.client {
             Some((_, id)) => id.clone(),
-            None => self.up_id.clone().unwrap_or_default(),
+            None => self
+                .up_id
+                .clone()
+                .or_else(|| self.minted.clone())
+                .unwrap_or_default(),
         }
     }
 
-    /// The call as a complete tool-call object.
-    pub fn to_tool_call(&self) -> Value {
-        json!({"id": self.id(), "type": "function",
-               "function": {"name": self.name, "arguments": self.arguments}})
-    }
-
-    /// The denial for a denied call (arguments complete).
-    pub fn denial(&self) -> Option<Denial> {
-        Denial::for_call(
-            self.verdict.unwrap_or(Verdict::Pass),
-            &self.name,
-            &self.arguments,
-        )
-    }
-
-    /// Whether the call is withheld from the client. A call whose name never
-    /// arrived is judged by the empty name.
-    pub fn is_denied(&self) -> bool {
-        self.verdict.is_some_and(Verdict::is_denied)
-    }
-
-    /// Whether the client got this call.
-    pub fn is_forwarded(&self) -> bool {
-        !self.is_denied() && !self.held
+    /// The call, judged, with complete arguments.
+    pub fn judged(&self, plan: &ToolPlan) -> JudgedCall {
+        JudgedCall {
+            id: self.id(),
+            name: self.name.clone(),
+            arguments: self.arguments.clone(),
+            shape: self.shape,
+            fate: fate(
+                self.verdict.unwrap_or(Verdict::Pass),
+                &self.name,
+                &self.arguments,
+                plan,
+            ),
+        }
     }
 }
 
@@ -70,6 +69,8 @@ impl Call {
 #[derive(Debug, Default)]
 pub struct CallTracker {
     calls: Vec<Call>,
+    /// The slot of the legacy `function_call`, once one started.
+    legacy: Option<usize>,
     next_client_index: u32,
 }
 
@@ -84,17 +85,18 @@ impl CallTracker {
         self.calls.is_empty()
     }
 
-    /// Applies one upstream delta; returns the delta to forward, if any,
-    /// and whether it differs from what the upstream sent.
-    pub fn on_delta(&mut self, mut delta: Value, plan: &ToolPlan) -> Option<(Value, bool)> {
+    /// Applies one upstream `tool_calls` delta; returns the delta to forward,
+    /// if any, and whether it differs from what the upstream sent.
+    pub fn on_delta(&mut self, delta: Value, plan: &ToolPlan) -> Option<(Value, bool)> {
+        // A client reads no call out of anything but an object.
+        let Value::Object(mut delta) = delta else {
+            return None;
+        };
         let index = delta.get("index").and_then(Value::as_i64);
         let id = non_empty(delta.get("id")).map(str::to_owned);
-        let name = non_empty(delta.pointer("/function/name")).map(str::to_owned);
-        let args = delta
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let custom = delta.get("type").and_then(Value::as_str) == Some("custom")
+            || (delta.contains_key("custom") && !delta.contains_key("function"));
+        let args = fragment(&delta);
         let slot = self.slot(index, id.as_deref());
         let call = &mut self.calls[slot];
         if call.up_index.is_none() {
@@ -106,10 +108,15 @@ impl CallTracker {
         call.arguments.push_str(&args);
         match call.verdict {
             None => {
-                let name = name?;
-                let verdict = classify(&name, plan.visibility(&name), plan.mode);
-                call.name = name;
+                let names = names(&delta);
+                let (name, verdict) = judge_names(&names, plan)?;
+                call.name = name.to_owned();
                 call.verdict = Some(verdict);
+                call.shape = if custom {
+                    Shape::Custom
+                } else {
+                    Shape::Function
+                };
                 if verdict.is_denied() {
                     tracing::info!(target: "codemode::denial", tool = %call.name, "streamed tool call denied");
                     return None;
@@ -119,40 +126,109 @@ impl CallTracker {
                     return None;
                 }
                 let client_id = call.up_id.clone().unwrap_or_else(mint_call_id);
-                call.client = Some((self.next_client_index, client_id.clone()));
+                let client_index = self.next_client_index;
+                call.client = Some((client_index, client_id.clone()));
                 self.next_client_index += 1;
                 // The first delta the client sees carries everything so far.
-                let client_index = self.next_client_index - 1;
+                let (kind, other, body_key, args_key) = match call.shape {
+                    Shape::Custom => ("custom", "function", "custom", "input"),
+                    Shape::Function | Shape::Legacy => {
+                        ("function", "custom", "function", "arguments")
+                    }
+                };
                 let complete = index == Some(i64::from(client_index))
                     && delta.get("id").and_then(Value::as_str) == Some(client_id.as_str())
-                    && delta.get("type").and_then(Value::as_str) == Some("function")
+                    && delta.get("type").and_then(Value::as_str) == Some(kind)
+                    && !delta.contains_key(other)
+                    && names.len() == 1
                     && args.len() == call.arguments.len();
                 if complete {
-                    return Some((delta, false));
+                    return Some((Value::Object(delta), false));
                 }
-                delta["index"] = json!(client_index);
-                delta["id"] = json!(client_id);
-                delta["type"] = json!("function");
-                delta["function"]["name"] = json!(call.name);
-                delta["function"]["arguments"] = json!(call.arguments);
-                Some((delta, true))
+                delta.remove(other);
+                delta.insert("index".into(), json!(client_index));
+                delta.insert("id".into(), json!(client_id));
+                delta.insert("type".into(), json!(kind));
+                let mut body = match delta.remove(body_key) {
+                    Some(Value::Object(body)) => body,
+                    _ => Map::new(),
+                };
+                body.insert("name".into(), json!(call.name));
+                body.insert(args_key.into(), json!(call.arguments));
+                delta.insert(body_key.into(), Value::Object(body));
+                Some((Value::Object(delta), true))
             }
             Some(v) if v.is_denied() || call.held => None,
             Some(_) => {
                 let (client_index, client_id) = call.client.as_ref()?;
+                // Only the name the call was judged by ever reaches the client:
+                // a later name would be appended, or replace it.
+                let renamed = strip_names(&mut delta);
                 let same_index = index == Some(i64::from(*client_index));
                 let same_id = match delta.get("id") {
                     None => true,
                     Some(v) => v.as_str() == Some(client_id.as_str()),
                 };
-                if same_index && same_id {
-                    return Some((delta, false));
+                if same_index && same_id && !renamed {
+                    return Some((Value::Object(delta), false));
                 }
-                delta["index"] = json!(client_index);
-                if delta.get("id").is_some() {
-                    delta["id"] = json!(client_id);
+                delta.insert("index".into(), json!(client_index));
+                if delta.contains_key("id") {
+                    delta.insert("id".into(), json!(client_id));
                 }
-                Some((delta, true))
+                Some((Value::Object(delta), true))
+            }
+        }
+    }
+
+    /// Applies one upstream legacy `function_call` delta (one such call per
+    /// turn, no index, no id); returns what to forward as the client's
+    /// `function_call`, and whether it differs from what the upstream sent.
+    pub fn on_legacy(&mut self, fc: Value, plan: &ToolPlan) -> Option<(Value, bool)> {
+        let Value::Object(mut fc) = fc else {
+            return None;
+        };
+        let slot = match self.legacy {
+            Some(slot) => slot,
+            None => {
+                self.calls.push(Call {
+                    shape: Shape::Legacy,
+                    ..Call::default()
+                });
+                self.legacy = Some(self.calls.len() - 1);
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[slot];
+        let args = fc.get("arguments").and_then(Value::as_str).unwrap_or("");
+        call.arguments.push_str(args);
+        let whole = args.len() == call.arguments.len();
+        match call.verdict {
+            None => {
+                let name = non_empty(fc.get("name"))?;
+                let (name, verdict) = judge_names(&[name], plan)?;
+                call.name = name.to_owned();
+                call.verdict = Some(verdict);
+                if verdict.is_denied() {
+                    tracing::info!(target: "codemode::denial", tool = %call.name, "streamed function_call denied");
+                    return None;
+                }
+                if plan.runs_code && call.name == crate::mode::RUN_CODE {
+                    call.held = true;
+                    return None;
+                }
+                // Legacy calls take no client index; ids are the proxy's own.
+                call.client = Some((u32::MAX, mint_call_id()));
+                if whole {
+                    return Some((Value::Object(fc), false));
+                }
+                fc.insert("arguments".into(), json!(call.arguments));
+                Some((Value::Object(fc), true))
+            }
+            Some(v) if v.is_denied() || call.held => None,
+            Some(_) => {
+                let renamed = fc.remove("name").is_some();
+                Some((Value::Object(fc), renamed))
             }
         }
     }
@@ -163,6 +239,9 @@ impl CallTracker {
     pub fn continue_unchanged(&mut self, deltas: &[DeltaView<'_>]) -> bool {
         let mut slots = Vec::with_capacity(deltas.len());
         for d in deltas {
+            if d.custom.is_some() || d.kind.as_deref().is_some_and(|k| k != "function") {
+                return false;
+            }
             let id = d.id.as_deref().filter(|s| !s.is_empty());
             let named = d
                 .function
@@ -198,11 +277,15 @@ impl CallTracker {
         true
     }
 
-    /// Judges calls whose name never arrived, at the end of the turn.
+    /// Judges calls whose name never arrived, at the end of the turn, and
+    /// gives withheld calls without an id one to be answered under.
     pub fn close(&mut self, plan: &ToolPlan) {
         for call in &mut self.calls {
             if call.verdict.is_none() {
                 call.verdict = Some(classify(&call.name, plan.visibility(&call.name), plan.mode));
+            }
+            if call.up_id.is_none() && call.client.is_none() && call.minted.is_none() {
+                call.minted = Some(mint_call_id());
             }
         }
     }
@@ -222,7 +305,8 @@ impl CallTracker {
                         .rposition(|c| c.up_id.is_none() && index.is_some() && c.up_index == index)
                 }),
             (None, Some(i)) => self.calls.iter().rposition(|c| c.up_index == Some(i)),
-            (None, None) => self.calls.len().checked_sub(1),
+            // A legacy `function_call` is never continued by a `tool_calls` delta.
+            (None, None) => self.calls.iter().rposition(|c| c.shape != Shape::Legacy),
         };
         match found {
             Some(i) => i,
@@ -242,6 +326,11 @@ pub struct DeltaView<'a> {
     id: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
     function: Option<FunctionView<'a>>,
+    /// A custom call's body: never continued unparsed.
+    #[serde(borrow)]
+    custom: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<std::borrow::Cow<'a, str>>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -250,6 +339,40 @@ struct FunctionView<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
     arguments: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Every name a client could read off a delta.
+fn names(delta: &Map<String, Value>) -> Vec<&str> {
+    ["function", "custom"]
+        .into_iter()
+        .filter_map(|k| non_empty(delta.get(k).and_then(|f| f.get("name"))))
+        .collect()
+}
+
+/// The arguments (or custom input) a delta adds.
+fn fragment(delta: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    for (k, field) in [("function", "arguments"), ("custom", "input")] {
+        if let Some(s) = delta
+            .get(k)
+            .and_then(|f| f.get(field))
+            .and_then(Value::as_str)
+        {
+            out.push_str(s);
+        }
+    }
+    out
+}
+
+/// Removes the names a continuation delta carries; true when there were any.
+fn strip_names(delta: &mut Map<String, Value>) -> bool {
+    let mut stripped = false;
+    for k in ["function", "custom"] {
+        if let Some(Value::Object(f)) = delta.get_mut(k) {
+            stripped |= f.remove("name").is_some();
+        }
+    }
+    stripped
 }
 
 fn non_empty(v: Option<&Value>) -> Option<&str> {

@@ -13,28 +13,16 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::calls::{Call, CallTracker, DeltaView};
-use crate::intercept::{add_usage, give_up_text};
+use super::calls::{CallTracker, DeltaView};
+use crate::intercept::add_usage;
 use crate::plan::ToolPlan;
 use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
 use crate::splice::Splice;
 use crate::sse::SseEvent;
+use crate::turn::{self, Bounds, Decision, Fate, JudgedCall, Summary};
 
 /// Text of fast-path events kept for a possible repair's history, at most.
 const MAX_DEFERRED_BYTES: usize = 1 << 20;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Decision {
-    /// The turn stands as the client saw it.
-    Final,
-    /// Every call was denied: ask again, hide this turn's end.
-    Repair,
-    /// Every call was denied and the bound is reached.
-    GiveUp,
-    /// The turn's one call is `run_code`, which the proxy runs: hide the
-    /// turn's end and continue after the program.
-    Program,
-}
 
 #[derive(Default)]
 struct Round {
@@ -132,7 +120,9 @@ impl StreamJudge {
             return;
         };
         if self.errored {
-            out.push(ev.raw);
+            // After an error nothing is judged any more: only what cannot
+            // carry a call goes out as it came.
+            forward_inert(data, ev.raw, out);
             return;
         }
         if ev.is_done() {
@@ -146,7 +136,7 @@ impl StreamJudge {
         }
         if ev.event.as_deref() == Some("error") {
             self.errored = true;
-            out.push(ev.raw);
+            forward_inert(data, ev.raw, out);
             return;
         }
         // The cheap byte check: a first-round event that cannot hold a call
@@ -154,7 +144,7 @@ impl StreamJudge {
         let fast = self.rounds == 0
             && self.round.calls.is_empty()
             && self.round.decision.is_none()
-            && !data.contains("tool_calls")
+            && !may_hold_call(data)
             && !data.contains("\"error\"");
         if fast {
             if self.round.deferred_bytes + data.len() <= MAX_DEFERRED_BYTES {
@@ -170,10 +160,14 @@ impl StreamJudge {
             return;
         }
         match serde_json::from_str::<Value>(data) {
-            Ok(chunk) => self.on_chunk(chunk, ev.raw, out),
-            // Not JSON: no client can read a call out of it either.
-            Err(_) if !hidden => out.push(ev.raw),
-            Err(_) => {}
+            Ok(chunk @ Value::Object(_)) => self.on_chunk(chunk, ev.raw, out),
+            // Not a JSON object: no client reads a chunk out of it, unless it
+            // reads JSON more leniently than serde (NaN, lone surrogates,
+            // deep nesting): then it goes out only if no call can be in it.
+            _ if !hidden && !may_hold_call(data) => out.push(ev.raw),
+            _ => {
+                tracing::warn!(target: "codemode::denial", "an upstream event that is not a JSON object and may hold a call was dropped");
+            }
         }
     }
 
@@ -194,12 +188,18 @@ impl StreamJudge {
         let [choice] = view.choices.as_slice() else {
             return false;
         };
-        if present(&choice.finish_reason) {
+        if present(&choice.finish_reason)
+            || present(&choice.message)
+            || choice.index.is_some_and(|i| i.get() != "0")
+        {
             return false;
         }
         let Some(delta) = &choice.delta else {
             return false;
         };
+        if present(&delta.function_call) {
+            return false;
+        }
         if delta.tool_calls.is_empty() || !self.round.calls.continue_unchanged(&delta.tool_calls) {
             return false;
         }
@@ -212,9 +212,15 @@ impl StreamJudge {
 
     fn on_chunk(&mut self, mut chunk: Value, raw: Bytes, out: &mut Vec<Bytes>) {
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
-            // In-band upstream error: it reaches the client and ends the turn.
+            // In-band upstream error: it reaches the client and ends the turn,
+            // without any choices it might carry (no call is judged after it).
             self.errored = true;
-            out.push(raw);
+            let choices = chunk.as_object_mut().and_then(|c| c.remove("choices"));
+            out.push(if choices.is_some() {
+                sse_data(&chunk)
+            } else {
+                raw
+            });
             return;
         }
         if self.completion_id.is_none() {
@@ -227,7 +233,7 @@ impl StreamJudge {
         if self.round.template.is_none() {
             self.round.template = Some(template_of(&chunk));
         }
-        let mut changed = false;
+        let mut changed = only_first_choice(&mut chunk);
         if self.rounds > 0 {
             if let Some(id) = &self.completion_id {
                 chunk["id"] = json!(id);
@@ -247,16 +253,24 @@ impl StreamJudge {
                         self.round.emitted_text = true;
                     }
                 }
+                let mut judged = false;
                 let deltas = match delta.remove("tool_calls") {
                     Some(Value::Array(d)) if !d.is_empty() => d,
                     // An empty or null `tool_calls` (Groq sends `[]` on text) stays as it was.
-                    Some(other) => {
+                    Some(other @ (Value::Array(_) | Value::Null)) => {
                         delta.insert("tool_calls".into(), other);
+                        Vec::new()
+                    }
+                    // Anything else is no list of calls a client could read: dropped.
+                    Some(_) => {
+                        judged = true;
+                        changed = true;
                         Vec::new()
                     }
                     None => Vec::new(),
                 };
                 if !deltas.is_empty() {
+                    judged = true;
                     let count = deltas.len();
                     let mut altered = false;
                     let forwarded: Vec<Value> = deltas
@@ -268,7 +282,6 @@ impl StreamJudge {
                         })
                         .collect();
                     if forwarded.is_empty() {
-                        emptied = delta.is_empty();
                         changed = true;
                     } else {
                         // Every delta kept as it came: the original bytes can go out.
@@ -276,16 +289,37 @@ impl StreamJudge {
                         delta.insert("tool_calls".into(), Value::Array(forwarded));
                     }
                 }
+                match delta.remove("function_call") {
+                    None => {}
+                    Some(Value::Null) => {
+                        delta.insert("function_call".into(), Value::Null);
+                    }
+                    Some(fc) => {
+                        judged = true;
+                        match self.round.calls.on_legacy(fc, &self.plan) {
+                            Some((fc, altered)) => {
+                                changed |= altered;
+                                delta.insert("function_call".into(), fc);
+                            }
+                            None => changed = true,
+                        }
+                    }
+                }
+                emptied = judged && delta.is_empty();
             }
             finishing = choice.get("finish_reason").is_some_and(|f| !f.is_null());
         }
         if finishing && self.round.decision.is_none() {
             self.decide(false, out);
             if self.round.decision == Some(Decision::GiveUp) {
-                if let Some(choice) = chunk.pointer_mut("/choices/0") {
-                    choice["finish_reason"] = json!("stop");
-                    if !self.round.emitted_text {
-                        choice["delta"]["content"] = json!(self.give_up_note());
+                let note = (!self.round.emitted_text).then(|| self.give_up_note());
+                if let Some(choice) = chunk
+                    .pointer_mut("/choices/0")
+                    .and_then(Value::as_object_mut)
+                {
+                    choice.insert("finish_reason".into(), json!("stop"));
+                    if let Some(note) = note {
+                        choice.insert("delta".into(), json!({"content": note}));
                         emptied = false;
                     }
                 }
@@ -306,9 +340,19 @@ impl StreamJudge {
         }
         let has_usage = chunk.get("usage").is_some_and(|u| !u.is_null());
         if emptied && !finishing && !has_usage {
-            return; // Only denied calls were in it.
+            return; // Only withheld calls were in it.
         }
         out.push(if changed { sse_data(&chunk) } else { raw });
+    }
+
+    /// The round's calls, judged (arguments as far as they arrived).
+    fn judged(&self) -> Vec<JudgedCall> {
+        self.round
+            .calls
+            .calls()
+            .iter()
+            .map(|c| c.judged(&self.plan))
+            .collect()
     }
 
     /// The end of an upstream round's body.
@@ -316,51 +360,34 @@ impl StreamJudge {
         if self.round.decision.is_none() {
             self.decide(true, out);
         }
-        let calls = self.round.calls.calls();
+        let calls = self.judged();
         match self.round.decision {
             Some(Decision::Repair) => {
                 add_usage(&mut self.usage_before, self.round.usage.as_ref());
                 let text = std::mem::take(&mut self.round.text);
-                let mut messages = vec![json!({
-                    "role": "assistant",
-                    "content": if text.is_empty() { Value::Null } else { Value::String(text) },
-                    "tool_calls": calls.iter().map(|c| c.to_tool_call()).collect::<Vec<_>>(),
-                })];
-                messages.extend(calls.iter().filter_map(withheld_message));
-                RoundEnd::Repair { messages }
+                let content = (!text.is_empty()).then_some(text.as_str());
+                let assistant = turn::assistant_turn(content, &calls);
+                RoundEnd::Repair {
+                    messages: turn::repair_messages(assistant, &calls),
+                }
             }
             Some(Decision::Program) => {
                 add_usage(&mut self.usage_before, self.round.usage.as_ref());
                 let text = std::mem::take(&mut self.round.text);
-                let program = calls.iter().find(|c| c.held);
-                let denied: Vec<_> = calls.iter().filter(|c| c.is_denied()).collect();
+                let program = calls.iter().find(|c| c.fate == Fate::Program);
+                let (denied_calls, denials) = turn::program_denials(&calls);
                 RoundEnd::Program(HeldProgram {
-                    id: program.map(|c| c.id()).unwrap_or_default(),
+                    id: program.map(|c| c.id.clone()).unwrap_or_default(),
                     arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
                     content: (!text.is_empty()).then_some(text),
-                    denied_calls: denied.iter().map(|c| c.to_tool_call()).collect(),
-                    denials: denied.iter().filter_map(|c| withheld_message(c)).collect(),
+                    denied_calls,
+                    denials,
                 })
             }
-            _ => {
-                let allowed: Vec<String> = calls
-                    .iter()
-                    .filter(|c| c.is_forwarded())
-                    .map(|c| c.id())
-                    .collect();
-                let withheld: Vec<_> = calls.iter().filter(|c| !c.is_forwarded()).collect();
-                let splice = (!allowed.is_empty() && !withheld.is_empty()).then(|| {
-                    let splice = Splice {
-                        denied_calls: withheld.iter().map(|c| c.to_tool_call()).collect(),
-                        denials: withheld
-                            .iter()
-                            .filter_map(|c| withheld_message(c))
-                            .collect(),
-                    };
-                    (allowed, splice)
-                });
-                RoundEnd::Done { splice }
-            }
+            Some(Decision::Splice) => RoundEnd::Done {
+                splice: turn::splice(&calls),
+            },
+            Some(Decision::Final | Decision::GiveUp) | None => RoundEnd::Done { splice: None },
         }
     }
 
@@ -424,24 +451,16 @@ impl StreamJudge {
 
     fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
         self.round.calls.close(&self.plan);
-        let calls = self.round.calls.calls();
-        let held = calls.iter().filter(|c| c.held).count();
-        let forwarded = calls.iter().filter(|c| c.is_forwarded()).count();
-        let decision = if self.errored || calls.is_empty() || forwarded > 0 {
-            // Calls the client already has end the turn; withheld ones are spliced later.
-            Decision::Final
-        } else if held == 1 {
-            if self.programs < MAX_PROGRAMS_PER_REQUEST {
-                Decision::Program
-            } else {
-                Decision::GiveUp
-            }
-        } else if self.repairs < self.max_repairs {
-            // Every call denied, or several programs (each refused with ONE_PROGRAM).
-            Decision::Repair
-        } else {
-            Decision::GiveUp
-        };
+        let summary = Summary::of(&self.judged(), self.errored);
+        let decision = turn::decide(
+            summary,
+            Bounds {
+                repairs: self.repairs,
+                max_repairs: self.max_repairs,
+                programs: self.programs,
+                max_programs: MAX_PROGRAMS_PER_REQUEST,
+            },
+        );
         self.round.decision = Some(decision);
         if decision == Decision::GiveUp && synthesize_finish {
             // No finish chunk came: the client still gets one, and the note.
@@ -470,14 +489,7 @@ impl StreamJudge {
     }
 
     fn give_up_note(&self) -> String {
-        let names: Vec<&str> = self
-            .round
-            .calls
-            .calls()
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
-        give_up_text(&names)
+        turn::give_up_note(&self.judged())
     }
 
     /// Text that went out on the fast path, parsed only now that it may be
@@ -500,14 +512,85 @@ impl StreamJudge {
     }
 }
 
-/// The tool message answering a call the client never got.
-fn withheld_message(c: &Call) -> Option<Value> {
-    let content = if c.held {
-        crate::classify::ONE_PROGRAM.to_owned()
-    } else {
-        c.denial()?.content
+/// Whether a client could read a tool call out of `data`, however it is
+/// spelled: the keys by name, or any key through an escape that decodes to
+/// ASCII (`"tool\u005fcalls"`). Escapes of other characters (`\u00e9`) are
+/// text and keep ordinary chunks on the fast path.
+fn may_hold_call(data: &str) -> bool {
+    // `_call` is in both `tool_calls` and `function_call`: one scan for both.
+    data.contains("_call") || (data.contains('\\') && has_ascii_escape(data))
+}
+
+fn has_ascii_escape(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    let mut at = 0;
+    while let Some(found) = data[at..].find("\\u") {
+        let i = at + found;
+        // `\u00XX` with XX below 0x80; anything unreadable counts too.
+        match bytes.get(i + 2..i + 6) {
+            Some([b'0', b'0', b'0'..=b'7', _]) => return true,
+            Some([a, b, c, d]) if [a, b, c, d].iter().all(|x| x.is_ascii_hexdigit()) => {}
+            _ => return true,
+        }
+        at = i + 2;
+    }
+    false
+}
+
+/// Forwards an event nobody judges (after an upstream error): as it came
+/// when no call can be in it, else without its choices, else not at all.
+fn forward_inert(data: &str, raw: Bytes, out: &mut Vec<Bytes>) {
+    if !may_hold_call(data) {
+        out.push(raw);
+        return;
+    }
+    if let Ok(Value::Object(mut chunk)) = serde_json::from_str::<Value>(data) {
+        chunk.remove("choices");
+        out.push(sse_data(&Value::Object(chunk)));
+    }
+}
+
+/// Keeps only the first choice of a chunk, as choice 0, without a whole
+/// `message` holding calls. `n = 1` is enforced wherever a call can be
+/// denied, so any other choice is nothing a client asked for; forwarded, it
+/// would be a call nobody judged. True when the chunk changed.
+fn only_first_choice(chunk: &mut Value) -> bool {
+    let Some(obj) = chunk.as_object_mut() else {
+        return false;
     };
-    Some(json!({"role": "tool", "tool_call_id": c.id(), "content": content}))
+    let choices = match obj.get_mut("choices") {
+        None | Some(Value::Null) => return false,
+        Some(Value::Array(choices)) => choices,
+        Some(_) => {
+            obj.remove("choices");
+            return true;
+        }
+    };
+    let mut changed = choices.len() > 1;
+    choices.truncate(1);
+    match choices.first_mut() {
+        Some(Value::Object(choice)) => {
+            if choice.get("index").is_some_and(|i| i != &json!(0)) {
+                choice.insert("index".into(), json!(0));
+                changed = true;
+            }
+            // A whole `message` in a chunk is no delta the judge follows; a
+            // client that reads one must not find calls in it.
+            let holds_calls = choice
+                .get("message")
+                .is_some_and(|m| m.get("tool_calls").is_some() || m.get("function_call").is_some());
+            if holds_calls {
+                choice.remove("message");
+                changed = true;
+            }
+        }
+        Some(_) => {
+            choices.clear();
+            changed = true;
+        }
+        None => {}
+    }
+    changed
 }
 
 /// The fields of a chunk the fast path reads, borrowed from its text.
@@ -524,6 +607,10 @@ struct ChunkView<'a> {
 #[derive(serde::Deserialize)]
 struct ChoiceView<'a> {
     #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
     finish_reason: Option<&'a RawValue>,
     #[serde(borrow)]
     delta: Option<DeltaHead<'a>>,
@@ -535,6 +622,8 @@ struct DeltaHead<'a> {
     content: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     tool_calls: Vec<DeltaView<'a>>,
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
 }
 
 fn template_of(chunk: &Value) -> Value {
@@ -562,4 +651,22 @@ pub fn error_event(message: &str, code: &str) -> Bytes {
     sse_data(
         &json!({"error": {"message": message, "type": "upstream_error", "param": null, "code": code}}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold_call;
+
+    #[test]
+    fn only_ascii_escapes_and_call_keys_leave_the_fast_path() {
+        assert!(may_hold_call(r#"{"tool_calls":[]}"#));
+        assert!(may_hold_call(r#"{"function_call":{}}"#));
+        assert!(may_hold_call(r#"{"tool\u005fcalls":[]}"#));
+        assert!(may_hold_call(r#"{"\u0074ool_calls":[]}"#));
+        assert!(may_hold_call(r#"{"a":"\u00"}"#));
+        assert!(!may_hold_call(r#"{"content":"caf\u00e9 \u4e2d \n \""}"#));
+        assert!(!may_hold_call(
+            r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}"#
+        ));
+    }
 }
