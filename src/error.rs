@@ -86,6 +86,9 @@ pub enum ProxyError {
     /// The upstream did not answer in time.
     #[error("the upstream provider did not answer within {0} s; retry, or raise CODEMODE_UPSTREAM_TIMEOUT_SECS")]
     UpstreamTimeout(u64),
+    /// Every program slot and queue place is taken; the request can be retried as it is.
+    #[error("the proxy is running as many programs as it may ({0}); nothing was lost: send the same request again in a moment")]
+    RuntimeBusy(String),
     /// The upstream answered something the proxy cannot check.
     #[error(
         "the upstream provider sent a response the proxy cannot check ({0}); nothing was passed on"
@@ -116,6 +119,7 @@ impl ProxyError {
             | ProxyError::UpstreamInvalid(_)
             | ProxyError::UpstreamRepairRejected(..) => StatusCode::BAD_GATEWAY,
             ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::RuntimeBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -124,6 +128,7 @@ impl ProxyError {
         match self.status() {
             StatusCode::FORBIDDEN => "permission_error",
             StatusCode::NOT_FOUND => "not_found_error",
+            StatusCode::SERVICE_UNAVAILABLE => "server_error",
             s if s.is_server_error() => "upstream_error",
             _ => "invalid_request_error",
         }
@@ -151,6 +156,7 @@ impl ProxyError {
             ProxyError::UpstreamUnreachable(_) => "upstream_unreachable",
             ProxyError::UpstreamTimeout(_) => "upstream_timeout",
             ProxyError::UpstreamInvalid(_) => "upstream_invalid_response",
+            ProxyError::RuntimeBusy(_) => "runtime_busy",
         }
     }
 
@@ -173,6 +179,10 @@ impl ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if matches!(self, ProxyError::RuntimeBusy(_)) {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         res
     }
 }

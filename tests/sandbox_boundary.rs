@@ -402,3 +402,72 @@ async fn past_the_queue_the_model_gets_a_run_code_error_naming_the_env_vars() {
     assert_eq!(m[n - 1]["role"], "tool");
     assert_eq!(m[n - 1]["tool_call_id"], m[n - 2]["tool_calls"][0]["id"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_that_finds_no_slot_is_a_retryable_503_and_loses_nothing() {
+    let p = echo_model().await;
+    let proxy = proxy_for(
+        &p,
+        &[
+            ("CODEMODE_RUN_CONCURRENCY", "1"),
+            ("CODEMODE_RUN_QUEUE", "0"),
+            ("CODEMODE_RUN_SLICE_MS", "3000"),
+        ],
+    )
+    .await;
+    let send = |messages: Vec<Value>| {
+        let body = json!({"model": "m", "messages": messages, "tools": client_tools()});
+        proxy
+            .http
+            .post(proxy.url("/v1/chat/completions"))
+            .header("x-codemode-preset", "no-shell")
+            .json(&body)
+            .timeout(Duration::from_secs(60))
+            .send()
+    };
+    let code = "const r = await tools.read({path: 'a'}); return 'got ' + r;";
+    let mut messages = vec![json!({"role": "user", "content": code})];
+    let first: Value = send(messages.clone()).await.unwrap().json().await.unwrap();
+    let turn = first["choices"][0]["message"].clone();
+    let id = turn["tool_calls"][0]["id"].clone();
+    messages.push(turn);
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "alpha"}));
+
+    // A spinner takes the only slot for seconds.
+    let spinner = tokio::spawn({
+        let base = proxy.url("/v1/chat/completions");
+        async move {
+            let body = json!({"model": "m", "messages": [{"role": "user", "content": "for (;;) {}"}],
+                              "tools": client_tools()});
+            reqwest::Client::new()
+                .post(base)
+                .header("x-codemode-preset", "no-shell")
+                .json(&body)
+                .send()
+                .await
+                .map(|r| r.status())
+        }
+    });
+    // The spinner reaches its slot within milliseconds; give it ample time.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let res = send(messages.clone()).await.unwrap();
+    assert_eq!(res.status(), 503, "a resume meets the busy pool");
+    let retry = res.headers().get("retry-after").cloned();
+    let err: Value = res.json().await.unwrap();
+    assert_eq!(retry.as_ref().map(|v| v.to_str().unwrap()), Some("1"));
+    assert_eq!(err["error"]["code"], "runtime_busy", "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send the same request again"),
+        "{err}"
+    );
+    // Once the slot is free, the same request resumes the program.
+    assert_eq!(spinner.await.unwrap().unwrap(), 200);
+    let done: Value = send(messages).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        done["choices"][0]["message"]["content"], "Result: \"got alpha\"",
+        "{done}"
+    );
+}

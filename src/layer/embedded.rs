@@ -213,7 +213,10 @@ pub(crate) async fn resume(
             missing.join(", ")
         )));
     }
-    let (exec, step) = runtime::step(exec, limits.clone(), &state.runs).await;
+    // Busy: the results are not recorded, so the client's retry resumes.
+    let (exec, step) = runtime::step(exec, limits.clone(), &state.runs)
+        .await
+        .map_err(|(_, busy)| ProxyError::RuntimeBusy(busy.to_string()))?;
     let exec = Arc::new(exec);
     state.executions.put(exec.clone());
     match step {
@@ -290,7 +293,14 @@ pub(crate) async fn start(
     exec.denied_calls = denied_calls;
     exec.denials = denials;
     let (exec, step) = match code {
-        Some(_) => runtime::step(exec, state.config.limits.clone(), &state.runs).await,
+        Some(_) => match runtime::step(exec, state.config.limits.clone(), &state.runs).await {
+            Ok(stepped) => stepped,
+            // A program that never started: the model may run it again.
+            Err((mut exec, busy)) => {
+                exec.outcome = Some(format!("Error: {busy}"));
+                (exec, Step::Ended)
+            }
+        },
         None => {
             exec.outcome = Some(
                 "Error: INVALID_ARGS: run_code takes a JSON object {\"code\": \"...\"} whose code is \

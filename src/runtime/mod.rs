@@ -208,7 +208,16 @@ pub enum Step {
 /// I/O. When the pool is full the program is not run and ends with an
 /// error the model can act on (run it again), so the conversation stays
 /// well formed.
-pub async fn step(mut exec: Execution, limits: Limits, pool: &RunPool) -> (Execution, Step) {
+///
+/// `Err` when the pool is full and the program was not run: the execution
+/// is returned unchanged, so the caller decides what the model or the
+/// client is told (a new program gets a `BusyError` result; a resume is a
+/// retryable 503, since the client's results must not be spent).
+pub async fn step(
+    mut exec: Execution,
+    limits: Limits,
+    pool: &RunPool,
+) -> Result<(Execution, Step), (Execution, PoolError)> {
     let job = {
         let exec = exec.clone();
         let limits = limits.clone();
@@ -225,12 +234,13 @@ pub async fn step(mut exec: Execution, limits: Limits, pool: &RunPool) -> (Execu
     };
     let outcome = match job.await {
         Ok(o) => o,
-        Err(e) => RunOutcome::Failed {
+        Err(busy @ PoolError::Busy { .. }) => return Err((exec, busy)),
+        Err(e @ PoolError::Crashed(_)) => RunOutcome::Failed {
             output: String::new(),
             error: e.to_string(),
         },
     };
-    match outcome {
+    Ok(match outcome {
         RunOutcome::Blocked { calls, .. } => {
             let start = exec.calls.len();
             exec.calls.extend(calls);
@@ -241,7 +251,7 @@ pub async fn step(mut exec: Execution, limits: Limits, pool: &RunPool) -> (Execu
             exec.outcome = Some(render_outcome(&ended, &limits));
             (exec, Step::Ended)
         }
-    }
+    })
 }
 
 /// The `run_code` result as the model reads it.
