@@ -1,0 +1,257 @@
+//! The SDK: TypeScript declarations of the visible native tools.
+//!
+//! Generated from each tool's JSON Schema; the tool's description and each
+//! property's description become doc comments, so nothing the client wrote
+//! is lost when the schemas leave the wire. Output is a pure function of the
+//! tools, so the same tools render the same bytes (provider caches hit).
+//!
+//! Schemas come from the client, so rendering is bounded whatever they hold
+//! (design.md section 9): nesting past [`MAX_NESTING`] renders `unknown`
+//! (the recursion never goes deeper, so the stack is bounded too); each tool
+//! and the whole SDK have a byte budget ([`TOOL_MAX_BYTES`],
+//! [`SDK_MAX_BYTES`]) and a work budget, past which types render `unknown`
+//! and the tool's doc says its schema was cut. Every piece of schema text is
+//! quoted or escaped so it stays inside its literal or comment line: no raw
+//! line break, no `*/`. The limits sit far above real agents' tools, which
+//! render exactly as they would unbounded.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use crate::classify::{is_js_identifier, tool_access};
+
+mod types;
+
+use types::TypeWriter;
+
+/// Most bytes the whole `declare const tools` block renders to (about a
+/// quarter of a million tokens: more than any prompt a model accepts).
+pub const SDK_MAX_BYTES: usize = 1 << 20;
+/// Most bytes one tool's declaration renders to, doc comments included.
+pub const TOOL_MAX_BYTES: usize = 128 << 10;
+/// Most bytes of a tool's own description; the rest is cut with a note.
+const DESCRIPTION_MAX_BYTES: usize = TOOL_MAX_BYTES / 2;
+/// Deepest chain of nested schemas (`$ref` hops, union members, items,
+/// properties) rendered; deeper parts render `unknown`.
+pub const MAX_NESTING: usize = 100;
+/// Deepest object nesting rendered (each level indents the output).
+const MAX_DEPTH: usize = 24;
+/// Work (schema nodes visited, pointer bytes resolved) one tool may take:
+/// real tools take about one unit per 30 bytes of schema.
+const TOOL_MAX_WORK: usize = 50_000;
+/// Work the whole SDK may take.
+const SDK_MAX_WORK: usize = 500_000;
+/// Room kept for the closing lines of the SDK.
+const CLOSING_RESERVE: usize = 128;
+/// Bytes of a tool's budget kept back from its type's rendering (see `render_tool`).
+const RENDER_SLACK: usize = 8 << 10;
+/// Longest `$defs` name shown in a `/* recursive Name */` marker.
+const MAX_MARKER_NAME: usize = 64;
+/// The doc line of a tool whose schema did not render in full.
+const CUT_NOTE: &str =
+    "Parts of this schema were too deep or too large to show; they read `unknown`.";
+
+/// One tool as the SDK sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSchema {
+    /// The tool's name, exactly as the client declared it.
+    pub name: String,
+    /// The tool's description, if any.
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments (`{}` when absent).
+    pub parameters: Value,
+}
+
+/// Renders the `declare const tools: {...}` block for `tools`.
+///
+/// The result is at most [`SDK_MAX_BYTES`] long whatever the schemas hold;
+/// tools that no longer fit are counted in a closing comment.
+pub fn render_declarations(tools: &[ToolSchema]) -> String {
+    let mut out = String::from("declare const tools: {\n");
+    let mut work = SDK_MAX_WORK;
+    for (i, tool) in tools.iter().enumerate() {
+        let room = SDK_MAX_BYTES.saturating_sub(out.len() + CLOSING_RESERVE);
+        let budget = Budget {
+            bytes: room.min(TOOL_MAX_BYTES),
+            work: work.min(TOOL_MAX_WORK),
+        };
+        match render_tool(tool, budget) {
+            Some((text, used)) => {
+                out.push_str(&text);
+                work = work.saturating_sub(used);
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  // {} more tools not shown: the SDK's size budget is spent.",
+                    tools.len() - i
+                );
+                break;
+            }
+        }
+    }
+    out.push_str("};\n");
+    out
+}
+
+/// What one tool's rendering may spend.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    bytes: usize,
+    work: usize,
+}
+
+/// Renders one tool within `budget`: its text and the work it took, or
+/// `None` when not even its bare declaration fits.
+fn render_tool(tool: &ToolSchema, budget: Budget) -> Option<(String, usize)> {
+    let mut doc: Vec<String> = Vec::new();
+    if let Some(d) = tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        let (d, clipped) = clip(d.trim(), DESCRIPTION_MAX_BYTES);
+        doc.extend(split_lines(d).map(str::to_owned));
+        if clipped {
+            doc.push("(description cut: too long)".to_owned());
+        }
+    }
+    if !is_js_identifier(&tool.name) {
+        doc.push(format!(
+            "Not a JavaScript identifier: call it as `{}(args)`.",
+            tool_access(&tool.name)
+        ));
+    }
+    let key = property_key(&tool.name);
+    // The writer stops once its budget is spent, but the levels still open
+    // close their braces and a property's doc lines come whole: the slack
+    // keeps that overshoot inside the tool's budget.
+    let fixed = doc.iter().map(|l| l.len() + 8).sum::<usize>()
+        + key.len()
+        + RENDER_SLACK.min(budget.bytes / 4);
+    let params = &tool.parameters;
+    let writer = TypeWriter::new(params, budget.bytes.saturating_sub(fixed), budget.work);
+    let mut ty = writer.render(params, 1, 0, &mut Vec::new());
+    if ty == "unknown" {
+        // Tool arguments are always a JSON object, whatever the schema omits.
+        ty = "Record<string, unknown>".to_owned();
+    }
+    if writer.cut.get() {
+        doc.push(CUT_NOTE.to_owned());
+    }
+    let work = budget.work - writer.work_left.get();
+    let optional = if has_required(params) { "" } else { "?" };
+    let mut out = String::new();
+    write_doc(&mut out, 1, &doc);
+    let _ = writeln!(out, "  {key}(args{optional}: {ty}): Promise<string>;");
+    if out.len() <= budget.bytes {
+        return Some((out, work));
+    }
+    // Only a description or name of extreme size gets here: the bare
+    // declaration still tells the model the tool exists.
+    let mut bare = String::new();
+    write_doc(&mut bare, 1, &[CUT_NOTE.to_owned()]);
+    let _ = writeln!(
+        bare,
+        "  {key}(args?: Record<string, unknown>): Promise<string>;"
+    );
+    (bare.len() <= budget.bytes).then_some((bare, work))
+}
+
+fn has_required(schema: &Value) -> bool {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+}
+
+/// A name as a TypeScript property key, or as a list entry in the prompt:
+/// an identifier as it is, anything else as a JSON string (which cannot
+/// hold a raw line break).
+pub fn property_key(name: &str) -> String {
+    if is_js_identifier(name) {
+        name.to_owned()
+    } else {
+        json_quote(name)
+    }
+}
+
+/// `s` as a JSON string literal, with the line separators JavaScript
+/// reads as line breaks escaped too.
+fn json_quote(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
+    if quoted.contains(['\u{2028}', '\u{2029}']) {
+        quoted
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029")
+    } else {
+        quoted
+    }
+}
+
+/// Characters that must not appear raw on a comment line: each could end
+/// the line for Markdown or JavaScript (tabs are harmless and kept).
+fn is_unsafe_char(c: char) -> bool {
+    (c.is_control() && c != '\t') || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// `line` made safe for one comment line: unsafe characters become `\uXXXX`
+/// text and `*/` cannot close the comment.
+fn comment_line(line: &str) -> Cow<'_, str> {
+    if !line.contains(is_unsafe_char) && !line.contains("*/") {
+        return Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len() + 8);
+    for c in line.chars() {
+        if is_unsafe_char(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out.replace("*/", "*\\/"))
+}
+
+/// Splits text into lines at every line ending CommonMark knows
+/// (`\n`, `\r\n` and a lone `\r`).
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\n')
+        .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'))
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, and whether it was cut.
+fn clip(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+fn write_doc(out: &mut String, indent: usize, lines: &[String]) {
+    let pad = "  ".repeat(indent);
+    match lines {
+        [] => {}
+        [one] => {
+            let _ = writeln!(out, "{pad}/** {} */", comment_line(one.trim_end()));
+        }
+        many => {
+            let _ = writeln!(out, "{pad}/**");
+            for l in many {
+                let l = l.trim_end();
+                if l.is_empty() {
+                    let _ = writeln!(out, "{pad} *");
+                } else {
+                    let _ = writeln!(out, "{pad} * {}", comment_line(l));
+                }
+            }
+            let _ = writeln!(out, "{pad} */");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
