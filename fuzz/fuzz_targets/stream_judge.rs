@@ -177,6 +177,10 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let client: Vec<u8> = out.iter().flat_map(|b| b.iter().copied()).collect();
+    if std::env::var_os("FUZZ_DEBUG").is_some() {
+        // What the client got, for reading a finding: FUZZ_DEBUG=1 cargo fuzz run ...
+        eprintln!("client stream: {}", String::from_utf8_lossy(&client));
+    }
     for name in names_seen(&client) {
         assert!(
             !NATIVE.contains(&name.as_str()),

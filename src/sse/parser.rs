@@ -85,6 +85,11 @@ impl SseParser {
                 self.field(&line);
                 self.scanned = self.buf.len();
             }
+            // The event's bytes may go on to a client that reads more after
+            // them (a repair round, the proxy's own events): they must end
+            // the event, or its last line would join the next one. An extra
+            // blank line is an empty event, which every client ignores.
+            self.buf.extend_from_slice(b"\n\n");
             self.dispatch(self.buf.len(), out);
         }
     }
@@ -233,11 +238,14 @@ mod tests {
     }
 
     #[test]
-    fn an_unterminated_last_event_is_flushed_at_finish() {
+    fn an_unterminated_last_event_is_flushed_and_terminated_at_finish() {
         let ev = parse_whole(b"data: {\"x\":1}\n\ndata: tail");
         assert_eq!(ev.len(), 2);
         assert_eq!(ev[1].data.as_deref(), Some("tail"));
-        assert_eq!(&ev[1].raw[..], b"data: tail");
+        // Forwarded as it is, the tail would join whatever the client reads next.
+        assert_eq!(&ev[1].raw[..], b"data: tail\n\n");
+        let ev = parse_whole(b"data: half-ended\n");
+        assert_eq!(&ev[0].raw[..], b"data: half-ended\n\n\n");
     }
 
     #[test]
