@@ -223,10 +223,14 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
 
 /// Plans by tool set, preset, mode and runtime; bounded by bytes.
 ///
-/// Keyed by a SHA-256 of the four; a hit is used only when the stored
-/// tools text, preset, mode and runtime are the request's own.
+/// Keyed by a SipHash of the four under a key random per process (so no
+/// client can aim collisions); a hit is used only when the stored tools
+/// text, preset, mode and runtime are the request's own, so a collision is
+/// a miss, never a wrong plan. Hashing runs on every request: SipHash costs
+/// a fraction of a cryptographic digest of the same text.
 pub struct PlanCache {
-    cache: moka::sync::Cache<[u8; 32], Arc<CachedPlan>>,
+    cache: moka::sync::Cache<u64, Arc<CachedPlan>>,
+    hasher: std::collections::hash_map::RandomState,
 }
 
 struct CachedPlan {
@@ -243,10 +247,11 @@ impl PlanCache {
         PlanCache {
             cache: moka::sync::Cache::builder()
                 .max_capacity(budget_bytes.max(1))
-                .weigher(|_: &[u8; 32], c: &Arc<CachedPlan>| {
+                .weigher(|_: &u64, c: &Arc<CachedPlan>| {
                     crate::runtime::store_weight(cached_bytes(c))
                 })
                 .build(),
+            hasher: std::collections::hash_map::RandomState::new(),
         }
     }
 
@@ -259,14 +264,9 @@ impl PlanCache {
         runtime: Runtime,
     ) -> Result<Arc<ToolPlan>, ProxyError> {
         let text = tools.map_or("", RawValue::get);
-        let key = crate::tenant::hash_parts(
-            "codemode-proxy plan v1",
-            &[
-                text.as_bytes(),
-                preset.name.as_bytes(),
-                mode.as_str().as_bytes(),
-                runtime.as_str().as_bytes(),
-            ],
+        let key = std::hash::BuildHasher::hash_one(
+            &self.hasher,
+            (text, preset.name.as_str(), mode.as_str(), runtime.as_str()),
         );
         if let Some(hit) = self.cache.get(&key).filter(|c| {
             c.mode == mode
