@@ -77,10 +77,11 @@ fn runtime(c: &mut Criterion) {
         .iter()
         .map(|m| serde_json::value::to_raw_value(m).unwrap())
         .collect();
+    let limits = codemode_proxy::runtime::Limits::default();
     group.bench_function("history_rewrite_13_messages_22KB", |b| {
         b.iter(|| {
             let mut m = raw.clone();
-            history::rewrite(&mut m, &store, &tenant, Duration::from_secs(60));
+            history::Reader::new(&store, &tenant).rewrite(&mut m, &limits);
             black_box(m)
         })
     });

@@ -115,6 +115,7 @@ fn judge_call(call: &Value, plan: &ToolPlan) -> JudgedCall {
     // A call without a name is judged by the empty name.
     let (name, verdict) = judge_names(&names, plan).unwrap_or_else(|| ("", nameless(plan)));
     JudgedCall {
+        raw: call.as_object().cloned(),
         id: call_id(call),
         name: name.to_owned(),
         arguments: arguments.to_owned(),
@@ -129,6 +130,7 @@ fn judge_legacy(fc: &Value, plan: &ToolPlan) -> JudgedCall {
     let arguments = fc.get("arguments").and_then(Value::as_str).unwrap_or("");
     let (name, verdict) = judge_names(&[name], plan).unwrap_or_else(|| ("", nameless(plan)));
     JudgedCall {
+        raw: None,
         id: mint_call_id(),
         name: name.to_owned(),
         arguments: arguments.to_owned(),

@@ -65,6 +65,9 @@ pub struct JudgedCall {
     pub shape: Shape,
     /// What happens to it.
     pub fate: Fate,
+    /// The `tool_calls` entry as the model sent it (a stream's deltas
+    /// merged), with every provider field; `None` for a legacy call.
+    pub raw: Option<serde_json::Map<String, Value>>,
 }
 
 /// Judges a call by every name a client could read off it (`function.name`,
@@ -97,8 +100,15 @@ impl JudgedCall {
         self.fate == Fate::Passed
     }
 
-    /// The call as a `tool_calls` entry (a legacy call becomes a function call).
+    /// The call as a `tool_calls` entry (a legacy call becomes a function
+    /// call): as the model sent it, with the id it is answered under, so a
+    /// replayed turn keeps what providers require back on it.
     pub fn tool_call(&self) -> Value {
+        if let (Some(raw), Shape::Function | Shape::Custom) = (&self.raw, self.shape) {
+            let mut call = raw.clone();
+            call.insert("id".into(), json!(self.id));
+            return Value::Object(call);
+        }
         match self.shape {
             Shape::Custom => json!({"id": self.id, "type": "custom",
                                     "custom": {"name": self.name, "input": self.arguments}}),
@@ -211,21 +221,29 @@ pub fn decide(turn: Summary, bounds: Bounds) -> Decision {
 }
 
 /// The model's turn as the proxy writes it into a history when it has no
-/// original message (a stream): its text and every call, in their shapes.
-pub fn assistant_turn(content: Option<&str>, calls: &[JudgedCall]) -> Value {
-    let mut m = json!({"role": "assistant", "content": content});
+/// original message (a stream): the message's own fields as they came
+/// (text, reasoning and whatever else the provider wants back), and every
+/// call, in its shape.
+pub fn assistant_turn(fields: &serde_json::Map<String, Value>, calls: &[JudgedCall]) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("role".into(), json!("assistant"));
+    m.insert("content".into(), Value::Null);
+    for (k, v) in fields {
+        m.insert(k.clone(), v.clone());
+    }
     let tool_calls: Vec<Value> = calls
         .iter()
         .filter(|c| c.shape != Shape::Legacy)
         .map(JudgedCall::tool_call)
         .collect();
     if !tool_calls.is_empty() {
-        m["tool_calls"] = Value::Array(tool_calls);
+        m.insert("tool_calls".into(), Value::Array(tool_calls));
     }
     if let Some(c) = calls.iter().find(|c| c.shape == Shape::Legacy) {
-        m["function_call"] = json!({"name": c.name, "arguments": c.arguments});
+        let call = json!({"name": c.name, "arguments": c.arguments});
+        m.insert("function_call".into(), call);
     }
-    m
+    Value::Object(m)
 }
 
 /// A repair round's messages: the model's turn, then one answer per call in
@@ -337,6 +355,7 @@ mod tests {
 
     fn judged(id: &str, name: &str, shape: Shape, fate: Fate) -> JudgedCall {
         JudgedCall {
+            raw: None,
             id: id.into(),
             name: name.into(),
             arguments: "{}".into(),
@@ -355,7 +374,7 @@ mod tests {
             judged("a", "read", Shape::Function, Fate::Passed),
             judged("cm1", "bash", Shape::Legacy, denied()),
         ];
-        let m = repair_messages(assistant_turn(None, &calls), &calls);
+        let m = repair_messages(assistant_turn(&serde_json::Map::new(), &calls), &calls);
         assert_eq!(m[0]["function_call"]["name"], "bash");
         assert_eq!(m[0]["tool_calls"][0]["id"], "a");
         assert_eq!(m[1]["role"], "function");

@@ -126,3 +126,69 @@ fn the_demo_runs_the_task_both_ways_without_an_api_key() {
     );
     assert!(text.contains("fewer tokens"), "{text}");
 }
+
+/// At the default log level a program's start, its waits and its end are
+/// logged, with counts only: no code, arguments or results.
+#[tokio::test]
+async fn programs_are_logged_at_the_default_level_without_their_data() {
+    let code = "const a = await tools.read({path: 'secret-path.txt'}); return a.length;";
+    let p = provider([
+        calls_completion(
+            vec![call(
+                "call_p",
+                "run_code",
+                &serde_json::json!({ "code": code }).to_string(),
+            )],
+            usage(1, 1),
+        ),
+        text_completion("done", usage(1, 1)),
+    ])
+    .await;
+    let upstream = format!("{}/v1", p.uri());
+    let (mut child, addr) = spawn(&[
+        ("CODEMODE_LISTEN", "127.0.0.1:0"),
+        ("CODEMODE_UPSTREAM", upstream.as_str()),
+        ("CODEMODE_RUNTIME", "embedded"),
+        ("CODEMODE_MODE", "code"),
+        // The default level, as a user who sets nothing gets it.
+        ("RUST_LOG", "info"),
+    ]);
+    let http = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/chat/completions");
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "go"})];
+    let body = |messages: &Vec<Value>| serde_json::json!({"model": "m", "messages": messages, "tools": agent_tools()});
+    let turn: Value = http
+        .post(&url)
+        .json(&body(&messages))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let message = turn["choices"][0]["message"].clone();
+    let id = message["tool_calls"][0]["id"].as_str().unwrap().to_owned();
+    messages.push(message);
+    messages.push(
+        serde_json::json!({"role": "tool", "tool_call_id": id, "content": "top-secret-result"}),
+    );
+    let end = http.post(&url).json(&body(&messages)).send().await.unwrap();
+    assert_eq!(end.status(), 200);
+    let _ = child.0.kill();
+    let _ = child.0.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut log).unwrap();
+    for line in [
+        "program started",
+        "program waits on tool calls",
+        "program ended",
+    ] {
+        assert!(log.contains(line), "`{line}` is logged:\n{log}");
+    }
+    for secret in ["secret-path", "top-secret-result", "a.length"] {
+        assert!(
+            !log.contains(secret),
+            "`{secret}` stays out of the log:\n{log}"
+        );
+    }
+}

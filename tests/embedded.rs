@@ -278,7 +278,10 @@ async fn a_streamed_program_that_calls_no_tool_continues_the_same_stream() {
     let bytes = proxy.chat(&body, &[]).await.bytes().await.unwrap();
     let view = common::sse_client::reassemble(&bytes);
     assert!(view.calls.is_empty(), "{:?}", view.calls);
-    assert_eq!(view.text, "Computing. 42");
+    assert_eq!(
+        view.text, "Computing. \n\n42",
+        "the answer starts a new paragraph"
+    );
     assert_eq!(view.ids, vec!["a"], "one completion id across the program");
     assert_eq!(view.finish_reasons, vec!["stop"]);
     assert_eq!(view.done, 1);

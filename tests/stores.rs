@@ -58,7 +58,8 @@ fn result(id: &Value, content: &str) -> Value {
 fn exec_of(call_id: &str) -> &str {
     call_id
         .strip_prefix("cm_")
-        .and_then(|r| r.rsplit_once('_'))
+        .and_then(|r| r.split_once('_'))
+        .and_then(|(_alias, r)| r.rsplit_once('_'))
         .map(|(e, _)| e)
         .expect("a minted id")
 }
@@ -90,7 +91,7 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
     foreign.push(result(&id, "evil"));
     let parts: Vec<&str> = exec.split('x').collect();
     let never = format!("{}x{}x{}", parts[0], "0".repeat(32), parts[2]);
-    let never_id = json!(format!("cm_{never}_0"));
+    let never_id = json!(id.as_str().unwrap().replace(&exec, &never));
     let mut unknown = conversation("read it");
     let mut forged_turn = nested.clone();
     forged_turn["tool_calls"][0]["id"] = never_id.clone();
@@ -108,7 +109,8 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
         assert_eq!(status, 400, "{body}");
         assert_eq!(body["error"]["type"], "invalid_request_error");
         let text = body["error"]["message"].as_str().unwrap().to_owned();
-        messages.push(text.replace(&exec, "EXEC").replace(&never, "EXEC"));
+        let (id, never_id) = (id.as_str().unwrap(), never_id.as_str().unwrap());
+        messages.push(text.replace(id, "ID").replace(never_id, "ID"));
     }
     assert!(
         messages.iter().all(|m| *m == messages[0]),
@@ -434,6 +436,9 @@ impl codemode_proxy::runtime::ExecutionStore for Forgetful {
         _: &codemode_proxy::tenant::Tenant,
         _: &str,
     ) -> Option<std::sync::Arc<codemode_proxy::runtime::Execution>> {
+        None
+    }
+    fn alias(&self, _: &codemode_proxy::tenant::Tenant, _: &str) -> Option<String> {
         None
     }
 }

@@ -87,8 +87,8 @@ pub(crate) async fn chat_completions(
         if let Some(res) = embedded::resume(state, &tenant, &chat, render).await? {
             return Ok(tag(res, &selection, None));
         }
-        let lifetime = state.config.limits.lifetime;
-        history::rewrite(&mut chat.messages, &*state.executions, &tenant, lifetime);
+        history::Reader::new(&*state.executions, &tenant)
+            .rewrite(&mut chat.messages, &state.config.limits);
     }
     chat.rewrite(&plan, &splices)?;
 
@@ -254,6 +254,7 @@ impl RepairTarget for Reasker {
                 id: program.id,
                 arguments: program.arguments,
                 content: program.content,
+                turn: program.turn,
             };
             let base = json!({});
             let ran = embedded::start(
@@ -294,6 +295,9 @@ async fn intercepted(
     let mut usage: Option<Value> = None;
     let mut repairs = 0u32;
     let mut programs = 0u32;
+    // What the model wrote beside programs that ended in this request: the
+    // client gets it before the final answer, as a stream shows it.
+    let mut opening = String::new();
     loop {
         let res = send(inner.clone(), target.request(chat.to_bytes()), timeout).await?;
         let (parts, body) = res.into_parts();
@@ -339,7 +343,9 @@ async fn intercepted(
                     id: program.id.clone(),
                     arguments: program.arguments.clone(),
                     content: judged.content(),
+                    turn: Some(judged.assistant.clone()),
                 };
+                let content = judged.content();
                 let ran = embedded::start(
                     state,
                     splices.tenant(),
@@ -352,12 +358,19 @@ async fn intercepted(
                 )
                 .await;
                 match ran {
-                    Ran::Waiting(client_turn) => {
+                    Ran::Waiting(mut client_turn) => {
+                        embedded::open_with(&mut client_turn, &opening);
                         let res = Render::Json.respond(response_parts(parts), &client_turn);
                         return Ok(tag(res, selection, Some(repairs)));
                     }
                     Ran::Ended(messages) => {
                         programs += 1;
+                        if let Some(text) = content {
+                            if !opening.is_empty() {
+                                opening.push_str("\n\n");
+                            }
+                            opening.push_str(&text);
+                        }
                         for m in &messages {
                             chat.push_message(m);
                         }
@@ -372,6 +385,7 @@ async fn intercepted(
                 completion["usage"] = total;
             }
         }
+        embedded::open_with(&mut completion, &opening);
         let res = Render::Json.respond(response_parts(parts), &completion);
         return Ok(tag(res, selection, Some(repairs)));
     }

@@ -105,6 +105,11 @@ pub(crate) fn completion_as_sse(completion: &Value, include_usage: bool) -> Byte
 }
 
 /// The assistant turn that hands a program's waiting calls to the client.
+///
+/// The first batch carries the model's own words and the other fields of
+/// its turn (reasoning, for a client that shows it). A turn no model
+/// answered (a later batch) reports zero tokens, so clients that add up
+/// usage find it on every turn.
 pub(crate) fn client_turn(
     exec: &Execution,
     range: std::ops::Range<usize>,
@@ -117,21 +122,61 @@ pub(crate) fn client_turn(
                    "function": {"name": exec.calls[n].name, "arguments": exec.calls[n].args}})
         })
         .collect();
-    // The model's own words go out with the first batch only.
-    let content = if exec.calls.len() == calls.len() {
-        exec.assistant_content.clone()
-    } else {
-        None
-    };
+    let first = exec.calls.len() == calls.len();
+    let mut message = serde_json::Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), Value::Null);
+    if first {
+        message.insert("content".into(), json!(exec.assistant_content));
+        let turn = exec
+            .model_turn
+            .as_deref()
+            .map(serde_json::from_str::<Value>);
+        if let Some(Ok(Value::Object(fields))) = turn {
+            for (k, v) in fields {
+                if !matches!(
+                    k.as_str(),
+                    "role" | "content" | "tool_calls" | "function_call"
+                ) {
+                    message.insert(k, v);
+                }
+            }
+        }
+    }
+    message.insert("tool_calls".into(), Value::Array(calls));
     json!({
         "id": base.get("id").cloned().unwrap_or_else(|| json!(format!("chatcmpl-{}", exec.id))),
         "object": "chat.completion",
         "created": base.get("created").cloned().unwrap_or_else(|| json!(exec.created_ms / 1000)),
         "model": base.get("model").cloned().unwrap_or(Value::Null),
-        "choices": [{"index": 0, "finish_reason": "tool_calls",
-                     "message": {"role": "assistant", "content": content, "tool_calls": calls}}],
-        "usage": usage.unwrap_or(Value::Null),
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+        "usage": usage.unwrap_or_else(zero_usage),
     })
+}
+
+/// Puts `opening` (what the model wrote beside programs that ended earlier
+/// in the request) before the text of `completion`'s message, a blank line
+/// between them.
+pub(crate) fn open_with(completion: &mut Value, opening: &str) {
+    if opening.is_empty() {
+        return;
+    }
+    let Some(message) = completion
+        .pointer_mut("/choices/0/message")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let text = match message.get("content").and_then(Value::as_str) {
+        Some(content) if !content.is_empty() => format!("{opening}\n\n{content}"),
+        _ => opening.to_owned(),
+    };
+    message.insert("content".into(), Value::String(text));
+}
+
+/// The usage of a turn no model answered.
+pub(crate) fn zero_usage() -> Value {
+    json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
 }
 
 /// Results the client returns for a program: resume it. `Some` is the next
@@ -148,19 +193,41 @@ pub(crate) async fn resume(
     chat: &ChatRequest,
     render: Render,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
-    let Some((exec_id, results)) = history::trailing_results(&chat.messages) else {
+    let reader = history::Reader::new(&*state.executions, tenant);
+    let trailing = reader
+        .trailing_results(&chat.messages)
+        .map_err(|ids| not_handed_out(&ids))?;
+    let Some(trailing) = trailing else {
         return Ok(None);
     };
+    let (exec_id, results) = (trailing.exec, trailing.results);
     let limits = &state.config.limits;
     let Some(held) = state.executions.get(tenant, &exec_id) else {
         if minted_for(&exec_id, tenant).is_some() {
             return Ok(None);
         }
-        return Err(ProxyError::InvalidRequest(format!(
-            "tool results name program execution `{exec_id}`, which this proxy does not hold; \
-             send results only for calls the proxy handed out, in the conversation they came in"
-        )));
+        let ids: Vec<String> = results
+            .iter()
+            .map(|(n, _)| runtime::call_id(&exec_id, *n))
+            .collect();
+        return Err(not_handed_out(&ids));
     };
+    // The turn the client sends back must name each call as it was handed
+    // out: an agent that rewrote an id onto another call is not guessed at.
+    for (n, name) in &trailing.calls {
+        match held.calls.get(*n) {
+            Some(call) if call.name == *name || name.is_empty() => {}
+            Some(call) => {
+                return Err(ProxyError::InvalidRequest(format!(
+                    "the assistant turn names call `{}` `{name}`, but the proxy handed that call \
+                     out as `{}`; send the conversation's tool calls back as they came",
+                    held.call_id(*n),
+                    call.name
+                )))
+            }
+            None => return Err(never_made(&held, *n)),
+        }
+    }
     if held.outcome.is_some() {
         // A resend of a finished conversation: what it says must be what was recorded.
         for (n, content) in &results {
@@ -219,6 +286,7 @@ pub(crate) async fn resume(
         .map_err(|(_, busy)| ProxyError::RuntimeBusy(busy.to_string()))?;
     let exec = Arc::new(exec);
     state.executions.put(exec.clone());
+    log_step(&exec, &step);
     match step {
         Step::Waiting(range) => {
             let turn = client_turn(&exec, range, &json!({"model": model_of(chat)}), None);
@@ -226,6 +294,35 @@ pub(crate) async fn resume(
         }
         Step::Ended => Ok(None),
     }
+}
+
+/// What a run of a program came to, at `info`: counts only, never the
+/// code, arguments or results (they may hold secrets).
+fn log_step(exec: &Execution, step: &Step) {
+    let run_call = exec.run_call_id.as_str();
+    match step {
+        Step::Waiting(range) => {
+            tracing::info!(target: "codemode::program", run_call, waiting = range.len(), calls = exec.calls.len(), "program waits on tool calls the client runs");
+        }
+        Step::Ended => {
+            let outcome = match exec.outcome.as_deref() {
+                Some(o) if o.starts_with("Error:") => "failed",
+                _ => "finished",
+            };
+            tracing::info!(target: "codemode::program", run_call, calls = exec.calls.len(), outcome, "program ended");
+        }
+    }
+}
+
+/// Results naming calls this tenant was never handed (another tenant's,
+/// made up, or changed): all read alike, so nothing tells them apart.
+fn not_handed_out(ids: &[String]) -> ProxyError {
+    ProxyError::InvalidRequest(format!(
+        "tool results name calls `{}` that this proxy did not hand out to this client: send \
+         results only for the calls the proxy handed out, with their ids as they came, in the \
+         conversation they came in",
+        ids.join("`, `")
+    ))
 }
 
 fn never_made(exec: &Execution, n: usize) -> ProxyError {
@@ -258,6 +355,35 @@ pub(crate) struct ProgramCall {
     pub(crate) id: String,
     pub(crate) arguments: String,
     pub(crate) content: Option<String>,
+    /// The model's whole turn, as it arrived.
+    pub(crate) turn: Option<Value>,
+}
+
+/// The model's turn as its history replays it, when it can be: it must hold
+/// the program's call under `run_call_id`, and every other call of it must
+/// be one the proxy answers (`answered`), as a replay puts one result after
+/// it per call.
+fn replayable(turn: Option<Value>, run_call_id: &str, answered: &[Value]) -> Option<String> {
+    let turn = turn?;
+    if turn.get("function_call").is_some_and(|f| !f.is_null()) {
+        return None;
+    }
+    let ids: Vec<&str> = turn
+        .get("tool_calls")?
+        .as_array()?
+        .iter()
+        .map(|c| c.get("id").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    let answered: Vec<&str> = answered
+        .iter()
+        .filter_map(|c| c.get("id").and_then(Value::as_str))
+        .collect();
+    let complete = ids.contains(&run_call_id)
+        && ids.len() == answered.len() + 1
+        && ids
+            .iter()
+            .all(|id| *id == run_call_id || answered.contains(id));
+    complete.then(|| turn.to_string())
 }
 
 /// What the model's program came to in this request.
@@ -290,6 +416,7 @@ pub(crate) async fn start(
         program.content,
         plan.visible_names.clone(),
     );
+    exec.model_turn = replayable(program.turn, &exec.run_call_id, &denied_calls);
     exec.denied_calls = denied_calls;
     exec.denials = denials;
     let (exec, step) = match code {
@@ -312,6 +439,8 @@ pub(crate) async fn start(
     };
     let exec = Arc::new(exec);
     state.executions.put(exec.clone());
+    tracing::info!(target: "codemode::program", run_call = %exec.run_call_id, tools = exec.tools.len(), "program started");
+    log_step(&exec, &step);
     match step {
         Step::Ended => Ran::Ended(history::pair(&exec)),
         Step::Waiting(range) => Ran::Waiting(client_turn(&exec, range, completion, usage)),

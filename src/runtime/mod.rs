@@ -84,6 +84,12 @@ pub struct Execution {
     pub code: String,
     /// The text the model wrote with its `run_code` call.
     pub assistant_content: Option<String>,
+    /// The model's whole turn (JSON) as it arrived, every provider field
+    /// kept (reasoning, thought signatures): what the model is shown as its
+    /// `run_code` turn on every later request, since providers refuse a
+    /// replayed turn that lost them. `None` when the turn cannot be replayed
+    /// as it came (a legacy `function_call`); then it is rebuilt.
+    pub model_turn: Option<String>,
     /// The tools the program may call.
     pub tools: Vec<String>,
     /// Every call made so far, in order.
@@ -126,6 +132,7 @@ impl Execution {
             run_call_id,
             code,
             assistant_content,
+            model_turn: None,
             tools,
             calls: Vec::new(),
             outcome: None,
@@ -135,9 +142,14 @@ impl Execution {
         }
     }
 
-    /// The id the client sees for call `n`.
+    /// The id the client sees for call `n`: `cm_<alias>_<execution>_<n>`.
+    ///
+    /// Some agents rewrite tool-call ids for models that take only short
+    /// ones (opencode keeps the first 9 letters and digits for Mistral
+    /// models); the first 9 of this id, `cm<alias>`, still tell the calls of
+    /// a batch apart and find the call again ([`ExecutionStore::alias`]).
     pub fn call_id(&self, n: usize) -> String {
-        format!("{MINTED_PREFIX}{}_{n}", self.id)
+        call_id(&self.id, n)
     }
 
     /// Whether the execution outlived `lifetime`.
@@ -180,11 +192,76 @@ pub fn minted_for(exec_id: &str, tenant: &Tenant) -> Option<u64> {
     u64::from_str_radix(created, 16).ok()
 }
 
-/// `(execution id, call number)` of a minted call id.
+/// The id of call `n` of execution `exec_id` (see [`Execution::call_id`]).
+pub fn call_id(exec_id: &str, n: usize) -> String {
+    format!("{MINTED_PREFIX}{}_{exec_id}_{n}", call_alias(exec_id, n))
+}
+
+/// Letters in a call's alias.
+const ALIAS_LEN: usize = 7;
+
+/// The alias of call `n` of execution `exec_id`: 7 lower-case base-36
+/// characters (36 bits) hashed from both, so the aliases of one execution's
+/// calls differ and nothing about the execution can be read off them.
+fn call_alias(exec_id: &str, n: usize) -> String {
+    let digest = crate::tenant::hash_parts(
+        "codemode-proxy call alias v1",
+        &[exec_id.as_bytes(), n.to_string().as_bytes()],
+    );
+    let mut x = u64::from_le_bytes(digest[..8].try_into().unwrap_or_default());
+    let mut out = String::with_capacity(ALIAS_LEN);
+    for _ in 0..ALIAS_LEN {
+        out.push(char::from_digit((x % 36) as u32, 36).unwrap_or('0'));
+        x /= 36;
+    }
+    out
+}
+
+/// `(execution id, call number)` of a minted call id, as the proxy wrote it.
 pub fn parse_call_id(id: &str) -> Option<(&str, usize)> {
     let rest = id.strip_prefix(MINTED_PREFIX)?;
+    let (alias, rest) = rest.split_once('_')?;
     let (exec, n) = rest.rsplit_once('_')?;
-    Some((exec, n.parse().ok()?))
+    let n = n.parse().ok()?;
+    (alias.len() == ALIAS_LEN && alias == call_alias(exec, n)).then_some((exec, n))
+}
+
+/// The short form a call id has when an agent kept only its first 9 letters
+/// and digits (`cm` and the alias), if `id` can be one: an id that, without
+/// its other characters, starts with `cm` and has at least 9.
+pub fn short_form(id: &str) -> Option<String> {
+    let alnum: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
+    (alnum.len() > ALIAS_LEN + 1 && alnum.starts_with("cm")).then_some(alnum)
+}
+
+/// `(execution id, call number)` of call id `id` in `tenant`'s history:
+/// a minted id as written, or one an agent shortened to its first letters
+/// and digits (found through the alias the proxy recorded). `None` for any
+/// other id, and for a shortened one the proxy holds no call for.
+pub fn resolve_call_id(
+    id: &str,
+    tenant: &Tenant,
+    store: &dyn ExecutionStore,
+) -> Option<(String, usize)> {
+    if let Some((exec, n)) = parse_call_id(id) {
+        return Some((exec.to_owned(), n));
+    }
+    let short = short_form(id)?;
+    let full = store.alias(tenant, &short[..ALIAS_LEN + 2])?;
+    let full_alnum: String = full.chars().filter(char::is_ascii_alphanumeric).collect();
+    if !full_alnum.starts_with(&short) {
+        return None;
+    }
+    parse_call_id(&full).map(|(exec, n)| (exec.to_owned(), n))
+}
+
+/// The short key of a minted call id: its first 9 letters and digits.
+pub fn alias_key(call_id: &str) -> String {
+    call_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(ALIAS_LEN + 2)
+        .collect()
 }
 
 /// Milliseconds since the epoch.
@@ -256,7 +333,7 @@ pub async fn step(
 
 /// The `run_code` result as the model reads it.
 pub fn render_outcome(outcome: &RunOutcome, limits: &Limits) -> String {
-    let mut text = match outcome {
+    let text = match outcome {
         RunOutcome::Finished { output, value } => {
             let mut t = String::new();
             if !output.is_empty() {
@@ -278,6 +355,11 @@ pub fn render_outcome(outcome: &RunOutcome, limits: &Limits) -> String {
         }
         RunOutcome::Blocked { .. } => "Error: the program did not finish".to_owned(),
     };
+    limit_output(text, limits)
+}
+
+/// `text` cut to the bytes the model may get, saying so.
+pub fn limit_output(mut text: String, limits: &Limits) -> String {
     if text.len() > limits.max_output_bytes {
         let total = text.len();
         let mut cut = limits.max_output_bytes;

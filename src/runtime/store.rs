@@ -16,6 +16,11 @@ pub trait ExecutionStore: Send + Sync + 'static {
     /// The execution `id` of `tenant`, if held. Another tenant's execution
     /// is not found, exactly as one never minted.
     fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>>;
+    /// The whole id of `tenant`'s call whose id begins, in letters and
+    /// digits, with `short` ([`super::alias_key`]): how a call is found
+    /// again after an agent shortened its id. Every call of a stored
+    /// execution has its alias for as long as the execution is kept.
+    fn alias(&self, tenant: &Tenant, short: &str) -> Option<String>;
 }
 
 type Key = (Tenant, Box<str>);
@@ -29,6 +34,7 @@ type Key = (Tenant, Box<str>);
 pub struct MemoryExecutionStore {
     waiting: Cache<Key, Arc<Execution>>,
     ended: Cache<Key, Arc<Execution>>,
+    aliases: Cache<Key, Arc<str>>,
 }
 
 impl MemoryExecutionStore {
@@ -47,12 +53,26 @@ impl MemoryExecutionStore {
         MemoryExecutionStore {
             waiting: cache(lifetime),
             ended: cache(keep),
+            // Aliases are small (a key and an id); they live as long as the
+            // longer-lived of the two kinds of records.
+            aliases: Cache::builder()
+                .max_capacity((budget_bytes / 8).max(1))
+                .weigher(|k: &Key, id: &Arc<str>| weight(64 + k.1.len() + id.len()))
+                .time_to_live(cache_ttl(lifetime.max(keep)))
+                .build(),
         }
     }
 }
 
 impl ExecutionStore for MemoryExecutionStore {
     fn put(&self, exec: Arc<Execution>) {
+        for n in 0..exec.calls.len() {
+            let id = exec.call_id(n);
+            let key: Key = (exec.tenant, super::alias_key(&id).into());
+            if !self.aliases.contains_key(&key) {
+                self.aliases.insert(key, id.into());
+            }
+        }
         let key: Key = (exec.tenant, exec.id.as_str().into());
         if exec.outcome.is_some() {
             self.waiting.invalidate(&key);
@@ -65,6 +85,12 @@ impl ExecutionStore for MemoryExecutionStore {
     fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>> {
         let key: Key = (*tenant, id.into());
         self.waiting.get(&key).or_else(|| self.ended.get(&key))
+    }
+
+    fn alias(&self, tenant: &Tenant, short: &str) -> Option<String> {
+        self.aliases
+            .get(&(*tenant, short.into()))
+            .map(|id| id.to_string())
     }
 }
 
@@ -87,6 +113,7 @@ fn execution_bytes(e: &Execution) -> usize {
         + e.run_call_id.len()
         + e.code.len()
         + e.assistant_content.as_ref().map_or(0, String::len)
+        + e.model_turn.as_ref().map_or(0, String::len)
         + e.tools.iter().map(|t| 24 + t.len()).sum::<usize>()
         + calls
         + e.outcome.as_ref().map_or(0, String::len)

@@ -253,6 +253,68 @@ fn call_ids_name_their_execution() {
     assert_eq!(parse_call_id(&id), Some((e.id.as_str(), 3)));
     assert_eq!(minted_for(&e.id, &tenant), Some(e.created_ms));
     assert_eq!(parse_call_id("call_abc"), None);
+    // An id whose alias was changed is not one the proxy minted.
+    let forged = format!("cm_aaaaaaa_{}_3", e.id);
+    assert_ne!(forged, id);
+    assert_eq!(parse_call_id(&forged), None);
+}
+
+#[test]
+fn shortened_call_ids_stay_distinct_and_are_found_again() {
+    use std::collections::HashSet;
+    let tenant = crate::tenant::Tenant::anonymous("s");
+    let store = MemoryExecutionStore::new(
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_secs(60),
+        1 << 20,
+    );
+    let mut e = Execution::new(tenant, "call_1".into(), "x".into(), None, tools());
+    e.calls = (0..100)
+        .map(|n| CallRecord {
+            name: "read".into(),
+            args: format!("{{\"n\":{n}}}"),
+            result: None,
+        })
+        .collect();
+    store.put(std::sync::Arc::new(e.clone()));
+    let mut seen = HashSet::new();
+    for n in 0..100 {
+        let id = e.call_id(n);
+        // opencode for Mistral models: the first 9 letters and digits.
+        let short: String = id
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(9)
+            .collect();
+        assert!(seen.insert(short.clone()), "call {n} collides: {short}");
+        assert_eq!(
+            resolve_call_id(&short, &tenant, &store),
+            Some((e.id.clone(), n))
+        );
+        // Any longer prefix too, and the whole id without its underscores.
+        let longer: String = id
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(20)
+            .collect();
+        assert_eq!(
+            resolve_call_id(&longer, &tenant, &store),
+            Some((e.id.clone(), n))
+        );
+    }
+    let other = crate::tenant::Tenant::anonymous("t");
+    let short: String = e
+        .call_id(0)
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(9)
+        .collect();
+    assert_eq!(
+        resolve_call_id(&short, &other, &store),
+        None,
+        "another tenant finds nothing"
+    );
+    assert_eq!(resolve_call_id("cm1234567", &tenant, &store), None);
 }
 
 #[test]

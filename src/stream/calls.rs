@@ -33,6 +33,9 @@ pub struct Call {
     client: Option<(u32, String)>,
     /// A `run_code` call the proxy runs itself: it passes, but never reaches the client.
     pub held: bool,
+    /// Every delta of the call merged, provider fields included, for a
+    /// replay of the model's turn.
+    raw: Map<String, Value>,
 }
 
 impl Call {
@@ -51,6 +54,7 @@ impl Call {
     /// The call, judged, with complete arguments.
     pub fn judged(&self, plan: &ToolPlan) -> JudgedCall {
         JudgedCall {
+            raw: (self.shape != Shape::Legacy).then(|| self.whole()),
             id: self.id(),
             name: self.name.clone(),
             arguments: self.arguments.clone(),
@@ -62,6 +66,30 @@ impl Call {
                 plan,
             ),
         }
+    }
+}
+
+impl Call {
+    /// The call as one `tool_calls` entry: its merged deltas, under the name
+    /// it was judged by and with its whole arguments (a continuation the
+    /// fast path recorded is not in the merged deltas).
+    fn whole(&self) -> Map<String, Value> {
+        let mut call = self.raw.clone();
+        call.remove("index");
+        let (kind, body_key, args_key) = match self.shape {
+            Shape::Custom => ("custom", "custom", "input"),
+            Shape::Function | Shape::Legacy => ("function", "function", "arguments"),
+        };
+        call.insert("type".into(), json!(kind));
+        let body = call
+            .entry(body_key)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !body.is_object() {
+            *body = Value::Object(Map::new());
+        }
+        body["name"] = json!(self.name);
+        body[args_key] = json!(self.arguments);
+        call
     }
 }
 
@@ -99,6 +127,7 @@ impl CallTracker {
         let args = fragment(&delta);
         let slot = self.slot(index, id.as_deref());
         let call = &mut self.calls[slot];
+        super::accumulate::accumulate(&mut call.raw, &delta);
         if call.up_index.is_none() {
             call.up_index = index;
         }

@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
+use super::accumulate::accumulate_except;
 use super::calls::{CallTracker, DeltaView};
 use crate::intercept::add_usage;
 use crate::plan::ToolPlan;
@@ -34,6 +35,27 @@ struct Round {
     emitted_text: bool,
     usage: Option<Value>,
     template: Option<Value>,
+    /// The model's message so far, every field but its calls (which
+    /// [`CallTracker`] keeps), for a replay of the turn.
+    message: Map<String, Value>,
+}
+
+impl Round {
+    /// Takes in a delta's fields other than its calls.
+    fn on_delta_fields(&mut self, delta: &Map<String, Value>) {
+        accumulate_except(&mut self.message, delta, &["tool_calls", "function_call"]);
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            if !text.is_empty() {
+                self.text.push_str(text);
+                self.emitted_text = true;
+            }
+        }
+    }
+
+    /// The model's turn as it came, every provider field kept, with `calls`.
+    fn model_turn(&self, calls: &[JudgedCall]) -> Value {
+        turn::assistant_turn(&self.message, calls)
+    }
 }
 
 /// The model's `run_code` call that the proxy runs between rounds.
@@ -45,6 +67,8 @@ pub struct HeldProgram {
     pub arguments: String,
     /// The text the model wrote in the same turn.
     pub content: Option<String>,
+    /// The model's whole turn, provider fields included, for its history.
+    pub turn: Option<Value>,
     /// Calls denied in the same turn, for the model's history.
     pub denied_calls: Vec<Value>,
     /// Their denials.
@@ -79,6 +103,10 @@ pub struct StreamJudge {
     usage_before: Option<Value>,
     round: Round,
     errored: bool,
+    /// A program's round went out with text: the next round's text starts
+    /// a new paragraph, so the opening words and the answer do not run
+    /// together.
+    text_before_program: bool,
 }
 
 impl StreamJudge {
@@ -94,6 +122,7 @@ impl StreamJudge {
             usage_before: None,
             round: Round::default(),
             errored: false,
+            text_before_program: false,
         }
     }
 
@@ -204,8 +233,9 @@ impl StreamJudge {
             return false;
         }
         if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
-            self.round.text.push_str(text);
-            self.round.emitted_text = true;
+            let mut fields = Map::new();
+            fields.insert("content".into(), json!(text));
+            self.round.on_delta_fields(&fields);
         }
         true
     }
@@ -247,10 +277,13 @@ impl StreamJudge {
         let mut finishing = false;
         if let Some(choice) = chunk.pointer_mut("/choices/0") {
             if let Some(delta) = choice.get_mut("delta").and_then(Value::as_object_mut) {
-                if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                    if !text.is_empty() {
-                        self.round.text.push_str(text);
-                        self.round.emitted_text = true;
+                let opens_paragraph = self.text_before_program && !self.round.emitted_text;
+                self.round.on_delta_fields(delta);
+                if opens_paragraph && self.round.emitted_text {
+                    if let Some(Value::String(text)) = delta.get_mut("content") {
+                        text.insert_str(0, "\n\n");
+                        changed = true;
+                        self.text_before_program = false;
                     }
                 }
                 let mut judged = false;
@@ -364,9 +397,7 @@ impl StreamJudge {
         match self.round.decision {
             Some(Decision::Repair) => {
                 add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                let text = std::mem::take(&mut self.round.text);
-                let content = (!text.is_empty()).then_some(text.as_str());
-                let assistant = turn::assistant_turn(content, &calls);
+                let assistant = self.round.model_turn(&calls);
                 RoundEnd::Repair {
                     messages: turn::repair_messages(assistant, &calls),
                 }
@@ -377,6 +408,7 @@ impl StreamJudge {
                 let program = calls.iter().find(|c| c.fate == Fate::Program);
                 let (denied_calls, denials) = turn::program_denials(&calls);
                 RoundEnd::Program(HeldProgram {
+                    turn: Some(self.round.model_turn(&calls)),
                     id: program.map(|c| c.id.clone()).unwrap_or_default(),
                     arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
                     content: (!text.is_empty()).then_some(text),
@@ -402,6 +434,7 @@ impl StreamJudge {
 
     /// Starts the next round after a program ended and the model was asked again.
     pub fn start_program_round(&mut self) {
+        self.text_before_program |= self.round.emitted_text;
         self.programs += 1;
         self.rounds += 1;
         self.round = Round::default();
@@ -497,14 +530,8 @@ impl StreamJudge {
     fn flush_deferred(&mut self) {
         for data in std::mem::take(&mut self.round.deferred) {
             if let Ok(v) = serde_json::from_str::<Value>(&data) {
-                if let Some(t) = v
-                    .pointer("/choices/0/delta/content")
-                    .and_then(Value::as_str)
-                {
-                    if !t.is_empty() {
-                        self.round.text.push_str(t);
-                        self.round.emitted_text = true;
-                    }
+                if let Some(delta) = v.pointer("/choices/0/delta").and_then(Value::as_object) {
+                    self.round.on_delta_fields(delta);
                 }
             }
         }

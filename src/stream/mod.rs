@@ -5,6 +5,7 @@
 //! stream. The SSE parser lives in [`crate::sse`], the classification rule
 //! in [`crate::classify`]: this module only applies them.
 
+mod accumulate;
 mod body;
 mod calls;
 pub mod judge;
