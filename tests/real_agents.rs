@@ -12,7 +12,9 @@
 //! CI a test whose agent is missing is skipped with a note; under CI (`CI`
 //! set) it fails.
 //!
-//! The `#[ignore]`d tests reproduce issue 9; they are its acceptance tests.
+//! The sections marked "issue 9" reproduced what real agents broke (each
+//! test failed before the fix): stopped programs, provider fields of the
+//! model's turn, rewritten tool-call ids, media after tool results.
 
 mod common;
 
@@ -756,31 +758,26 @@ async fn step_limit_mid_program(agent: Agent, stream: bool) {
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 1: opencode steps=2: its last step appends a 'MAXIMUM STEPS REACHED' assistant message; the proxy sends run_code without a result: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages', `opencode run` exits 1"]
 async fn opencode_step_limit_mid_program_then_the_conversation_goes_on() {
     step_limit_mid_program(Agent::Opencode, true).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 1: stopWhen stepCountIs(2) mid-program, then a new user message: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages'"]
 async fn ai_sdk_step_limit_mid_program_then_the_conversation_goes_on() {
     step_limit_mid_program(Agent::AiSdk, false).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 1: stopWhen stepCountIs(2) mid-program (streaming), then a new user message: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages'"]
 async fn ai_sdk_streaming_step_limit_mid_program_then_the_conversation_goes_on() {
     step_limit_mid_program(Agent::AiSdk, true).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 1: max_turns=2 mid-program, then a new run with the history: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages'"]
 async fn openai_agents_max_turns_mid_program_then_the_conversation_goes_on() {
     step_limit_mid_program(Agent::OpenaiAgents, false).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 1: recursion_limit mid-program, then a new message: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages'"]
 async fn langgraph_recursion_limit_mid_program_then_the_conversation_goes_on() {
     step_limit_mid_program(Agent::Langgraph, false).await;
 }
@@ -835,25 +832,21 @@ async fn provider_fields_survive(agent: Agent, stream: bool, gemini: bool) {
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 2: the replayed run_code turn drops extra_content.google.thought_signature: provider 400 'Function call is missing a thought_signature'"]
 async fn ai_sdk_gemini_thought_signature_survives_the_replay() {
     provider_fields_survive(Agent::AiSdk, false, true).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 2: the replayed run_code turn drops extra_content.google.thought_signature (streaming): provider 400 'Function call is missing a thought_signature'"]
 async fn ai_sdk_streaming_gemini_thought_signature_survives_the_replay() {
     provider_fields_survive(Agent::AiSdk, true, true).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 2: the replayed run_code turn drops reasoning_content: provider 400 'Missing `reasoning_content` field'"]
 async fn openai_agents_deepseek_reasoning_content_survives_the_replay() {
     provider_fields_survive(Agent::OpenaiAgents, false, false).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 2: the replayed run_code turn drops reasoning_content (streaming): provider 400 'Missing `reasoning_content` field'"]
 async fn langgraph_streaming_deepseek_reasoning_content_survives_the_replay() {
     provider_fields_survive(Agent::Langgraph, true, false).await;
 }
@@ -908,13 +901,11 @@ async fn mistral_program(parallel: bool) {
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 3: opencode with mistral-large-latest shortens minted ids to 9 alphanumerics: the model is shown a native read it never made and the answer holds a.txt only (exit 0)"]
 async fn opencode_with_a_mistral_model_gets_the_program_result() {
     mistral_program(false).await;
 }
 
 #[tokio::test]
-#[ignore = "issue 9 item 3: opencode with mistral-large-latest, one batch of three nested calls: all three come back as one 9-character id; the model is shown three native reads it never made"]
 async fn opencode_with_a_mistral_model_gets_a_parallel_program_result() {
     mistral_program(true).await;
 }
@@ -925,7 +916,6 @@ const PNG: &[u8] = b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x4
 /// opencode sends an image a tool read after the tool results, in a user
 /// message ("Attached media from tool result:"); the program must resume.
 #[tokio::test]
-#[ignore = "issue 9 item 1: opencode sends the image in a user message ('Attached media from tool result:') after the results; the proxy drops the result: provider 400 'An assistant message with 'tool_calls' must be followed by tool messages'"]
 async fn opencode_program_resumes_after_an_image_result() {
     let agent = Agent::Opencode;
     if !agent.ready() {
