@@ -194,7 +194,9 @@ pub fn minted_for(exec_id: &str, tenant: &Tenant) -> Option<u64> {
 
 /// The id of call `n` of execution `exec_id` (see [`Execution::call_id`]).
 pub fn call_id(exec_id: &str, n: usize) -> String {
-    format!("{MINTED_PREFIX}{}_{exec_id}_{n}", call_alias(exec_id, n))
+    let alias = call_alias(exec_id, n);
+    let alias = std::str::from_utf8(&alias).unwrap_or_default();
+    format!("{MINTED_PREFIX}{alias}_{exec_id}_{n}")
 }
 
 /// Letters in a call's alias.
@@ -202,17 +204,29 @@ const ALIAS_LEN: usize = 7;
 
 /// The alias of call `n` of execution `exec_id`: 7 lower-case base-36
 /// characters (36 bits) hashed from both, so the aliases of one execution's
-/// calls differ and nothing about the execution can be read off them.
-fn call_alias(exec_id: &str, n: usize) -> String {
-    let digest = crate::tenant::hash_parts(
-        "codemode-proxy call alias v1",
-        &[exec_id.as_bytes(), n.to_string().as_bytes()],
-    );
-    let mut x = u64::from_le_bytes(digest[..8].try_into().unwrap_or_default());
-    let mut out = String::with_capacity(ALIAS_LEN);
-    for _ in 0..ALIAS_LEN {
-        out.push(char::from_digit((x % 36) as u32, 36).unwrap_or('0'));
-        x /= 36;
+/// calls differ.
+///
+/// FNV-1a and a MurmurHash3 finaliser rather than a cryptographic hash: the
+/// secret is the execution id, which the client holds whole anyway; the
+/// alias must only spread well, be the same on every build and replica
+/// (it names a call across restarts), and be cheap, since every minted id
+/// in a history is checked on every request.
+fn call_alias(exec_id: &str, n: usize) -> [u8; ALIAS_LEN] {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = exec_id.bytes().chain([0]).chain((n as u64).to_le_bytes());
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    let mut out = [0u8; ALIAS_LEN];
+    for c in &mut out {
+        *c = b"0123456789abcdefghijklmnopqrstuvwxyz"[(h % 36) as usize];
+        h /= 36;
     }
     out
 }
@@ -223,7 +237,7 @@ pub fn parse_call_id(id: &str) -> Option<(&str, usize)> {
     let (alias, rest) = rest.split_once('_')?;
     let (exec, n) = rest.rsplit_once('_')?;
     let n = n.parse().ok()?;
-    (alias.len() == ALIAS_LEN && alias == call_alias(exec, n)).then_some((exec, n))
+    (alias.as_bytes() == call_alias(exec, n)).then_some((exec, n))
 }
 
 /// The short form a call id has when an agent kept only its first 9 letters
