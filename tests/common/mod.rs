@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod raw_provider;
+pub mod scripted;
 pub mod sse_client;
 
 use std::collections::{HashMap, VecDeque};
