@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use common::agent::fs_tools;
+use common::scripted::{chunk, openai_rules, provider_error, serve, transcript};
 use common::sse_client::reassemble;
 use common::{start, Proxy};
 use serde_json::{json, Value};
@@ -47,46 +48,6 @@ struct ModelState {
 #[derive(Clone)]
 struct Model(Arc<Mutex<ModelState>>);
 
-/// OpenAI's rules on a conversation; the first one broken, as OpenAI says it.
-fn openai_rules(messages: &[Value]) -> Option<String> {
-    for (i, m) in messages.iter().enumerate() {
-        let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
-        if m["role"] == "assistant" && !calls.is_empty() {
-            let answered: Vec<&str> = messages[i + 1..]
-                .iter()
-                .take_while(|m| m["role"] == "tool")
-                .filter_map(|m| m["tool_call_id"].as_str())
-                .collect();
-            let missing: Vec<&str> = calls
-                .iter()
-                .filter_map(|c| c["id"].as_str())
-                .filter(|id| !answered.contains(id))
-                .collect();
-            if !missing.is_empty() {
-                return Some(format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}", missing.join(", ")));
-            }
-        }
-        if m["role"] == "tool" {
-            let id = m["tool_call_id"].as_str().unwrap_or("");
-            let placed = messages[..i].iter().rev().any(|p| {
-                p["role"] == "assistant"
-                    && p["tool_calls"]
-                        .as_array()
-                        .is_some_and(|c| c.iter().any(|c| c["id"] == id))
-            });
-            if !placed {
-                return Some("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into());
-            }
-        }
-    }
-    None
-}
-
-fn provider_error(message: &str) -> ResponseTemplate {
-    ResponseTemplate::new(400).set_body_json(json!({"error": {
-        "message": message, "type": "invalid_request_error", "param": "messages", "code": null}}))
-}
-
 impl Respond for Model {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
@@ -117,82 +78,6 @@ impl Respond for Model {
         });
         template
     }
-}
-
-fn model_usage() -> Value {
-    json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
-}
-
-fn finish_of(message: &Value) -> &'static str {
-    if message["tool_calls"].is_array() {
-        "tool_calls"
-    } else {
-        "stop"
-    }
-}
-
-/// `message` as the model's answer to `req`: a completion, or its stream.
-fn serve(req: &Value, message: Value) -> ResponseTemplate {
-    let finish = finish_of(&message);
-    if req["stream"] != true {
-        return ResponseTemplate::new(200).set_body_json(json!({
-            "id": "chatcmpl-model", "object": "chat.completion", "created": 1, "model": "test-model",
-            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-            "usage": model_usage(),
-        }));
-    }
-    let include_usage = req["stream_options"]["include_usage"] == true;
-    ResponseTemplate::new(200).set_body_raw(
-        sse_of(&message, include_usage).into_bytes(),
-        "text/event-stream",
-    )
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let c = json!({"id": "chatcmpl-model", "object": "chat.completion.chunk", "created": 1,
-        "model": "test-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {c}\n\n")
-}
-
-fn usage_chunk() -> String {
-    let c = json!({"id": "chatcmpl-model", "object": "chat.completion.chunk", "created": 1,
-        "model": "test-model", "choices": [], "usage": model_usage()});
-    format!("data: {c}\n\n")
-}
-
-/// The stream a provider sends for `message`: the role first, reasoning,
-/// text, each call's head (with its extra fields) then its arguments.
-fn sse_of(message: &Value, include_usage: bool) -> String {
-    let mut s = chunk(json!({"role": "assistant", "content": ""}), None);
-    if let Some(r) = message.get("reasoning_content") {
-        s += &chunk(json!({"reasoning_content": r}), None);
-    }
-    if let Some(t) = message["content"].as_str() {
-        s += &chunk(json!({"content": t}), None);
-    }
-    for (i, c) in message["tool_calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
-        let mut head = json!({"index": i, "id": c["id"], "type": "function",
-            "function": {"name": c["function"]["name"], "arguments": ""}});
-        if let Some(e) = c.get("extra_content") {
-            head["extra_content"] = e.clone();
-        }
-        s += &chunk(json!({"tool_calls": [head]}), None);
-        s += &chunk(
-            json!({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]}),
-            None,
-        );
-    }
-    s += &chunk(json!({}), Some(finish_of(message)));
-    if include_usage {
-        s += &usage_chunk();
-    }
-    s + "data: [DONE]\n\n"
 }
 
 /// The fake provider: its server and what its model saw.
@@ -235,43 +120,8 @@ impl Upstream {
 
     /// Each request in short, for assertion messages.
     fn transcript(&self) -> String {
-        let mut out = String::new();
-        for (i, s) in self.seen().iter().enumerate() {
-            let roles: Vec<String> = s.body["messages"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
-                .map(|m| {
-                    let role = m["role"].as_str().unwrap_or("?").to_owned();
-                    match (m["tool_calls"].as_array(), m["tool_call_id"].as_str()) {
-                        (Some(calls), _) => {
-                            let c: Vec<String> = calls
-                                .iter()
-                                .map(|c| {
-                                    format!(
-                                        "{}#{}",
-                                        c["function"]["name"].as_str().unwrap_or(""),
-                                        c["id"].as_str().unwrap_or("")
-                                    )
-                                })
-                                .collect();
-                            format!("{role}[{}]", c.join(","))
-                        }
-                        (_, Some(id)) => format!("{role}#{id}"),
-                        _ => role,
-                    }
-                })
-                .collect();
-            out += &format!(
-                "\n  request {} -> {} {}: {}",
-                i + 1,
-                s.status,
-                s.refusal,
-                roles.join(" ")
-            );
-        }
-        out
+        let seen = self.seen();
+        transcript(seen.iter().map(|s| (&s.body, s.status, s.refusal.as_str())))
     }
 
     /// The model answered every request (never a 400 for a broken
