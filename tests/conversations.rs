@@ -11,12 +11,11 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use common::agent::fs_tools;
-use common::scripted::{chunk, openai_rules, provider_error, serve, transcript};
-use common::sse_client::reassemble;
+use common::scripted::{chunk, model_server, openai_rules, provider_error, serve, transcript};
+use common::sse_client::{payloads, reassemble};
 use common::{call_names, start, usage, Proxy};
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 // --------------------------------------------------------- The scripted model
 
@@ -37,51 +36,223 @@ struct Seen {
     refusal: String,
 }
 
-#[derive(Default)]
-struct ModelState {
-    script: VecDeque<Reply>,
-    seen: Vec<Seen>,
+/// The model: what it still has to say, and what it saw.
+#[derive(Clone, Default)]
+struct Model {
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
 }
-
-#[derive(Clone)]
-struct Model(Arc<Mutex<ModelState>>);
 
 impl Respond for Model {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let raw = String::from_utf8_lossy(&req.body).into_owned();
-        let mut st = self.0.lock().unwrap();
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        let (status, refusal, template) = match openai_rules(&messages) {
-            Some(m) => (400, m.clone(), provider_error(&m)),
-            None => match st.script.pop_front() {
-                None => (
-                    500,
-                    "script exhausted".to_owned(),
-                    ResponseTemplate::new(500).set_body_string("script exhausted"),
-                ),
-                Some(Reply::Message(m)) => (200, String::new(), serve(&body, m)),
-                Some(Reply::Sse(s)) => (
-                    200,
-                    String::new(),
-                    ResponseTemplate::new(200).set_body_raw(s.into_bytes(), "text/event-stream"),
-                ),
-            },
+        let (status, refusal, template) = if let Some(m) = openai_rules(&messages) {
+            (400, m.clone(), provider_error(&m))
+        } else if let Some(reply) = self.script.lock().unwrap().pop_front() {
+            let template = match reply {
+                Reply::Message(m) => serve(&body, m),
+                Reply::Sse(s) => ResponseTemplate::new(200).set_body_raw(s, "text/event-stream"),
+            };
+            (200, String::new(), template)
+        } else {
+            let exhausted = "script exhausted";
+            let template = ResponseTemplate::new(500).set_body_string(exhausted);
+            (500, exhausted.to_owned(), template)
         };
-        st.seen.push(Seen {
+        let seen = Seen {
             body,
             raw,
             status,
             refusal,
-        });
+        };
+        self.seen.lock().unwrap().push(seen);
         template
+    }
+}
+
+/// The id of the model's `run_code` call.
+const PROG: &str = "call_prog";
+
+/// The model's turn that runs `code`.
+fn program(text: Option<&str>, code: &str) -> Value {
+    json!({"role": "assistant", "content": text, "tool_calls": [{"id": PROG, "type": "function",
+        "function": {"name": "run_code", "arguments": json!({"code": code}).to_string()}}]})
+}
+
+fn run(code: &str) -> Reply {
+    Reply::Message(program(None, code))
+}
+
+fn say(text: &str) -> Reply {
+    Reply::Message(json!({"role": "assistant", "content": text}))
+}
+
+const ONE_READ: &str = "return await tools.read({path: 'a.txt'});";
+const TWO_PARALLEL: &str = "const [a, b] = await Promise.all([tools.read({path: 'a.txt'}), tools.read({path: 'b.txt'})]); return a + b;";
+const TWO_SEQUENTIAL: &str = "const a = await tools.read({path: 'a.txt'}); const b = await tools.read({path: 'b.txt'}); return a + b;";
+const THREE_SEQUENTIAL: &str = "const a = await tools.read({path: 'a.txt'}); const b = await tools.read({path: 'b.txt'}); const c = await tools.read({path: 'c.txt'}); return [a, b, c].join('|');";
+const THREE_PARALLEL: &str = "const parts = await Promise.all(['a.txt', 'b.txt', 'c.txt'].map(path => tools.read({path}))); return parts.join('|');";
+
+const READ_A: &str = r#"tools.read({"path": "a.txt"})"#;
+const READ_B: &str = r#"tools.read({"path": "b.txt"})"#;
+
+// ----------------------------------------------------------------- The client
+
+fn request(messages: &[Value], stream: bool) -> Value {
+    let mut body = json!({"model": "test-model", "messages": messages, "tools": fs_tools()});
+    if stream {
+        body["stream"] = json!(true);
+    }
+    body
+}
+
+fn calls_of(turn: &Value) -> Vec<Value> {
+    turn["tool_calls"].as_array().cloned().unwrap_or_default()
+}
+
+/// The client's tool message for `call` (a read).
+fn result(call: &Value) -> Value {
+    assert_eq!(call["function"]["name"], "read", "{call}");
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    let content = match args["path"].as_str().unwrap() {
+        "a.txt" => "alpha",
+        "b.txt" => "beta",
+        "c.txt" => "gamma",
+        _ => "ENOENT",
+    };
+    json!({"role": "tool", "tool_call_id": call["id"], "content": content})
+}
+
+/// Pushes `turn` and the results of all its calls.
+fn answer_all(messages: &mut Vec<Value>, turn: &Value) {
+    messages.push(turn.clone());
+    for c in calls_of(turn) {
+        messages.push(result(&c));
+    }
+}
+
+/// The proxy in code mode with the embedded runtime, in front of `model`.
+async fn proxy(model: &MockServer) -> Proxy {
+    start(
+        model,
+        &[("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_MODE", "code")],
+    )
+    .await
+}
+
+/// A conversation: a scripted model, the proxy in code mode with the
+/// embedded runtime in front of it, and the client's messages so far (a
+/// system prompt and the user's `text` first).
+struct Chat {
+    server: MockServer,
+    model: Model,
+    proxy: Proxy,
+    m: Vec<Value>,
+    stream: bool,
+}
+
+// What the client does.
+impl Chat {
+    async fn new(script: impl IntoIterator<Item = Reply>, text: &str, stream: bool) -> Chat {
+        let model = Model::default();
+        model.script.lock().unwrap().extend(script);
+        let server = model_server(model.clone()).await;
+        let proxy = proxy(&server).await;
+        let m = vec![
+            json!({"role": "system", "content": "You are an agent."}),
+            json!({"role": "user", "content": text}),
+        ];
+        Chat {
+            server,
+            model,
+            proxy,
+            m,
+            stream,
+        }
+    }
+
+    /// Sends the conversation; asserts a 200 and returns the assistant
+    /// message, as the client's SDK would make it of a completion or a
+    /// stream.
+    async fn ask(&self) -> Value {
+        let res = self.proxy.chat(&request(&self.m, self.stream), &[]).await;
+        let status = res.status();
+        let bytes = res.bytes().await.unwrap();
+        assert_eq!(
+            status,
+            200,
+            "the proxy answered {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        );
+        if !self.stream {
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            return v["choices"][0]["message"].clone();
+        }
+        let view = reassemble(&bytes);
+        assert!(view.errors.is_empty(), "stream errors: {:?}", view.errors);
+        view.message()
+    }
+
+    /// Sends the conversation and keeps the turn with all its results.
+    async fn turn(&mut self) -> Value {
+        let turn = self.ask().await;
+        answer_all(&mut self.m, &turn);
+        turn
+    }
+
+    /// Adds `message` to the conversation; returns it.
+    fn push(&mut self, message: Value) -> Value {
+        self.m.push(message.clone());
+        message
+    }
+
+    /// Sends the conversation: the answer is `text`, and every request the
+    /// model got so far was well formed.
+    async fn answers(&self, text: &str) {
+        let answer = self.ask().await;
+        assert_eq!(answer["content"], text);
+        self.assert_well_formed();
+    }
+
+    /// The agent's tool loop until an answer; `rename` rewrites every
+    /// tool-call id the client keeps (in its assistant turns and tool
+    /// messages).
+    async fn drive(&mut self, rename: fn(&str) -> String) -> Value {
+        for _ in 0..10 {
+            let mut turn = self.ask().await;
+            if calls_of(&turn).is_empty() {
+                return self.push(turn);
+            }
+            for c in turn["tool_calls"].as_array_mut().unwrap() {
+                let id = rename(c["id"].as_str().unwrap());
+                c["id"] = json!(id);
+            }
+            answer_all(&mut self.m, &turn);
+        }
+        panic!("the agent loop did not end");
+    }
+
+    /// The same history again gives the same bytes upstream (prompt
+    /// caching): the model's third request is its second to the letter.
+    async fn same_again(&self) {
+        self.ask().await;
+        self.assert_well_formed();
+        let seen = self.seen();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(
+            seen[1].raw, seen[2].raw,
+            "the same history gives the same upstream request"
+        );
     }
 }
 
 // What the model saw.
 impl Chat {
     fn seen(&self) -> Vec<Seen> {
-        self.model.0.lock().unwrap().seen.clone()
+        self.model.seen.lock().unwrap().clone()
     }
 
     /// The messages of the model's request `i` (0-based).
@@ -148,224 +319,6 @@ impl Chat {
             }
         }
     }
-}
-
-/// The proxy in code mode with the embedded runtime, in front of `model`.
-async fn proxy(model: &MockServer) -> Proxy {
-    start(
-        model,
-        &[("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_MODE", "code")],
-    )
-    .await
-}
-
-/// The id of the model's `run_code` call.
-const PROG: &str = "call_prog";
-
-/// The model's turn that runs `code`.
-fn program(text: Option<&str>, code: &str) -> Value {
-    json!({"role": "assistant", "content": text, "tool_calls": [{"id": PROG, "type": "function",
-        "function": {"name": "run_code", "arguments": json!({"code": code}).to_string()}}]})
-}
-
-fn run(code: &str) -> Reply {
-    Reply::Message(program(None, code))
-}
-
-fn say(text: &str) -> Reply {
-    Reply::Message(json!({"role": "assistant", "content": text}))
-}
-
-const ONE_READ: &str = "return await tools.read({path: 'a.txt'});";
-const TWO_PARALLEL: &str = "const [a, b] = await Promise.all([tools.read({path: 'a.txt'}), tools.read({path: 'b.txt'})]); return a + b;";
-const TWO_SEQUENTIAL: &str = "const a = await tools.read({path: 'a.txt'}); const b = await tools.read({path: 'b.txt'}); return a + b;";
-const THREE_SEQUENTIAL: &str = "const a = await tools.read({path: 'a.txt'}); const b = await tools.read({path: 'b.txt'}); const c = await tools.read({path: 'c.txt'}); return [a, b, c].join('|');";
-const THREE_PARALLEL: &str = "const parts = await Promise.all(['a.txt', 'b.txt', 'c.txt'].map(path => tools.read({path}))); return parts.join('|');";
-
-const READ_A: &str = r#"tools.read({"path": "a.txt"})"#;
-const READ_B: &str = r#"tools.read({"path": "b.txt"})"#;
-
-// ----------------------------------------------------------------- The client
-
-fn request(messages: &[Value], stream: bool) -> Value {
-    let mut body = json!({"model": "test-model", "messages": messages, "tools": fs_tools()});
-    if stream {
-        body["stream"] = json!(true);
-    }
-    body
-}
-
-fn calls_of(turn: &Value) -> Vec<Value> {
-    turn["tool_calls"].as_array().cloned().unwrap_or_default()
-}
-
-/// The client's tool message for `call` (a read).
-fn result(call: &Value) -> Value {
-    assert_eq!(call["function"]["name"], "read", "{call}");
-    let args: Value =
-        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-    let content = match args["path"].as_str().unwrap() {
-        "a.txt" => "alpha",
-        "b.txt" => "beta",
-        "c.txt" => "gamma",
-        _ => "ENOENT",
-    };
-    json!({"role": "tool", "tool_call_id": call["id"], "content": content})
-}
-
-/// Pushes `turn` and the results of all its calls.
-fn answer_all(messages: &mut Vec<Value>, turn: &Value) {
-    messages.push(turn.clone());
-    for c in calls_of(turn) {
-        messages.push(result(&c));
-    }
-}
-
-/// A conversation: a scripted model, the proxy in code mode with the
-/// embedded runtime in front of it, and the client's messages so far (a
-/// system prompt and the user's `text` first).
-struct Chat {
-    server: MockServer,
-    model: Model,
-    proxy: Proxy,
-    m: Vec<Value>,
-    stream: bool,
-}
-
-// What the client does.
-impl Chat {
-    async fn new(script: impl IntoIterator<Item = Reply>, text: &str, stream: bool) -> Chat {
-        let server = MockServer::start().await;
-        let model = Model(Arc::new(Mutex::new(ModelState {
-            script: script.into_iter().collect(),
-            ..Default::default()
-        })));
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(model.clone())
-            .mount(&server)
-            .await;
-        let proxy = proxy(&server).await;
-        let m = vec![
-            json!({"role": "system", "content": "You are an agent."}),
-            json!({"role": "user", "content": text}),
-        ];
-        Chat {
-            server,
-            model,
-            proxy,
-            m,
-            stream,
-        }
-    }
-
-    /// Sends the conversation; asserts a 200 and returns the assistant
-    /// message, as the client's SDK would make it of a completion or a
-    /// stream.
-    async fn ask(&self) -> Value {
-        let res = self.proxy.chat(&request(&self.m, self.stream), &[]).await;
-        let status = res.status();
-        let bytes = res.bytes().await.unwrap();
-        assert_eq!(
-            status,
-            200,
-            "the proxy answered {status}: {}",
-            String::from_utf8_lossy(&bytes)
-        );
-        if !self.stream {
-            let v: Value = serde_json::from_slice(&bytes).unwrap();
-            return v["choices"][0]["message"].clone();
-        }
-        let view = reassemble(&bytes);
-        assert!(view.errors.is_empty(), "stream errors: {:?}", view.errors);
-        let mut m = json!({"role": "assistant", "content": if view.text.is_empty() { Value::Null } else { json!(view.text) }});
-        if !view.calls.is_empty() {
-            let calls: Vec<Value> = view
-                .calls
-                .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                .collect();
-            m["tool_calls"] = json!(calls);
-        }
-        m
-    }
-
-    /// Sends the conversation and keeps the turn with all its results.
-    async fn turn(&mut self) -> Value {
-        let turn = self.ask().await;
-        answer_all(&mut self.m, &turn);
-        turn
-    }
-
-    /// Adds `message` to the conversation; returns it.
-    fn push(&mut self, message: Value) -> Value {
-        self.m.push(message.clone());
-        message
-    }
-
-    /// Sends the conversation: the answer is `text`, and every request the
-    /// model got so far was well formed.
-    async fn answers(&self, text: &str) {
-        let answer = self.ask().await;
-        assert_eq!(answer["content"], text);
-        self.assert_well_formed();
-    }
-
-    /// The agent's tool loop until an answer; `rename` rewrites every
-    /// tool-call id the client keeps (in its assistant turns and tool
-    /// messages).
-    async fn drive(&mut self, rename: fn(&str) -> String) -> Value {
-        for _ in 0..10 {
-            let mut turn = self.ask().await;
-            if calls_of(&turn).is_empty() {
-                return self.push(turn);
-            }
-            for c in turn["tool_calls"].as_array_mut().unwrap() {
-                let id = rename(c["id"].as_str().unwrap());
-                c["id"] = json!(id);
-            }
-            answer_all(&mut self.m, &turn);
-        }
-        panic!("the agent loop did not end");
-    }
-
-    /// The same history again gives the same bytes upstream (prompt
-    /// caching): the model's third request is its second to the letter.
-    async fn same_again(&self) {
-        self.ask().await;
-        self.assert_well_formed();
-        let seen = self.seen();
-        assert_eq!(seen.len(), 3);
-        assert_eq!(
-            seen[1].raw, seen[2].raw,
-            "the same history gives the same upstream request"
-        );
-    }
-}
-
-/// opencode for Mistral-family models: every tool-call id cut down to its
-/// first 9 letters and digits.
-fn shorten(id: &str) -> String {
-    id.chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(9)
-        .collect()
-}
-
-/// The `data:` payloads of an SSE body, in order.
-fn sse_payloads(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes)
-        .replace("\r\n", "\n")
-        .split("\n\n")
-        .filter_map(|block| {
-            let data: Vec<&str> = block
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            (!data.is_empty()).then(|| data.join("\n"))
-        })
-        .collect()
 }
 
 // ---------------------------------------------------- 1. Interrupted programs
@@ -624,6 +577,15 @@ async fn fields_json_the_hand_off_turn_carries_the_model_reasoning() {
 
 // --------------------- 4. Shortened ids (opencode with Mistral-family models)
 
+/// opencode for Mistral-family models: every tool-call id cut down to its
+/// first 9 letters and digits.
+fn shorten(id: &str) -> String {
+    id.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(9)
+        .collect()
+}
+
 #[tokio::test]
 async fn short_ids_of_one_batch_stay_distinct() {
     let c = Chat::new([run(THREE_PARALLEL)], "Read all", false).await;
@@ -725,7 +687,7 @@ async fn usage_json_hand_off_reports_zero_tokens() {
 #[tokio::test]
 async fn usage_sse_hand_off_has_a_zero_usage_chunk_when_asked() {
     let bytes = second_batch(true, true).await;
-    let payloads = sse_payloads(&bytes);
+    let payloads = payloads(&bytes);
     assert_eq!(
         payloads.last().map(String::as_str),
         Some("[DONE]"),

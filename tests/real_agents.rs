@@ -23,11 +23,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::scripted::{openai_rules, provider_error, serve, transcript};
+use common::scripted::{model_server, openai_rules, provider_error, serve, transcript};
 use common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 // ---------------------------------------------------------------- agents
 
@@ -410,7 +409,6 @@ impl Respond for Model {
 /// The scripted model; with `REAL_AGENTS_DUMP=<dir>` set it writes every
 /// request it gets to `<dir>/<label>.jsonl`.
 async fn model(label: &str, script: impl IntoIterator<Item = Turn>) -> (MockServer, Model) {
-    let server = MockServer::start().await;
     let dump = std::env::var_os("REAL_AGENTS_DUMP").map(|d| {
         let d = PathBuf::from(d);
         std::fs::create_dir_all(&d).unwrap();
@@ -423,12 +421,7 @@ async fn model(label: &str, script: impl IntoIterator<Item = Turn>) -> (MockServ
         script: script.into_iter().collect(),
         ..Default::default()
     })));
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(m.clone())
-        .mount(&server)
-        .await;
-    (server, m)
+    (model_server(m.clone()).await, m)
 }
 
 impl Model {

@@ -4,9 +4,21 @@
 //! transcript of the requests for assertion messages.
 
 use serde_json::{json, Value};
-use wiremock::ResponseTemplate;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
 use super::usage;
+
+/// A provider whose chat completions `model` answers.
+pub async fn model_server(model: impl Respond + 'static) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(model)
+        .mount(&server)
+        .await;
+    server
+}
 
 /// OpenAI's rules on tool messages; the first one broken, as OpenAI says it.
 pub fn openai_rules(messages: &[Value]) -> Option<String> {
