@@ -23,10 +23,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::scripted::{model_server, openai_rules, provider_error, serve, transcript};
 use common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 // ---------------------------------------------------------------- agents
 
@@ -282,11 +282,6 @@ struct ModelState {
 #[derive(Clone)]
 struct Model(Arc<Mutex<ModelState>>);
 
-fn provider_error(message: String) -> ResponseTemplate {
-    ResponseTemplate::new(400).set_body_json(json!({"error": {
-        "message": message, "type": "invalid_request_error", "param": "messages", "code": null}}))
-}
-
 fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
@@ -306,51 +301,31 @@ fn is_side_request(body: &Value) -> bool {
 }
 
 impl ModelState {
-    /// The providers' rules; the first one broken, as the provider says it.
+    /// The providers' rules: OpenAI's on tool messages, then Gemini's and
+    /// DeepSeek's on the model's replayed turns; the first one broken, as
+    /// the provider says it.
     fn check(&self, messages: &[Value]) -> Option<String> {
+        openai_rules(messages).or_else(|| self.replay_rules(messages))
+    }
+
+    fn replay_rules(&self, messages: &[Value]) -> Option<String> {
         for (i, m) in messages.iter().enumerate() {
-            let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
-            if m["role"] == "assistant" && !calls.is_empty() {
-                // OpenAI: every call answered by the tool messages that follow.
-                let answered: Vec<&str> = messages[i + 1..]
-                    .iter()
-                    .take_while(|m| m["role"] == "tool")
-                    .filter_map(|m| m["tool_call_id"].as_str())
-                    .collect();
-                let missing: Vec<&str> = calls
-                    .iter()
-                    .filter_map(|c| c["id"].as_str())
-                    .filter(|id| !answered.contains(id))
-                    .collect();
-                if !missing.is_empty() {
-                    return Some(format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}", missing.join(", ")));
-                }
-                for c in &calls {
-                    let id = c["id"].as_str().unwrap_or("");
-                    // Gemini: the call's thought signature comes back.
-                    if let Some(sig) = self.signatures.get(id) {
-                        if c["extra_content"]["google"]["thought_signature"] != json!(sig) {
-                            return Some(format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", c["function"]["name"].as_str().unwrap_or(""), i + 1));
-                        }
-                    }
-                    // DeepSeek: the turn's reasoning_content comes back.
-                    if let Some(r) = self.reasoning.get(id) {
-                        if m["reasoning_content"] != json!(r) {
-                            return Some(format!("Missing `reasoning_content` field in the assistant message at message index {i}. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"));
-                        }
-                    }
-                }
+            if m["role"] != "assistant" {
+                continue;
             }
-            if m["role"] == "tool" {
-                let id = m["tool_call_id"].as_str().unwrap_or("");
-                let placed = messages[..i].iter().rev().any(|p| {
-                    p["role"] == "assistant"
-                        && p["tool_calls"]
-                            .as_array()
-                            .is_some_and(|c| c.iter().any(|c| c["id"] == id))
-                });
-                if !placed {
-                    return Some("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into());
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                let id = c["id"].as_str().unwrap_or("");
+                // Gemini: the call's thought signature comes back.
+                if let Some(sig) = self.signatures.get(id) {
+                    if c["extra_content"]["google"]["thought_signature"] != json!(sig) {
+                        return Some(format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", c["function"]["name"].as_str().unwrap_or(""), i + 1));
+                    }
+                }
+                // DeepSeek: the turn's reasoning_content comes back.
+                if let Some(r) = self.reasoning.get(id) {
+                    if m["reasoning_content"] != json!(r) {
+                        return Some(format!("Missing `reasoning_content` field in the assistant message at message index {i}. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"));
+                    }
                 }
             }
         }
@@ -361,8 +336,6 @@ impl ModelState {
 impl Respond for Model {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let stream = body["stream"] == true;
-        let usage_chunk = body["stream_options"]["include_usage"] == true;
         let mut st = self.0.lock().unwrap();
         if let Some(file) = &st.dump {
             use std::io::Write;
@@ -379,24 +352,22 @@ impl Respond for Model {
             writeln!(f, "{}", json!({"headers": headers, "body": body})).unwrap();
         }
         if is_side_request(&body) {
-            return answer(
-                stream,
-                usage_chunk,
+            return serve(
+                &body,
                 json!({"role": "assistant", "content": "Reading files"}),
-                "stop",
             );
         }
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         if let Some(message) = st.check(&messages) {
             st.log.push((body, 400, message.clone()));
-            return provider_error(message);
+            return provider_error(&message);
         }
         let Some(turn) = st.script.pop_front() else {
             st.log.push((body, 500, "script exhausted".into()));
             return ResponseTemplate::new(500).set_body_string("script exhausted");
         };
         st.n += 1;
-        let (message, finish) = match turn {
+        let message = match turn {
             Turn::RunCode {
                 code,
                 reasoning,
@@ -416,7 +387,7 @@ impl Respond for Model {
                     m["reasoning_content"] = json!(r);
                     st.reasoning.insert(id, r);
                 }
-                (m, "tool_calls")
+                m
             }
             Turn::Echo => {
                 let last = messages
@@ -425,72 +396,19 @@ impl Respond for Model {
                     .find(|m| m["role"] == "tool")
                     .map(|m| text_of(&m["content"]))
                     .unwrap_or_default();
-                (
-                    json!({"role": "assistant", "content": format!("ANSWER: {last}")}),
-                    "stop",
-                )
+                json!({"role": "assistant", "content": format!("ANSWER: {last}")})
             }
-            Turn::Say(text) => (json!({"role": "assistant", "content": text}), "stop"),
+            Turn::Say(text) => json!({"role": "assistant", "content": text}),
         };
+        let template = serve(&body, message);
         st.log.push((body, 200, String::new()));
-        answer(stream, usage_chunk, message, finish)
+        template
     }
-}
-
-/// The model's message as a chat completion, or as an SSE stream.
-fn answer(stream: bool, usage_chunk: bool, message: Value, finish: &str) -> ResponseTemplate {
-    let usage_v = usage(100, 10);
-    if !stream {
-        return ResponseTemplate::new(200).set_body_json(json!({
-            "id": "chatcmpl-real", "object": "chat.completion", "created": 1, "model": "test-model",
-            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-            "usage": usage_v,
-        }));
-    }
-    let chunk = |delta: Value, finish: Option<&str>| {
-        let c = json!({"id": "chatcmpl-real", "object": "chat.completion.chunk", "created": 1,
-            "model": "test-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        format!("data: {c}\n\n")
-    };
-    let mut s = chunk(json!({"role": "assistant", "content": ""}), None);
-    if let Some(r) = message.get("reasoning_content") {
-        s += &chunk(json!({"reasoning_content": r}), None);
-    }
-    if let Some(t) = message["content"].as_str() {
-        s += &chunk(json!({"content": t}), None);
-    }
-    for (i, c) in message["tool_calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
-        let mut first = json!({"index": i, "id": c["id"], "type": "function",
-            "function": {"name": c["function"]["name"], "arguments": ""}});
-        if let Some(e) = c.get("extra_content") {
-            first["extra_content"] = e.clone();
-        }
-        s += &chunk(json!({"tool_calls": [first]}), None);
-        s += &chunk(
-            json!({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]}),
-            None,
-        );
-    }
-    s += &chunk(json!({}), Some(finish));
-    if usage_chunk {
-        let c = json!({"id": "chatcmpl-real", "object": "chat.completion.chunk", "created": 1,
-            "model": "test-model", "choices": [], "usage": usage_v});
-        s += &format!("data: {c}\n\n");
-    }
-    s += "data: [DONE]\n\n";
-    ResponseTemplate::new(200).set_body_raw(s.into_bytes(), "text/event-stream")
 }
 
 /// The scripted model; with `REAL_AGENTS_DUMP=<dir>` set it writes every
 /// request it gets to `<dir>/<label>.jsonl`.
 async fn model(label: &str, script: impl IntoIterator<Item = Turn>) -> (MockServer, Model) {
-    let server = MockServer::start().await;
     let dump = std::env::var_os("REAL_AGENTS_DUMP").map(|d| {
         let d = PathBuf::from(d);
         std::fs::create_dir_all(&d).unwrap();
@@ -503,12 +421,7 @@ async fn model(label: &str, script: impl IntoIterator<Item = Turn>) -> (MockServ
         script: script.into_iter().collect(),
         ..Default::default()
     })));
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(m.clone())
-        .mount(&server)
-        .await;
-    (server, m)
+    (model_server(m.clone()).await, m)
 }
 
 impl Model {
@@ -525,40 +438,13 @@ impl Model {
             .collect()
     }
 
-    /// Each request in short: its status and its messages' roles, with the
-    /// tool calls' names and ids; for assertion messages.
+    /// Each request in short, for assertion messages.
     fn transcript(&self) -> String {
-        let mut out = String::new();
-        for (i, (body, status, _)) in self.log().iter().enumerate() {
-            let roles: Vec<String> = body["messages"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
-                .map(|m| {
-                    let role = m["role"].as_str().unwrap_or("?").to_owned();
-                    match (m["tool_calls"].as_array(), m["tool_call_id"].as_str()) {
-                        (Some(calls), _) => {
-                            let c: Vec<String> = calls
-                                .iter()
-                                .map(|c| {
-                                    format!(
-                                        "{}#{}",
-                                        c["function"]["name"].as_str().unwrap_or(""),
-                                        c["id"].as_str().unwrap_or("")
-                                    )
-                                })
-                                .collect();
-                            format!("{role}[{}]", c.join(","))
-                        }
-                        (_, Some(id)) => format!("{role}#{id}"),
-                        _ => role,
-                    }
-                })
-                .collect();
-            out += &format!("\n  request {} -> {status}: {}", i + 1, roles.join(" "));
-        }
-        out
+        let log = self.log();
+        transcript(
+            log.iter()
+                .map(|(body, status, refusal)| (body, *status, refusal.as_str())),
+        )
     }
 
     /// The model was shown only calls it made itself.

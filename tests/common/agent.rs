@@ -77,17 +77,7 @@ impl FsAgent {
         let res = proxy.chat(&body, &[]).await;
         assert_eq!(res.status(), 200, "the proxy answered {}", res.status());
         if self.stream {
-            let view = reassemble(&res.bytes().await.unwrap());
-            let calls: Vec<Value> = view
-                .calls
-                .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                .collect();
-            let mut m = json!({"role": "assistant", "content": if view.text.is_empty() { Value::Null } else { json!(view.text) }});
-            if !calls.is_empty() {
-                m["tool_calls"] = json!(calls);
-            }
-            m
+            reassemble(&res.bytes().await.unwrap()).message()
         } else {
             let v: Value = res.json().await.unwrap();
             v["choices"][0]["message"].clone()

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod raw_provider;
+pub mod scripted;
 pub mod sse_client;
 
 use std::collections::{HashMap, VecDeque};
@@ -12,8 +13,7 @@ use std::sync::Mutex;
 use codemode_proxy::{server, Config};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 /// The proxy, serving in this process until dropped.
 pub struct Proxy {
@@ -102,18 +102,12 @@ impl Respond for Script {
 
 /// A provider whose chat completions answer `responses` in order.
 pub async fn provider(responses: impl IntoIterator<Item = Value>) -> MockServer {
-    let server = MockServer::start().await;
     let script = Script::new(
         responses
             .into_iter()
             .map(|v| ResponseTemplate::new(200).set_body_json(v)),
     );
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(script)
-        .mount(&server)
-        .await;
-    server
+    scripted::model_server(script).await
 }
 
 /// The chat-completions bodies the provider received, in order.

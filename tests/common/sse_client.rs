@@ -1,7 +1,7 @@
 //! What a client makes of an SSE body, the way the OpenAI SDKs accumulate
 //! deltas. Written independently of the proxy's parser on purpose.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 #[derive(Debug, Default, PartialEq)]
 pub struct ClientCall {
@@ -26,23 +26,43 @@ impl ClientView {
     pub fn call_names(&self) -> Vec<&str> {
         self.calls.iter().map(|c| c.name.as_str()).collect()
     }
+
+    /// The assistant message an SDK makes of the stream.
+    pub fn message(&self) -> Value {
+        let text = (!self.text.is_empty()).then_some(&self.text);
+        let mut m = json!({"role": "assistant", "content": text});
+        let calls: Vec<Value> = self
+            .calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+        if !calls.is_empty() {
+            m["tool_calls"] = json!(calls);
+        }
+        m
+    }
 }
 
-pub fn reassemble(bytes: &[u8]) -> ClientView {
+/// The `data:` payloads of an SSE body, one an event, in order.
+pub fn payloads(bytes: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(bytes)
         .replace("\r\n", "\n")
         .replace('\r', "\n");
+    text.split("\n\n")
+        .filter_map(|block| {
+            let data: Vec<&str> = block
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            (!data.is_empty()).then(|| data.join("\n"))
+        })
+        .collect()
+}
+
+pub fn reassemble(bytes: &[u8]) -> ClientView {
     let mut view = ClientView::default();
-    for block in text.split("\n\n") {
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if data.is_empty() {
-            continue;
-        }
-        let data = data.join("\n");
+    for data in payloads(bytes) {
         if data.trim() == "[DONE]" {
             view.done += 1;
             continue;
