@@ -131,6 +131,25 @@ impl Denial {
     }
 }
 
+impl Denial {
+    /// The denial of a call to a freeform tool (one string input, as the
+    /// Responses API's `custom` tools take): its route passes the string.
+    pub fn for_freeform_call(verdict: Verdict, name: &str, input: &str) -> Option<Denial> {
+        match verdict {
+            Verdict::Collapsed => Some(Denial {
+                code: DenialCode::UnknownTool,
+                content: format!(
+                    "UNKNOWN_TOOL: {name:?} cannot be called directly here; the only directly \
+                     callable tool is {RUN_CODE}. {name:?} is reached from inside a {RUN_CODE} \
+                     program. Call {RUN_CODE} with this code instead:\n\n{}",
+                    program_call(name, &Value::String(input.to_owned()))
+                ),
+            }),
+            other => Denial::for_call(other, name, input),
+        }
+    }
+}
+
 fn collapsed(name: &str, arguments: &str) -> Denial {
     let args = match parse_arguments(arguments) {
         Ok(args) => args,

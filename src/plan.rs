@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::classify::Visibility;
+use crate::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
@@ -36,20 +37,43 @@ pub struct ToolPlan {
     pub visible_names: Vec<String>,
     /// Whether the proxy runs `run_code` itself (embedded runtime).
     pub runs_code: bool,
+    /// Visible tools that take one string (freeform), not a JSON object.
+    pub freeform: HashSet<String>,
+    /// The API the plan was built for.
+    pub dialect: Dialect,
     /// The preset's allow/deny lists, for tools declared outside `tools`
     /// (legacy `functions`).
     preset: Preset,
 }
 
 impl ToolPlan {
-    /// Builds the plan for the raw `tools` value of a request.
+    /// Builds the plan for the raw `tools` value of a chat request.
     pub fn build(
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,
         runtime: Runtime,
     ) -> Result<ToolPlan, ProxyError> {
-        let entries = parse_tools(tools)?;
+        ToolPlan::build_for(Dialect::Chat, tools, preset, mode, runtime)
+    }
+
+    /// Builds the plan for the raw `tools` value of a request in `dialect`.
+    pub fn build_for(
+        dialect: Dialect,
+        tools: Option<&RawValue>,
+        preset: &Preset,
+        mode: Mode,
+        runtime: Runtime,
+    ) -> Result<ToolPlan, ProxyError> {
+        let all = match dialect {
+            Dialect::Chat => parse_tools(tools)?,
+            Dialect::Responses => crate::responses::tools::parse(tools)?,
+        };
+        // Tools the provider runs itself are no client tool: they stay on
+        // the wire as they are, never in the SDK, never judged.
+        let (kept, entries): (Vec<ToolEntry>, Vec<ToolEntry>) =
+            all.into_iter().partition(|e| e.provider);
+        let kept: Vec<&RawValue> = kept.iter().map(|e| e.raw.as_ref()).collect();
         let run_code = entries.iter().find(|e| e.schema.name == RUN_CODE);
         let (shown, hidden): (Vec<&ToolEntry>, Vec<&ToolEntry>) = entries
             .iter()
@@ -62,7 +86,11 @@ impl ToolPlan {
             return Err(ProxyError::MissingRunCode(mode));
         }
         // With the embedded runtime the proxy's own run_code is the transport.
-        let proxy_run_code = RawValue::from_string(crate::runtime::RUN_CODE_TOOL.to_owned())
+        let run_code_tool = match dialect {
+            Dialect::Chat => crate::runtime::RUN_CODE_TOOL.to_owned(),
+            Dialect::Responses => crate::responses::tools::run_code_tool(),
+        };
+        let proxy_run_code = RawValue::from_string(run_code_tool)
             .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
         let transport: Option<&RawValue> = if runs_code {
             Some(&proxy_run_code)
@@ -87,6 +115,10 @@ impl ToolPlan {
             ),
             _ => None,
         };
+        let wire = match wire {
+            Some(items) if !kept.is_empty() => Some(items.into_iter().chain(kept).collect()),
+            other => other,
+        };
         let wire_tools = match wire {
             Some(items) => Some(
                 RawValue::from_string(raw_array(items))
@@ -106,8 +138,19 @@ impl ToolPlan {
             prompt,
             visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
             runs_code,
+            freeform: shown
+                .iter()
+                .filter(|e| e.schema.freeform)
+                .map(|e| e.schema.name.clone())
+                .collect(),
+            dialect,
             preset: preset.clone(),
         })
+    }
+
+    /// Whether `name` is a visible tool that takes one string.
+    pub fn is_freeform(&self, name: &str) -> bool {
+        self.freeform.contains(name)
     }
 
     /// How `name` relates to this request's tools.
@@ -146,9 +189,15 @@ impl ToolPlan {
     }
 }
 
-struct ToolEntry {
-    raw: Box<RawValue>,
-    schema: ToolSchema,
+/// One tool of a request, read by its dialect.
+pub(crate) struct ToolEntry {
+    /// The tool as the client declared it (for a tool of a namespace: the
+    /// whole group's declaration is written by the dialect).
+    pub(crate) raw: Box<RawValue>,
+    /// The tool as the SDK shows it.
+    pub(crate) schema: ToolSchema,
+    /// Run by the provider itself (web search, ...): stays on the wire.
+    pub(crate) provider: bool,
 }
 
 #[derive(Deserialize)]
@@ -211,10 +260,12 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
         };
         out.push(ToolEntry {
             raw,
+            provider: false,
             schema: ToolSchema {
                 name,
                 description,
                 parameters: parameters.unwrap_or_else(|| Value::Object(Default::default())),
+                freeform: false,
             },
         });
     }
@@ -263,20 +314,40 @@ impl PlanCache {
         mode: Mode,
         runtime: Runtime,
     ) -> Result<Arc<ToolPlan>, ProxyError> {
+        self.get_or_build_for(Dialect::Chat, tools, preset, mode, runtime)
+    }
+
+    /// The plan for `tools` of a request in `dialect`, from the cache when
+    /// the same tool set was planned before.
+    pub fn get_or_build_for(
+        &self,
+        dialect: Dialect,
+        tools: Option<&RawValue>,
+        preset: &Preset,
+        mode: Mode,
+        runtime: Runtime,
+    ) -> Result<Arc<ToolPlan>, ProxyError> {
         let text = tools.map_or("", RawValue::get);
         let key = std::hash::BuildHasher::hash_one(
             &self.hasher,
-            (text, preset.name.as_str(), mode.as_str(), runtime.as_str()),
+            (
+                text,
+                preset.name.as_str(),
+                mode.as_str(),
+                runtime.as_str(),
+                dialect.as_str(),
+            ),
         );
         if let Some(hit) = self.cache.get(&key).filter(|c| {
             c.mode == mode
                 && c.runtime == runtime
                 && c.preset == preset.name
+                && c.plan.dialect == dialect
                 && &*c.tools_text == text
         }) {
             return Ok(hit.plan.clone());
         }
-        let plan = Arc::new(ToolPlan::build(tools, preset, mode, runtime)?);
+        let plan = Arc::new(ToolPlan::build_for(dialect, tools, preset, mode, runtime)?);
         self.cache.insert(
             key,
             Arc::new(CachedPlan {

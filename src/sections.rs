@@ -145,6 +145,7 @@ mod tests {
             name: "read".into(),
             description: Some("Read a file.".into()),
             parameters: json!({"type": "object"}),
+            freeform: false,
         }]
     }
 
@@ -249,11 +250,13 @@ mod tests {
                 parameters: json!({"type": "object", "properties": {
                     evil: {"type": "string", "pattern": evil, "format": evil, "enum": [evil]}
                 }}),
+                freeform: false,
             },
             ToolSchema {
                 name: "read".into(),
                 description: None,
                 parameters: json!({}),
+                freeform: false,
             },
         ];
         let s = render(&preset_with_guidance(), Mode::Code, &visible, true);
@@ -287,6 +290,7 @@ mod tests {
                 name: format!("tool_with_a_long_name_{i}"),
                 description: None,
                 parameters: json!({}),
+                freeform: false,
             })
             .collect();
         let rule = code_only_text(&visible);

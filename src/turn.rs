@@ -87,7 +87,12 @@ pub fn judge_names<'a>(names: &[&'a str], plan: &ToolPlan) -> Option<(&'a str, V
 
 /// The fate of a call `judge_names` judged, once its arguments are complete.
 pub fn fate(verdict: Verdict, name: &str, arguments: &str, plan: &ToolPlan) -> Fate {
-    match Denial::for_call(verdict, name, arguments) {
+    let denial = if plan.is_freeform(name) {
+        Denial::for_freeform_call(verdict, name, arguments)
+    } else {
+        Denial::for_call(verdict, name, arguments)
+    };
+    match denial {
         Some(denial) => Fate::Denied(denial),
         None if plan.runs_code && name == RUN_CODE => Fate::Program,
         None => Fate::Passed,

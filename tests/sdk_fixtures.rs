@@ -18,6 +18,7 @@ fn schemas(tools: &[Value]) -> Vec<ToolSchema> {
                 .get("parameters")
                 .cloned()
                 .unwrap_or(Value::Object(Default::default())),
+            freeform: false,
         })
         .collect()
 }

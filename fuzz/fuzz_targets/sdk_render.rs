@@ -31,6 +31,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                     name: "t".into(),
                     description: None,
                     parameters: schema,
+                    freeform: false,
                 }]);
             }
         }
@@ -231,6 +232,7 @@ fn recipe(u: &mut Unstructured) -> Result<Vec<ToolSchema>> {
             name: text(u)?,
             description: Some(text(u)?),
             parameters,
+            freeform: false,
         });
     }
     Ok(tools)

@@ -56,14 +56,18 @@ const CUT_NOTE: &str =
     "Parts of this schema were too deep or too large to show; they read `unknown`.";
 
 /// One tool as the SDK sees it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolSchema {
-    /// The tool's name, exactly as the client declared it.
+    /// The tool's name, exactly as the client declared it (a tool of a
+    /// namespace: `<namespace>.<name>`).
     pub name: String,
     /// The tool's description, if any.
     pub description: Option<String>,
     /// The JSON Schema of its arguments (`{}` when absent).
     pub parameters: Value,
+    /// A freeform tool: it takes one string, not a JSON object (the
+    /// Responses API's `custom` tools); `parameters` is then unused.
+    pub freeform: bool,
 }
 
 /// Renders the `declare const tools: {...}` block for `tools`.
@@ -123,6 +127,13 @@ fn render_tool(tool: &ToolSchema, budget: Budget) -> Option<(String, usize)> {
         ));
     }
     let key = property_key(&tool.name);
+    if tool.freeform {
+        doc.push("Takes one string (the whole input), not an object.".to_owned());
+        let mut out = String::new();
+        write_doc(&mut out, 1, &doc);
+        let _ = writeln!(out, "  {key}(input: string): Promise<string>;");
+        return (out.len() <= budget.bytes).then_some((out, 0));
+    }
     // The writer stops once its budget is spent, but the levels still open
     // close their braces and a property's doc lines come whole: the slack
     // keeps that overshoot inside the tool's budget.

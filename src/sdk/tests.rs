@@ -7,6 +7,7 @@ fn tool(name: &str, description: &str, parameters: Value) -> ToolSchema {
         name: name.into(),
         description: Some(description.into()),
         parameters,
+        freeform: false,
     }
 }
 
@@ -276,6 +277,7 @@ fn schema_text_cannot_leave_its_comment_or_literal() {
             name: "ok".into(),
             description: None,
             parameters: json!({"properties": {"q": {"maxLength": evil}}}),
+            freeform: false,
         },
     ]);
     assert_lines_are_declarations(&sdk);

@@ -17,7 +17,7 @@ use http::{header, Response};
 use http_body::{Body, Frame};
 use serde_json::Value;
 
-use super::judge::{HeldProgram, RoundEnd, StreamJudge};
+use super::judge::{HeldProgram, RoundEnd};
 use crate::body::{BoxedError, ProxyBody, UpstreamIdle};
 use crate::error::ProxyError;
 use crate::splice::TenantSplices;
@@ -43,6 +43,28 @@ pub trait RepairTarget: Send {
     fn run_program(&mut self, program: HeldProgram) -> RepairFuture;
 }
 
+/// A dialect's judge of one client stream across its upstream rounds:
+/// events in, the bytes the client sees out. Pure and synchronous, so it
+/// can be driven over fixtures cut at every offset; [`InterceptBody`] feeds
+/// it, with backpressure and cancellation, and starts the rounds it asks for.
+pub trait RoundJudge: Send + Unpin + 'static {
+    /// Judges one event, appending what the client gets to `out`.
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>);
+    /// The end of an upstream round's body: what comes next.
+    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd;
+    /// A repair round's upstream stream begins.
+    fn start_repair_round(&mut self);
+    /// The round after a program that ended begins.
+    fn start_program_round(&mut self);
+    /// A program waits on the client: `turn` (the dialect's response
+    /// holding the program's calls) ends the client stream.
+    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>);
+    /// The upstream broke off or failed: the client gets a final error.
+    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>);
+    /// Repair rounds started so far.
+    fn repairs(&self) -> u32;
+}
+
 /// Which kind of round is being started.
 #[derive(Clone, Copy)]
 enum Pending {
@@ -57,11 +79,11 @@ enum Phase {
 }
 
 /// Judges the upstream's events on their way to the client.
-pub struct InterceptBody {
+pub struct InterceptBody<J> {
     phase: Phase,
     parser: SseParser,
     max_event: usize,
-    judge: StreamJudge,
+    judge: J,
     out: VecDeque<Bytes>,
     events: Vec<SseEvent>,
     emitted: Vec<Bytes>,
@@ -71,9 +93,9 @@ pub struct InterceptBody {
 
 /// The client's response for an upstream stream: its status and headers,
 /// and a body that judges every event.
-pub fn intercept_stream(
+pub fn intercept_stream<J: RoundJudge>(
     first: Response<ProxyBody>,
-    judge: StreamJudge,
+    judge: J,
     repair: Box<dyn RepairTarget>,
     splices: TenantSplices,
     max_event: usize,
@@ -94,7 +116,7 @@ pub fn intercept_stream(
     Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body))
 }
 
-impl InterceptBody {
+impl<J: RoundJudge> InterceptBody<J> {
     fn judge_events(&mut self) {
         for ev in self.events.drain(..) {
             self.judge.on_event(ev, &mut self.emitted);
@@ -138,7 +160,7 @@ impl InterceptBody {
     }
 }
 
-impl Body for InterceptBody {
+impl<J: RoundJudge> Body for InterceptBody<J> {
     type Data = Bytes;
     type Error = BoxedError;
 

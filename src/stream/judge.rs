@@ -126,11 +126,6 @@ impl StreamJudge {
         }
     }
 
-    /// Repair rounds started so far.
-    pub fn repairs(&self) -> u32 {
-        self.repairs
-    }
-
     /// Whether the upstream reported an error in-band (no repair follows one).
     pub fn errored(&self) -> bool {
         self.errored
@@ -536,6 +531,30 @@ impl StreamJudge {
             }
         }
         self.round.deferred_bytes = 0;
+    }
+}
+
+impl super::RoundJudge for StreamJudge {
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+        StreamJudge::on_event(self, ev, out);
+    }
+    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
+        StreamJudge::end_round(self, out)
+    }
+    fn start_repair_round(&mut self) {
+        StreamJudge::start_repair_round(self);
+    }
+    fn start_program_round(&mut self) {
+        StreamJudge::start_program_round(self);
+    }
+    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
+        StreamJudge::hand_off(self, turn, out);
+    }
+    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
+        StreamJudge::upstream_failed(self, message, code, out);
+    }
+    fn repairs(&self) -> u32 {
+        self.repairs
     }
 }
 

@@ -10,5 +10,5 @@ mod body;
 mod calls;
 pub mod judge;
 
-pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget};
+pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget, RoundJudge};
 pub use judge::{HeldProgram, RoundEnd, StreamJudge};

@@ -1,0 +1,179 @@
+//! Output items of a Responses turn: which are calls, how each is judged,
+//! and the items the proxy writes (denials, nested calls).
+//!
+//! A call item is judged by the name a client executor would act on:
+//! `function_call` and `custom_tool_call` by `name` (a tool of a namespace
+//! as `<namespace>.<name>`), the client-executed built-ins by their tool's
+//! type (`local_shell_call` is the `local_shell` tool, `shell_call` the
+//! `shell` tool, `apply_patch_call` the `apply_patch` tool).
+
+use serde_json::{json, Map, Value};
+
+use crate::classify::Verdict;
+use crate::plan::ToolPlan;
+use crate::turn::{fate, judge_names, Fate, JudgedCall, Shape};
+
+/// The item types that are calls a client executes, with the tool each
+/// names when the item carries no `name`, and the type of its answer.
+const CALL_ITEMS: [(&str, Option<&str>, &str); 5] = [
+    ("function_call", None, "function_call_output"),
+    ("custom_tool_call", None, "custom_tool_call_output"),
+    (
+        "local_shell_call",
+        Some("local_shell"),
+        "local_shell_call_output",
+    ),
+    ("shell_call", Some("shell"), "shell_call_output"),
+    (
+        "apply_patch_call",
+        Some("apply_patch"),
+        "apply_patch_call_output",
+    ),
+];
+
+/// Whether an item of this type is a call a client executes.
+pub fn is_call_type(kind: &str) -> bool {
+    CALL_ITEMS.iter().any(|(t, _, _)| *t == kind)
+}
+
+/// The answer type of a call item's type (`function_call_output`, ...).
+pub fn output_type(kind: &str) -> &'static str {
+    CALL_ITEMS
+        .iter()
+        .find(|(t, _, _)| *t == kind)
+        .map_or("function_call_output", |(_, _, o)| o)
+}
+
+/// The type of an item, `""` when it has none.
+pub fn item_type(item: &Value) -> &str {
+    item.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The tool an item calls, as the plan knows it: `<namespace>.<name>` for
+/// a tool of a namespace.
+pub fn tool_name(item: &Map<String, Value>) -> String {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+    if let Some((_, Some(tool), _)) = CALL_ITEMS.iter().find(|(t, _, _)| *t == kind) {
+        return (*tool).to_owned();
+    }
+    let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+    match item.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() => format!("{ns}.{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// What the call passes to its tool, as text: a function's `arguments`, a
+/// custom tool's raw `input`, a built-in's `action` (or `operation`) as JSON.
+pub fn call_input(item: &Map<String, Value>) -> String {
+    match item.get("type").and_then(Value::as_str).unwrap_or("") {
+        "function_call" => str_field(item, "arguments"),
+        "custom_tool_call" => str_field(item, "input"),
+        _ => ["action", "operation", "arguments", "input"]
+            .iter()
+            .find_map(|k| item.get(*k))
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn str_field(item: &Map<String, Value>, key: &str) -> String {
+    item.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The call's id as its answer names it (`call_id`; `id` for items that
+/// carry no `call_id`).
+pub fn call_id(item: &Map<String, Value>) -> String {
+    item.get("call_id")
+        .or_else(|| item.get("id"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Judges one output item; `None` for an item that is no call.
+pub fn judge_item(item: &Value, plan: &ToolPlan) -> Option<JudgedCall> {
+    let obj = item.as_object()?;
+    let kind = obj.get("type").and_then(Value::as_str)?;
+    if !is_call_type(kind) {
+        return None;
+    }
+    let name = tool_name(obj);
+    let arguments = call_input(obj);
+    let (name, verdict) = judge_names(&[name.as_str()], plan)
+        .map(|(n, v)| (n.to_owned(), v))
+        .unwrap_or_else(|| (String::new(), nameless(plan)));
+    let shape = if kind == "function_call" {
+        Shape::Function
+    } else {
+        Shape::Custom
+    };
+    Some(JudgedCall {
+        id: call_id(obj),
+        fate: fate(verdict, &name, &arguments, plan),
+        name,
+        arguments,
+        shape,
+        raw: Some(obj.clone()),
+    })
+}
+
+/// The verdict for a call whose name is empty.
+fn nameless(plan: &ToolPlan) -> Verdict {
+    crate::classify::classify("", plan.visibility(""), plan.mode)
+}
+
+/// The item answering a withheld call: the output type of its call item,
+/// naming its `call_id`, with `content` (a denial, or a program refused).
+pub fn answer_item(call: &JudgedCall, content: &str) -> Value {
+    let kind = call
+        .raw
+        .as_ref()
+        .and_then(|r| r.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("function_call");
+    json!({"type": output_type(kind), "call_id": call.id, "output": content})
+}
+
+/// The text a withheld call is answered with, if it is withheld.
+pub fn withheld_content(call: &JudgedCall, splice: bool) -> Option<&str> {
+    match &call.fate {
+        Fate::Passed => None,
+        Fate::Denied(d) => Some(d.content.as_str()),
+        Fate::Program if splice => Some(crate::classify::ONE_PROGRAM_SKIPPED),
+        Fate::Program => Some(crate::classify::ONE_PROGRAM),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_calls_name_their_tool_and_namespaced_calls_their_namespace() {
+        let item = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(
+            tool_name(&item(json!({"type": "local_shell_call", "action": {}}))),
+            "local_shell"
+        );
+        assert_eq!(
+            tool_name(&item(
+                json!({"type": "function_call", "name": "spawn", "namespace": "agents"})
+            )),
+            "agents.spawn"
+        );
+        assert_eq!(
+            call_input(&item(
+                json!({"type": "custom_tool_call", "input": "*** Begin Patch"})
+            )),
+            "*** Begin Patch"
+        );
+        assert_eq!(output_type("apply_patch_call"), "apply_patch_call_output");
+    }
+}
