@@ -39,6 +39,9 @@ pub struct ToolPlan {
     pub runs_code: bool,
     /// Visible tools that take one string (freeform), not a JSON object.
     pub freeform: HashSet<String>,
+    /// Visible tools whose calls are not the dialect's plain function call,
+    /// with the item type their calls are.
+    pub call_items: std::collections::HashMap<String, &'static str>,
     /// The API the plan was built for.
     pub dialect: Dialect,
     /// The preset's allow/deny lists, for tools declared outside `tools`
@@ -143,6 +146,10 @@ impl ToolPlan {
                 .filter(|e| e.schema.freeform)
                 .map(|e| e.schema.name.clone())
                 .collect(),
+            call_items: shown
+                .iter()
+                .filter_map(|e| e.call_item.map(|i| (e.schema.name.clone(), i)))
+                .collect(),
             dialect,
             preset: preset.clone(),
         })
@@ -198,6 +205,10 @@ pub(crate) struct ToolEntry {
     pub(crate) schema: ToolSchema,
     /// Run by the provider itself (web search, ...): stays on the wire.
     pub(crate) provider: bool,
+    /// The item type a nested call of this tool reaches the client as, when
+    /// not the dialect's plain function call (Responses: `custom_tool_call`,
+    /// `local_shell_call`, `shell_call`, `apply_patch_call`).
+    pub(crate) call_item: Option<&'static str>,
 }
 
 #[derive(Deserialize)]
@@ -261,6 +272,7 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
         out.push(ToolEntry {
             raw,
             provider: false,
+            call_item: None,
             schema: ToolSchema {
                 name,
                 description,

@@ -200,11 +200,37 @@ pub(crate) async fn resume(
     let Some(trailing) = trailing else {
         return Ok(None);
     };
+    match resume_with(state, tenant, trailing).await? {
+        Resumed::Hand(exec, range) => {
+            let turn = client_turn(&exec, range, &json!({"model": model_of(chat)}), None);
+            Ok(Some(render.respond(ok_parts(), &turn)))
+        }
+        Resumed::AskModel => Ok(None),
+    }
+}
+
+/// What results for a program came to.
+pub(crate) enum Resumed {
+    /// The program waits on these calls: the client's next turn.
+    Hand(Arc<Execution>, std::ops::Range<usize>),
+    /// It ended, or its record did: the model is asked next, with the
+    /// history rewritten.
+    AskModel,
+}
+
+/// Resumes the program the client's trailing results belong to, in any
+/// dialect: checks them against the record, records them, and runs the
+/// program until it ends or waits again.
+pub(crate) async fn resume_with(
+    state: &State,
+    tenant: &Tenant,
+    trailing: history::Trailing,
+) -> Result<Resumed, ProxyError> {
     let (exec_id, results) = (trailing.exec, trailing.results);
     let limits = &state.config.limits;
     let Some(held) = state.executions.get(tenant, &exec_id) else {
         if minted_for(&exec_id, tenant).is_some() {
-            return Ok(None);
+            return Ok(Resumed::AskModel);
         }
         let ids: Vec<String> = results
             .iter()
@@ -237,7 +263,7 @@ pub(crate) async fn resume(
                 Some(_) => {}
             }
         }
-        return Ok(None);
+        return Ok(Resumed::AskModel);
     }
     let mut exec = Arc::unwrap_or_clone(held);
     if exec.is_expired(limits.lifetime) {
@@ -247,7 +273,7 @@ pub(crate) async fn resume(
             limits.lifetime.as_secs()
         ));
         state.executions.put(Arc::new(exec));
-        return Ok(None);
+        return Ok(Resumed::AskModel);
     }
     let mut fresh = false;
     for (n, content) in results {
@@ -270,13 +296,12 @@ pub(crate) async fn resume(
     if !fresh && !waiting.is_empty() {
         // A retry: hand out the same waiting calls again.
         let range = waiting[0]..exec.calls.len();
-        let turn = client_turn(&exec, range, &json!({"model": model_of(chat)}), None);
-        return Ok(Some(render.respond(ok_parts(), &turn)));
+        return Ok(Resumed::Hand(Arc::new(exec), range));
     }
     if !waiting.is_empty() {
         let missing: Vec<String> = waiting.iter().map(|&n| exec.call_id(n)).collect();
         return Err(ProxyError::InvalidRequest(format!(
-            "results are missing for calls {}; send one tool message for each call of the turn",
+            "results are missing for calls {}; send one result for each call of the turn",
             missing.join(", ")
         )));
     }
@@ -287,18 +312,15 @@ pub(crate) async fn resume(
     let exec = Arc::new(exec);
     state.executions.put(exec.clone());
     log_step(&exec, &step);
-    match step {
-        Step::Waiting(range) => {
-            let turn = client_turn(&exec, range, &json!({"model": model_of(chat)}), None);
-            Ok(Some(render.respond(ok_parts(), &turn)))
-        }
-        Step::Ended => Ok(None),
-    }
+    Ok(match step {
+        Step::Waiting(range) => Resumed::Hand(exec, range),
+        Step::Ended => Resumed::AskModel,
+    })
 }
 
 /// What a run of a program came to, at `info`: counts only, never the
 /// code, arguments or results (they may hold secrets).
-fn log_step(exec: &Execution, step: &Step) {
+pub(crate) fn log_step(exec: &Execution, step: &Step) {
     let run_call = exec.run_call_id.as_str();
     match step {
         Step::Waiting(range) => {
@@ -406,6 +428,27 @@ pub(crate) async fn start(
     completion: &Value,
     usage: Option<Value>,
 ) -> Ran {
+    let turn = replayable(program.turn.clone(), &program.id, &denied_calls);
+    let (exec, step) = run_new(state, tenant, plan, program, turn, denied_calls, denials).await;
+    match step {
+        Step::Ended => Ran::Ended(history::pair(&exec)),
+        Step::Waiting(range) => Ran::Waiting(client_turn(&exec, range, completion, usage)),
+    }
+}
+
+/// Starts the model's program, owned by `tenant`, in any dialect: records
+/// it (with the model's turn as its dialect replays it, `model_turn`) and
+/// runs it until it ends or waits on calls.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_new(
+    state: &State,
+    tenant: &Tenant,
+    plan: &ToolPlan,
+    program: ProgramCall,
+    model_turn: Option<String>,
+    denied_calls: Vec<Value>,
+    denials: Vec<Value>,
+) -> (Arc<Execution>, Step) {
     let code = serde_json::from_str::<Value>(&program.arguments)
         .ok()
         .and_then(|a| a.get("code").and_then(Value::as_str).map(str::to_owned));
@@ -416,7 +459,9 @@ pub(crate) async fn start(
         program.content,
         plan.visible_names.clone(),
     );
-    exec.model_turn = replayable(program.turn, &exec.run_call_id, &denied_calls);
+    exec.model_turn = model_turn;
+    exec.freeform = plan.freeform.iter().cloned().collect();
+    exec.freeform.sort();
     exec.denied_calls = denied_calls;
     exec.denials = denials;
     let (exec, step) = match code {
@@ -441,8 +486,5 @@ pub(crate) async fn start(
     state.executions.put(exec.clone());
     tracing::info!(target: "codemode::program", run_call = %exec.run_call_id, tools = exec.tools.len(), "program started");
     log_step(&exec, &step);
-    match step {
-        Step::Ended => Ran::Ended(history::pair(&exec)),
-        Step::Waiting(range) => Ran::Waiting(client_turn(&exec, range, completion, usage)),
-    }
+    (exec, step)
 }

@@ -92,6 +92,8 @@ pub struct Execution {
     pub model_turn: Option<String>,
     /// The tools the program may call.
     pub tools: Vec<String>,
+    /// Those of them that take one string (freeform), not a JSON object.
+    pub freeform: Vec<String>,
     /// Every call made so far, in order.
     pub calls: Vec<CallRecord>,
     /// The `run_code` result the model gets, once the program ended.
@@ -134,6 +136,7 @@ impl Execution {
             assistant_content,
             model_turn: None,
             tools,
+            freeform: Vec::new(),
             calls: Vec::new(),
             outcome: None,
             seed: u64::from_le_bytes(seed),
@@ -313,9 +316,10 @@ pub async fn step(
         let exec = exec.clone();
         let limits = limits.clone();
         pool.run(move || {
-            sandbox::run(
+            sandbox::run_with(
                 &exec.code,
                 &exec.tools,
+                &exec.freeform,
                 &exec.calls,
                 exec.seed,
                 exec.created_ms,

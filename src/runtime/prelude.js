@@ -17,6 +17,7 @@
   const hostFinish = host.finish;
   const code = host.code;
   const names = host.tools;
+  const freeformNames = host.freeform;
   const seed = host.seed;
   const now = host.now;
   const stringify = JSON.stringify;
@@ -43,6 +44,9 @@
     listing += (i === 0 ? "" : ", ") + n;
   }
   freeze(keys);
+  // Freeform tools take one string (the whole input), not an object.
+  const freeform = create(null);
+  for (let i = 0; i < freeformNames.length; i++) freeform[freeformNames[i]] = true;
   // Text to the host is well-formed Unicode (a lone surrogate would not
   // convert, and the error's stack frame would name the host function).
   const unicode = (t) => apply(wellFormed, Str(t), []);
@@ -75,6 +79,12 @@
   globalThis.console = { log, info: log, warn: log, error: log, debug: log };
 
   const serialise = (name, args) => {
+    if (freeform[name] === true) {
+      if (typeof args !== "string") {
+        throw new TypeErr(`tools.${name}: takes one string (its whole input), not ${args === null ? "null" : isArray(args) ? "an array" : typeof args}`);
+      }
+      return stringify(args);
+    }
     if (args === undefined) args = {};
     if (args === null || typeof args !== "object" || isArray(args)) {
       throw new TypeErr(`tools.${name}: arguments must be an object, not ${args === null ? "null" : isArray(args) ? "an array" : typeof args}`);

@@ -78,6 +78,8 @@ pub(super) enum CallKind {
 pub(super) struct State {
     /// The tools the execution may call; the program cannot change this list.
     tools: Vec<String>,
+    /// Those of them that take one string, not a JSON object.
+    freeform: Vec<String>,
     replay: Vec<CallRecord>,
     next: usize,
     pending: Vec<CallRecord>,
@@ -91,9 +93,15 @@ pub(super) struct State {
 
 impl State {
     /// The host state of a run of an execution calling `tools`.
-    pub(super) fn new(tools: &[String], replay: &[CallRecord], limits: &Limits) -> State {
+    pub(super) fn new(
+        tools: &[String],
+        freeform: &[String],
+        replay: &[CallRecord],
+        limits: &Limits,
+    ) -> State {
         State {
             tools: tools.to_vec(),
+            freeform: freeform.to_vec(),
             replay: replay.to_vec(),
             max_calls: limits.max_calls,
             output_cap: limits.max_output_bytes.saturating_mul(2),
@@ -111,7 +119,13 @@ impl State {
             );
             return CallKind::Invalid;
         }
-        if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&args).is_err() {
+        if self.freeform.contains(&name) {
+            if serde_json::from_str::<String>(&args).is_err() {
+                self.take = format!("tools.{name}: takes one string (its whole input)");
+                return CallKind::Invalid;
+            }
+        } else if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&args).is_err()
+        {
             self.take = format!("tools.{name}: arguments must be a JSON object");
             return CallKind::Invalid;
         }
@@ -203,9 +217,26 @@ pub fn run(
     now_ms: u64,
     limits: &Limits,
 ) -> RunOutcome {
-    let state = Rc::new(RefCell::new(State::new(tools, replay, limits)));
+    run_with(code, tools, &[], replay, seed, now_ms, limits)
+}
+
+/// [`run`], where the tools in `freeform` take one string, not an object
+/// (the program calls `tools.apply_patch("*** Begin Patch ...")`; the
+/// call's arguments are recorded as that JSON string).
+pub fn run_with(
+    code: &str,
+    tools: &[String],
+    freeform: &[String],
+    replay: &[CallRecord],
+    seed: u64,
+    now_ms: u64,
+    limits: &Limits,
+) -> RunOutcome {
+    let state = Rc::new(RefCell::new(State::new(tools, freeform, replay, limits)));
     let stopped = Arc::new(AtomicU8::new(RUNNING));
-    let result = run_inner(code, tools, seed, now_ms, limits, &state, &stopped);
+    let result = run_inner(
+        code, tools, freeform, seed, now_ms, limits, &state, &stopped,
+    );
     let s = state.borrow();
     let mut output = s.output.clone();
     if s.output_truncated {
@@ -364,9 +395,11 @@ fn exception_text(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_inner(
     code: &str,
     tools: &[String],
+    freeform: &[String],
     seed: u64,
     now_ms: u64,
     limits: &Limits,
@@ -418,6 +451,7 @@ fn run_inner(
         .map_err(err)?;
         host.set("code", code).map_err(err)?;
         host.set("tools", tools.to_vec()).map_err(err)?;
+        host.set("freeform", freeform.to_vec()).map_err(err)?;
         host.set("seed", (seed & 0xffff_ffff) as f64).map_err(err)?;
         host.set("now", now_ms as f64).map_err(err)?;
         let prelude: Function = ctx.eval(PRELUDE).map_err(|e| exception_text(&ctx, e))?;

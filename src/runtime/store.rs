@@ -114,7 +114,11 @@ fn execution_bytes(e: &Execution) -> usize {
         + e.code.len()
         + e.assistant_content.as_ref().map_or(0, String::len)
         + e.model_turn.as_ref().map_or(0, String::len)
-        + e.tools.iter().map(|t| 24 + t.len()).sum::<usize>()
+        + e.tools
+            .iter()
+            .chain(&e.freeform)
+            .map(|t| 24 + t.len())
+            .sum::<usize>()
         + calls
         + e.outcome.as_ref().map_or(0, String::len)
         + values

@@ -343,7 +343,7 @@ fn execution_ids_are_unguessable_and_bound_to_their_tenant() {
 // The host's own checks, independent of the prelude.
 
 fn host() -> sandbox::State {
-    sandbox::State::new(&tools(), &[], &limits())
+    sandbox::State::new(&tools(), &[], &[], &limits())
 }
 
 #[test]
@@ -477,4 +477,46 @@ fn wall_ceiling_is_generous_and_never_wraps() {
         ..Limits::default()
     };
     assert_eq!(huge.wall_ceiling(), Duration::MAX);
+}
+
+#[test]
+fn freeform_tools_take_one_string() {
+    let tools = vec!["apply_patch".to_owned(), "read".to_owned()];
+    let freeform = vec!["apply_patch".to_owned()];
+    let run = |code: &str, replay: &[CallRecord]| {
+        sandbox::run_with(code, &tools, &freeform, replay, 1, 0, &limits())
+    };
+    let RunOutcome::Blocked { calls, .. } = run(
+        r#"return await tools.apply_patch("*** Begin Patch\n*** End Patch");"#,
+        &[],
+    ) else {
+        panic!("the call goes out")
+    };
+    assert_eq!(calls[0].name, "apply_patch");
+    assert_eq!(calls[0].args, r#""*** Begin Patch\n*** End Patch""#);
+    let replay = [answered("apply_patch", &calls[0].args, "Done!")];
+    let RunOutcome::Finished { value, .. } = run(
+        r#"return await tools.apply_patch("*** Begin Patch\n*** End Patch");"#,
+        &replay,
+    ) else {
+        panic!("the result resumes it")
+    };
+    assert_eq!(value, "\"Done!\"");
+    let RunOutcome::Finished { value, .. } = run(
+        "try { await tools.apply_patch({patch: 'x'}); } catch (e) { return e.name + ': ' + e.message; }",
+        &[],
+    ) else {
+        panic!()
+    };
+    assert!(
+        value.contains("TypeError") && value.contains("one string"),
+        "{value}"
+    );
+    let RunOutcome::Finished { value, .. } = run(
+        "try { await tools.read('a.txt'); } catch (e) { return e.name; }",
+        &[],
+    ) else {
+        panic!()
+    };
+    assert_eq!(value, "\"TypeError\"", "other tools still take an object");
 }

@@ -1,0 +1,96 @@
+//! A whole (non-streamed) Responses response, judged: the same rule as a
+//! chat completion, on output items.
+
+use serde_json::{json, Value};
+
+use super::items::judge_item;
+use crate::plan::ToolPlan;
+use crate::turn::{Fate, JudgedCall};
+
+/// The model's turn after judging.
+#[derive(Debug, Default)]
+pub struct JudgedResponse {
+    /// Every output item as the model wrote it, withheld calls included:
+    /// the turn a repair or a program's history replays.
+    pub items: Vec<Value>,
+    /// The call items, judged, in output order.
+    pub calls: Vec<JudgedCall>,
+}
+
+impl JudgedResponse {
+    /// The text of the turn's message items.
+    pub fn text(&self) -> Option<String> {
+        let text: String = self.items.iter().filter_map(message_text).collect();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+/// The text of a message item's `output_text` parts.
+pub fn message_text(item: &Value) -> Option<String> {
+    if item.get("type").and_then(Value::as_str) != Some("message") {
+        return None;
+    }
+    let parts = item.get("content")?.as_array()?;
+    Some(
+        parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("output_text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+    )
+}
+
+/// Judges every call item of `response` and withholds from its `output`
+/// every call that does not pass (denied ones, and programs the proxy runs).
+pub fn judge_response(response: &mut Value, plan: &ToolPlan) -> JudgedResponse {
+    let mut turn = JudgedResponse::default();
+    let Some(output) = response.get_mut("output") else {
+        return turn;
+    };
+    let Some(items) = output.as_array_mut() else {
+        // Not a list: nothing a client reads items out of.
+        *output = Value::Array(Vec::new());
+        return turn;
+    };
+    turn.items = items.clone();
+    let mut keep = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        match judge_item(item, plan) {
+            Some(call) => {
+                keep.push(call.passed());
+                if let Fate::Denied(d) = &call.fate {
+                    tracing::info!(target: "codemode::denial", tool = %call.name, code = %d.code, "tool call denied");
+                }
+                turn.calls.push(call);
+            }
+            None => keep.push(true),
+        }
+    }
+    let mut keep = keep.into_iter();
+    items.retain(|_| keep.next().unwrap_or(false));
+    turn
+}
+
+/// Ends the turn without calls: the model's text stays, and a note when
+/// there is none (the repair bound, or programs past theirs).
+pub fn give_up(response: &mut Value, note: &str) {
+    let Some(items) = response.get_mut("output").and_then(Value::as_array_mut) else {
+        return;
+    };
+    items.retain(|i| !super::items::is_call_type(super::items::item_type(i)));
+    let has_text = items
+        .iter()
+        .filter_map(message_text)
+        .any(|t| !t.trim().is_empty());
+    if !has_text {
+        items.push(note_message(note));
+    }
+    response["status"] = json!("completed");
+}
+
+/// A message item holding `text`, as the proxy writes one.
+pub fn note_message(text: &str) -> Value {
+    json!({"type": "message", "id": format!("msg_cm{}", crate::tenant::unguessable()),
+           "status": "completed", "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
