@@ -2,9 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use http::header::{HeaderMap, HeaderValue};
-use http::{Request, Response, Uri};
+use http::{Request, Response};
 use serde_json::{json, Value};
 
 use super::embedded::{self, Ran, Render};
@@ -12,8 +10,11 @@ use super::forward::{
     read_client_body, read_upstream_body, relay, relay_head, respond_with, send, upstream_headers,
     upstream_uri,
 };
+use super::round::{
+    check_event_stream, check_identity, next_round, response_parts, tag, Target,
+};
 use super::{State, Upstream};
-use crate::body::{full, ProxyBody};
+use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::intercept::{add_usage, give_up, judge_completion};
 use crate::mode::Mode;
@@ -27,28 +28,8 @@ use crate::stream::{intercept_stream, HeldProgram, Next, RepairFuture, RepairTar
 use crate::tenant::Tenant;
 use crate::turn::{self, Bounds, Decision, Fate, Summary};
 
-/// Response header: the mode that governed the request.
-pub const RESPONSE_MODE: &str = "x-codemode-mode";
-/// Response header: the preset that governed the request.
-pub const RESPONSE_PRESET: &str = "x-codemode-preset";
-/// Response header: how many repair rounds ran.
-pub const RESPONSE_REPAIRS: &str = "x-codemode-repairs";
 
-/// Where one request goes upstream, built once and reused by repair rounds.
-struct Target {
-    uri: Uri,
-    headers: HeaderMap,
-}
 
-impl Target {
-    fn request(&self, body: Bytes) -> Request<ProxyBody> {
-        let mut req = Request::new(full(body));
-        *req.method_mut() = http::Method::POST;
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
-}
 
 pub(crate) async fn chat_completions(
     state: &Arc<State>,
@@ -150,43 +131,7 @@ async fn streamed(
     Ok(tag(res, selection, None))
 }
 
-fn check_event_stream(res: &Response<ProxyBody>) -> Result<(), ProxyError> {
-    check_identity(res.headers())?;
-    let content_type = res
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if content_type.starts_with("text/event-stream") {
-        Ok(())
-    } else {
-        Err(ProxyError::UpstreamInvalid(format!(
-            "a stream was asked for but the response is `{content_type}`"
-        )))
-    }
-}
 
-/// A judged body must be readable as it came: the proxy asks for
-/// `accept-encoding: identity`, and refuses a compressed answer rather than
-/// forward bytes it cannot judge.
-fn check_identity(headers: &HeaderMap) -> Result<(), ProxyError> {
-    for value in headers.get_all(http::header::CONTENT_ENCODING) {
-        let value = String::from_utf8_lossy(value.as_bytes());
-        let coding = value
-            .split(',')
-            .map(str::trim)
-            .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
-        if let Some(coding) = coding {
-            return Err(ProxyError::UpstreamInvalid(format!(
-                "the upstream answered with `content-encoding: {coding}` although the proxy asked \
-                 for `accept-encoding: identity`; a compressed response cannot be checked for tool \
-                 calls, so it is refused. Configure the provider (or the gateway in front of it) \
-                 not to compress responses"
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// Repair rounds of a stream: the conversation grows by each round's turn and denials.
 struct Reasker {
@@ -210,25 +155,6 @@ impl Reasker {
     }
 }
 
-/// Sends the next round; a refusal ends the stream with the upstream's error.
-async fn next_round(
-    inner: Upstream,
-    req: Request<ProxyBody>,
-    timeout: std::time::Duration,
-    max_body: usize,
-) -> Result<Next, ProxyError> {
-    let res = send(inner, req, timeout).await?;
-    if !res.status().is_success() {
-        let status = res.status().as_u16();
-        let body = read_upstream_body(res.into_body(), timeout, max_body).await?;
-        return Err(ProxyError::UpstreamRepairRejected(
-            status,
-            String::from_utf8_lossy(&body).into_owned(),
-        ));
-    }
-    check_event_stream(&res)?;
-    Ok(Next::Stream(res))
-}
 
 impl RepairTarget for Reasker {
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture {
@@ -391,28 +317,4 @@ async fn intercepted(
     }
 }
 
-/// The upstream's response head, cleaned for a body the proxy wrote.
-fn response_parts(mut parts: http::response::Parts) -> http::response::Parts {
-    super::forward::strip_hop_by_hop(&mut parts.headers);
-    parts
-}
 
-/// Adds the response headers that say what governed the request.
-fn tag(
-    mut res: Response<ProxyBody>,
-    selection: &Selection,
-    repairs: Option<u32>,
-) -> Response<ProxyBody> {
-    let h = res.headers_mut();
-    h.insert(
-        RESPONSE_MODE,
-        HeaderValue::from_static(selection.mode.as_str()),
-    );
-    if let Ok(v) = HeaderValue::try_from(selection.preset.name.as_str()) {
-        h.insert(RESPONSE_PRESET, v);
-    }
-    if let Some(n) = repairs {
-        h.insert(RESPONSE_REPAIRS, HeaderValue::from(n));
-    }
-    res
-}

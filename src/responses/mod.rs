@@ -2,7 +2,15 @@
 //! rule (design.md section 10): its tools, its call items and their
 //! outputs, its stream events.
 
+/// A whole response, judged.
+pub mod completion;
+/// Programs: nested call items, minted responses, events.
+pub mod embedded;
+/// Programs in a Responses input.
+pub mod history;
 /// Output items: calls, their answers, the items the proxy writes.
 pub mod items;
+/// The request: parse, rewrite, serialise.
+pub mod request;
 /// Tools: client tools and provider tools.
 pub mod tools;

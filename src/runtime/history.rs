@@ -305,7 +305,7 @@ const QUOTED_RESULT_BYTES: usize = 2_000;
 
 /// The result of a program the client stopped: the calls it made, with the
 /// results the client sent for them.
-fn interrupted(e: &Execution, sent: &BTreeMap<usize, &str>, limits: &Limits) -> String {
+pub(crate) fn interrupted(e: &Execution, sent: &BTreeMap<usize, &str>, limits: &Limits) -> String {
     let mut text = String::from(
         "Error: InterruptedError: the program was interrupted before it finished: the client \
          ended its tool loop (a step limit, or the user moved on) while the program waited on \

@@ -1,0 +1,148 @@
+//! The embedded runtime on the Responses API: a program's calls reach the
+//! client as call items in a response the proxy mints; their outputs
+//! resume the program.
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use crate::plan::ToolPlan;
+use crate::runtime::Execution;
+
+/// Prefix of the response ids the proxy mints for a program's calls.
+pub const MINTED_RESPONSE_PREFIX: &str = "resp_cm_";
+
+/// The item through which call `n` of `exec` reaches the client: the item
+/// type of its tool (a function call, a freeform `custom_tool_call`, a
+/// built-in's call), named as the client declared it.
+pub fn nested_item(exec: &Execution, n: usize, plan: &ToolPlan) -> Value {
+    let call = &exec.calls[n];
+    let call_id = exec.call_id(n);
+    let id = format!("fc_{}", call_id.trim_start_matches(crate::runtime::MINTED_PREFIX));
+    let args: Value = serde_json::from_str(&call.args).unwrap_or(Value::Null);
+    let kind = plan.call_items.get(&call.name).copied().unwrap_or(
+        if plan.is_freeform(&call.name) || exec.freeform.contains(&call.name) {
+            "custom_tool_call"
+        } else {
+            "function_call"
+        },
+    );
+    let (namespace, name) = match call.name.split_once('.') {
+        Some((ns, leaf)) => (Some(ns), leaf),
+        None => (None, call.name.as_str()),
+    };
+    let mut item = match kind {
+        "custom_tool_call" => json!({"type": kind, "id": id, "call_id": call_id, "name": name,
+                                     "input": args.as_str().unwrap_or(&call.args)}),
+        "local_shell_call" | "shell_call" => json!({"type": kind, "id": id, "call_id": call_id,
+                                     "action": args, "status": "completed"}),
+        "apply_patch_call" => json!({"type": kind, "id": id, "call_id": call_id,
+                                     "operation": args, "status": "completed"}),
+        _ => json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
+                    "arguments": call.args, "status": "completed"}),
+    };
+    if let (Some(ns), Some(obj)) = (namespace, item.as_object_mut()) {
+        if matches!(kind, "function_call" | "custom_tool_call") {
+            obj.insert("namespace".into(), json!(ns));
+        }
+    }
+    item
+}
+
+/// The response that hands a program's waiting calls to the client. The
+/// first batch carries the model's own items other than calls (its
+/// reasoning and text); a later batch, no model having been asked, reports
+/// zero tokens.
+pub fn client_response(
+    exec: &Execution,
+    range: std::ops::Range<usize>,
+    plan: &ToolPlan,
+    model: &Value,
+    usage: Option<Value>,
+) -> Value {
+    let first = range.start == 0;
+    let mut output = Vec::new();
+    if first {
+        if let Some(Ok(Value::Array(items))) = exec.model_turn.as_deref().map(serde_json::from_str)
+        {
+            output.extend(items.into_iter().filter(|i| {
+                !super::items::is_call_type(super::items::item_type(i))
+            }));
+        }
+    }
+    let start = range.start;
+    output.extend(range.map(|n| nested_item(exec, n, plan)));
+    json!({
+        "id": format!("{MINTED_RESPONSE_PREFIX}{}_{start}", exec.id),
+        "object": "response",
+        "created_at": crate::runtime::now_ms() / 1000,
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage.unwrap_or_else(zero_usage),
+    })
+}
+
+/// The usage of a response no model answered.
+pub fn zero_usage() -> Value {
+    json!({"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+           "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
+           "total_tokens": 0})
+}
+
+/// The model's turn as a program's history replays it, when it can be: it
+/// must hold the program's call under `run_call_id`, and every other call
+/// item of it must be one the proxy answers (`answered`).
+pub fn replayable(items: &[Value], run_call_id: &str, answered: &[Value]) -> Option<String> {
+    let ids: Vec<&str> = items
+        .iter()
+        .filter(|i| super::items::is_call_type(super::items::item_type(i)))
+        .map(|i| i.get("call_id").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    let answered: Vec<&str> = answered
+        .iter()
+        .filter_map(|c| c.get("call_id").and_then(Value::as_str))
+        .collect();
+    let complete = ids.contains(&run_call_id)
+        && ids.len() == answered.len() + 1
+        && ids.iter().all(|id| *id == run_call_id || answered.contains(id));
+    complete.then(|| Value::Array(items.to_vec()).to_string())
+}
+
+/// One SSE event of the Responses stream: its `event:` line and data.
+pub fn event(data: &Value) -> Bytes {
+    let kind = data.get("type").and_then(Value::as_str).unwrap_or("message");
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    // Serialising a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// A whole response as the event stream a streaming client expects.
+pub fn response_as_sse(response: &Value) -> Bytes {
+    let mut seq = 0u64;
+    let mut out = Vec::new();
+    let mut push = |mut data: Value| {
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        out.extend_from_slice(&event(&data));
+    };
+    let mut head = response.clone();
+    head["status"] = json!("in_progress");
+    head["output"] = json!([]);
+    push(json!({"type": "response.created", "response": head}));
+    push(json!({"type": "response.in_progress", "response": head}));
+    let items = response["output"].as_array().cloned().unwrap_or_default();
+    for (i, item) in items.into_iter().enumerate() {
+        push(json!({"type": "response.output_item.added", "output_index": i, "item": item}));
+        push(json!({"type": "response.output_item.done", "output_index": i, "item": item}));
+    }
+    push(json!({"type": "response.completed", "response": response}));
+    Bytes::from(out)
+}

@@ -1,0 +1,247 @@
+//! Programs in a Responses input: the client's items hold the nested
+//! traffic (call items with minted `call_id`s and their outputs); the model
+//! sees its own `run_code` turn and one output instead, on every request.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::mode::RUN_CODE;
+use crate::runtime::history::{interrupted, Trailing};
+use crate::runtime::{
+    minted_for, now_ms, resolve_call_id, Execution, ExecutionStore, Limits, MINTED_PREFIX,
+};
+use crate::tenant::Tenant;
+use crate::wire::to_raw;
+
+#[derive(Deserialize)]
+struct ItemView {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    call_id: Option<String>,
+    output: Option<Value>,
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+/// An input item's relation to executions.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    /// A call item minted for call `n` of this execution, with the tool it names.
+    Call(String, usize, String),
+    /// An output for call `n` of this execution.
+    Output(String, usize, String),
+    /// An output whose `call_id` has the proxy's prefix but was not minted by it.
+    Unplaced(String),
+    Other,
+}
+
+/// Finds executions' calls in one tenant's Responses input.
+pub struct ItemReader<'a> {
+    store: &'a dyn ExecutionStore,
+    tenant: &'a Tenant,
+}
+
+impl<'a> ItemReader<'a> {
+    /// A reader of `tenant`'s inputs, finding executions in `store`.
+    pub fn new(store: &'a dyn ExecutionStore, tenant: &'a Tenant) -> ItemReader<'a> {
+        ItemReader { store, tenant }
+    }
+
+    fn kind(&self, raw: &RawValue) -> Kind {
+        let text = raw.get();
+        if !text.contains("\"cm") {
+            return Kind::Other;
+        }
+        let Ok(item) = serde_json::from_str::<ItemView>(text) else {
+            return Kind::Other;
+        };
+        let (Some(kind), Some(id)) = (item.kind.as_deref(), item.call_id.as_deref()) else {
+            return Kind::Other;
+        };
+        let found = resolve_call_id(id, self.tenant, self.store);
+        if kind.ends_with("_output") {
+            return match found {
+                Some((e, n)) => Kind::Output(e, n, output_text(item.output)),
+                None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(id.to_owned()),
+                None => Kind::Other,
+            };
+        }
+        match found {
+            Some((e, n)) if super::items::is_call_type(kind) => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("type".into(), json!(kind));
+                if let Some(name) = item.name {
+                    fields.insert("name".into(), json!(name));
+                }
+                if let Some(ns) = item.namespace {
+                    fields.insert("namespace".into(), json!(ns));
+                }
+                Kind::Call(e, n, super::items::tool_name(&fields))
+            }
+            _ => Kind::Other,
+        }
+    }
+
+    /// The outputs at the end of the input for a program's calls, and the
+    /// call items before them (a stateless client sends both; one that
+    /// continues with `previous_response_id` sends only the outputs).
+    /// `Err` names outputs the proxy cannot place (refused, never guessed).
+    pub fn trailing_results(
+        &self,
+        items: &[Box<RawValue>],
+    ) -> Result<Option<Trailing>, Vec<String>> {
+        let mut results = Vec::new();
+        let mut unplaced = Vec::new();
+        let mut i = items.len();
+        while i > 0 {
+            match self.kind(&items[i - 1]) {
+                Kind::Output(e, n, text) => results.push((e, n, text)),
+                Kind::Unplaced(id) => unplaced.push(id),
+                _ => break,
+            }
+            i -= 1;
+        }
+        if !unplaced.is_empty() {
+            unplaced.reverse();
+            return Err(unplaced);
+        }
+        let mut calls = Vec::new();
+        let mut exec = None;
+        while i > 0 {
+            match self.kind(&items[i - 1]) {
+                Kind::Call(e, n, name) if exec.as_ref().is_none_or(|x| *x == e) => {
+                    exec.get_or_insert_with(|| e.clone());
+                    calls.push((n, name));
+                }
+                _ => break,
+            }
+            i -= 1;
+        }
+        let Some(exec) = exec.or_else(|| results.first().map(|(e, _, _)| e.clone())) else {
+            return Ok(None);
+        };
+        results.reverse();
+        calls.reverse();
+        let results = results
+            .into_iter()
+            .filter(|(e, _, _)| *e == exec)
+            .map(|(_, n, c)| (n, c))
+            .collect();
+        Ok(Some(Trailing {
+            exec,
+            results,
+            calls,
+        }))
+    }
+
+    /// Replaces each execution's nested items by the model's `run_code`
+    /// turn and its output; a program the input moved past before it
+    /// finished is recorded as interrupted.
+    pub fn rewrite(&self, items: &mut Vec<Box<RawValue>>, limits: &Limits) {
+        if !items.iter().any(|m| m.get().contains("\"cm")) {
+            return;
+        }
+        let kinds: Vec<Kind> = items.iter().map(|m| self.kind(m)).collect();
+        let mut out = Vec::with_capacity(items.len());
+        let mut i = 0;
+        while i < items.len() {
+            let exec_id = match &kinds[i] {
+                Kind::Call(e, _, _) | Kind::Output(e, _, _) => e.clone(),
+                _ => {
+                    out.push(items[i].clone());
+                    i += 1;
+                    continue;
+                }
+            };
+            let mut sent = BTreeMap::new();
+            let mut j = i;
+            while j < items.len() {
+                match &kinds[j] {
+                    Kind::Call(e, _, _) if *e == exec_id => {}
+                    Kind::Output(e, n, text) if *e == exec_id => {
+                        sent.insert(*n, text.as_str());
+                    }
+                    _ => break,
+                }
+                j += 1;
+            }
+            let pair = match self.store.get(self.tenant, &exec_id) {
+                Some(e) if e.outcome.is_some() => pair(&e),
+                Some(e) => {
+                    let mut e = Execution::clone(&e);
+                    e.outcome = Some(interrupted(&e, &sent, limits));
+                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
+                    let v = pair(&e);
+                    self.store.put(std::sync::Arc::new(e));
+                    v
+                }
+                None => missing_pair(&exec_id, self.tenant, limits.lifetime),
+            };
+            out.extend(pair.iter().map(to_raw));
+            i = j;
+        }
+        *items = out;
+    }
+}
+
+/// The text of an output: a string, or the text of its parts.
+fn output_text(output: Option<Value>) -> String {
+    match output {
+        Some(Value::String(s)) => s,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The model's view of one execution: its turn, and the program's output
+/// once it ended, with the answers of calls denied beside it.
+pub fn pair(e: &Execution) -> Vec<Value> {
+    let mut v = run_code_turn(e);
+    if let Some(outcome) = &e.outcome {
+        v.push(json!({"type": "function_call_output", "call_id": e.run_call_id, "output": outcome}));
+        v.extend(e.denials.iter().cloned());
+    }
+    v
+}
+
+/// The model's `run_code` turn: its output items as they arrived (reasoning
+/// items included), or rebuilt when the proxy kept none.
+fn run_code_turn(e: &Execution) -> Vec<Value> {
+    if let Some(Ok(Value::Array(items))) = e.model_turn.as_deref().map(serde_json::from_str) {
+        return items;
+    }
+    let mut v = vec![json!({"type": "function_call", "call_id": e.run_call_id, "name": RUN_CODE,
+                            "arguments": json!({"code": e.code}).to_string()})];
+    v.extend(e.denied_calls.iter().cloned());
+    v
+}
+
+/// What the model is told of a program whose record the tenant lacks.
+fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
+    let id = format!("{MINTED_PREFIX}{exec_id}");
+    let content = match minted_for(exec_id, tenant) {
+        Some(created) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
+            "Error: the proxy lost the record of this program (it restarted, or ran short of \
+             memory) before the program finished; its result is unknown. Run the program again \
+             if its result is still needed."
+        }
+        Some(_) => {
+            "Error: the record of this program has expired; its result is no longer available. \
+             Run the program again if its result is still needed."
+        }
+        None => "Error: this program's record is not available; its result is unknown.",
+    };
+    vec![
+        json!({"type": "function_call", "call_id": id, "name": RUN_CODE,
+               "arguments": "{\"code\":\"/* no longer available */\"}"}),
+        json!({"type": "function_call_output", "call_id": id, "output": content}),
+    ]
+}
