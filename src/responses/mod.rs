@@ -4,5 +4,7 @@
 
 /// Output items: calls, their answers, the items the proxy writes.
 pub mod items;
+/// The stream judge: events in, the bytes the client sees out.
+pub mod stream;
 /// Tools: client tools and provider tools.
 pub mod tools;
