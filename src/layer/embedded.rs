@@ -338,7 +338,7 @@ pub(crate) fn log_step(exec: &Execution, step: &Step) {
 
 /// Results naming calls this tenant was never handed (another tenant's,
 /// made up, or changed): all read alike, so nothing tells them apart.
-fn not_handed_out(ids: &[String]) -> ProxyError {
+pub(crate) fn not_handed_out(ids: &[String]) -> ProxyError {
     ProxyError::InvalidRequest(format!(
         "tool results name calls `{}` that this proxy did not hand out to this client: send \
          results only for the calls the proxy handed out, with their ids as they came, in the \

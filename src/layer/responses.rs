@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_ENCODING, CONTENT_TYPE};
 use http::{Request, Response};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::embedded::{not_handed_out, resume_with, run_new, ProgramCall, Resumed};
 use super::forward::{
@@ -29,7 +29,7 @@ use crate::responses::embedded::{client_response, replayable, response_as_sse};
 use crate::responses::history::{pair, ItemReader};
 use crate::responses::items;
 use crate::responses::request::ResponsesRequest;
-use crate::responses::stream::ResponsesStreamJudge;
+use crate::responses::stream::ResponsesJudge;
 use crate::runtime::{Step, MAX_PROGRAMS_PER_REQUEST};
 use crate::select::Selection;
 use crate::splice::TenantSplices;
@@ -267,7 +267,7 @@ async fn streamed(
         return Ok(tag(relay(res), selection, None));
     }
     check_event_stream(&res)?;
-    let judge = ResponsesStreamJudge::new(plan.clone(), state.config.max_repairs);
+    let judge = ResponsesJudge::new(plan.clone(), state.config.max_repairs);
     let reasker = Reasker {
         state: state.clone(),
         plan,
@@ -360,9 +360,4 @@ impl RepairTarget for Reasker {
             }
         })
     }
-}
-
-#[allow(dead_code)]
-fn unused(_: Value) -> Value {
-    json!(null)
 }

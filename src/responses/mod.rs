@@ -12,5 +12,7 @@ pub mod history;
 pub mod items;
 /// The request: parse, rewrite, serialise.
 pub mod request;
+/// The stream judge: events in, the bytes the client sees out.
+pub mod stream;
 /// Tools: client tools and provider tools.
 pub mod tools;
