@@ -56,6 +56,14 @@ pub enum ProxyError {
         "no route for {0}; the proxy serves /v1/*, /preset/NAME/v1/*, /healthz and /codemode/*"
     )]
     NotFound(String),
+    /// A response the proxy minted was asked for: no provider holds it.
+    #[error(
+        "response `{0}` was written by codemode-proxy to hand a program's tool calls to the \
+         client; it is not stored anywhere and cannot be retrieved, cancelled or deleted. Send \
+         the calls' outputs in the next request (or with `previous_response_id` set to it) to \
+         continue the program"
+    )]
+    MintedResponse(String),
     /// Wrong method on a proxy endpoint.
     #[error("{0}")]
     MethodNotAllowed(&'static str),
@@ -111,7 +119,7 @@ impl ProxyError {
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::SelectionDenied(_) => StatusCode::FORBIDDEN,
-            ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
+            ProxyError::NotFound(_) | ProxyError::MintedResponse(_) => StatusCode::NOT_FOUND,
             ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
                 StatusCode::METHOD_NOT_ALLOWED
             }
@@ -147,7 +155,7 @@ impl ProxyError {
             ProxyError::MissingRunCode(_) => "run_code_missing",
             ProxyError::UnsupportedN(_) => "unsupported_n",
             ProxyError::UpstreamRepairRejected(..) => "upstream_repair_rejected",
-            ProxyError::NotFound(_) => "not_found",
+            ProxyError::NotFound(_) | ProxyError::MintedResponse(_) => "not_found",
             ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
                 "method_not_allowed"
             }

@@ -22,6 +22,8 @@ use crate::select::split_preset_path;
 pub enum Endpoint {
     /// `POST /v1/chat/completions`.
     ChatCompletions,
+    /// `POST /v1/responses`.
+    Responses,
 }
 
 /// An API route the proxy judges (or will judge).
@@ -53,8 +55,8 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         path: "/v1/responses",
-        endpoint: None,
-        passes: &[],
+        endpoint: Some(Endpoint::Responses),
+        passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },
     Route {
@@ -334,8 +336,14 @@ mod tests {
 
     #[test]
     fn canonical_future_routes_and_other_paths_pass() {
+        assert_eq!(
+            code("POST", "/v1/responses"),
+            Ok(Routed::Intercept {
+                endpoint: Endpoint::Responses,
+                preset: None
+            })
+        );
         for (method, path) in [
-            ("POST", "/v1/responses"),
             ("POST", "/v1/messages"),
             ("POST", "/v1/messages/count_tokens"),
             ("GET", "/v1/responses/resp_1"),

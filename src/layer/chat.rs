@@ -10,9 +10,7 @@ use super::forward::{
     read_client_body, read_upstream_body, relay, relay_head, respond_with, send, upstream_headers,
     upstream_uri,
 };
-use super::round::{
-    check_event_stream, check_identity, next_round, response_parts, tag, Target,
-};
+use super::round::{check_event_stream, check_identity, next_round, response_parts, tag, Target};
 use super::{State, Upstream};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
@@ -27,9 +25,6 @@ use crate::sse::DEFAULT_MAX_EVENT_BYTES;
 use crate::stream::{intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget, StreamJudge};
 use crate::tenant::Tenant;
 use crate::turn::{self, Bounds, Decision, Fate, Summary};
-
-
-
 
 pub(crate) async fn chat_completions(
     state: &Arc<State>,
@@ -131,8 +126,6 @@ async fn streamed(
     Ok(tag(res, selection, None))
 }
 
-
-
 /// Repair rounds of a stream: the conversation grows by each round's turn and denials.
 struct Reasker {
     state: Arc<State>,
@@ -154,7 +147,6 @@ impl Reasker {
         target.request(chat.to_bytes())
     }
 }
-
 
 impl RepairTarget for Reasker {
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture {
@@ -316,5 +308,3 @@ async fn intercepted(
         return Ok(tag(res, selection, Some(repairs)));
     }
 }
-
-

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_ENCODING, CONTENT_TYPE};
+use http::header::{HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Request, Response};
 use serde_json::Value;
 
@@ -14,9 +14,7 @@ use super::forward::{
     read_client_body, read_upstream_body, relay, relay_head, respond_with, send, upstream_headers,
     upstream_uri,
 };
-use super::round::{
-    check_event_stream, check_identity, next_round, response_parts, tag, Target,
-};
+use super::round::{check_event_stream, check_identity, next_round, response_parts, tag, Target};
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody};
 use crate::dialect::Dialect;
@@ -117,7 +115,7 @@ async fn resume(
                 .field("model")
                 .and_then(|m| serde_json::from_str(m.get()).ok())
                 .unwrap_or(Value::Null);
-            let response = client_response(&exec, range, plan, &model, None);
+            let response = client_response(&exec, range, plan, &model, None, true);
             Ok(Some(respond(request.stream, &response)))
         }
         Resumed::AskModel => Ok(None),
@@ -227,7 +225,7 @@ async fn intercepted(
                 match step {
                     Step::Waiting(range) => {
                         let model = response.get("model").cloned().unwrap_or(Value::Null);
-                        let out = client_response(&exec, range, plan, &model, usage.clone());
+                        let out = client_response(&exec, range, plan, &model, usage.clone(), true);
                         let res = respond_in(response_parts(parts), false, &out);
                         return Ok(tag(res, selection, Some(repairs)));
                     }
@@ -296,7 +294,11 @@ struct Reasker {
     tenant: Tenant,
 }
 
-fn grown(request: &Mutex<ResponsesRequest>, target: &Target, items: &[Value]) -> Request<ProxyBody> {
+fn grown(
+    request: &Mutex<ResponsesRequest>,
+    target: &Target,
+    items: &[Value],
+) -> Request<ProxyBody> {
     let mut request = request.lock().unwrap_or_else(|p| p.into_inner());
     request.push_items(items);
     target.request(request.to_bytes())
@@ -350,7 +352,9 @@ impl RepairTarget for Reasker {
                             .and_then(|m| serde_json::from_str(m.get()).ok())
                             .unwrap_or(Value::Null)
                     };
-                    Ok(Next::HandOff(client_response(&exec, range, &plan, &model, None)))
+                    Ok(Next::HandOff(client_response(
+                        &exec, range, &plan, &model, None, false,
+                    )))
                 }
                 Step::Ended => {
                     let req = grown(&request, &target, &pair(&exec));

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Method, Request, Response};
 
-use super::{admin, chat, forward, State, Upstream};
+use super::{admin, chat, forward, responses, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
 use crate::route::{classify, Endpoint, Routed};
@@ -95,6 +95,18 @@ async fn route(
             )?;
             return chat::chat_completions(&state, inner, selection, req).await;
         }
+        Routed::Intercept {
+            endpoint: Endpoint::Responses,
+            preset,
+        } => {
+            let selection = select(
+                req.headers(),
+                preset,
+                &state.config.catalog,
+                state.config.client_select,
+            )?;
+            return responses::responses(&state, inner, selection, req).await;
+        }
         Routed::Other => {}
     }
     let (path_preset, path) = match split_preset_path(&full_path) {
@@ -111,6 +123,9 @@ async fn route(
                 "use GET for /healthz and /codemode/presets, POST for /codemode/dry-run",
             ))
         }
+        (_, p) if p.starts_with("/v1/responses/") && minted_response(p) => Err(
+            ProxyError::MintedResponse(p.trim_start_matches("/v1/responses/").to_owned()),
+        ),
         _ if is_api => {
             // Selection is checked so a mistyped preset path fails loudly here too.
             select(
@@ -126,4 +141,12 @@ async fn route(
             req.method()
         ))),
     }
+}
+
+/// Whether `path` names a response the proxy minted (a program's calls
+/// handed to the client): no provider holds it.
+fn minted_response(path: &str) -> bool {
+    let id = path.trim_start_matches("/v1/responses/");
+    let id = id.split('/').next().unwrap_or("");
+    id.starts_with(crate::responses::embedded::MINTED_RESPONSE_PREFIX)
 }

@@ -17,7 +17,10 @@ pub const MINTED_RESPONSE_PREFIX: &str = "resp_cm_";
 pub fn nested_item(exec: &Execution, n: usize, plan: &ToolPlan) -> Value {
     let call = &exec.calls[n];
     let call_id = exec.call_id(n);
-    let id = format!("fc_{}", call_id.trim_start_matches(crate::runtime::MINTED_PREFIX));
+    let id = format!(
+        "fc_{}",
+        call_id.trim_start_matches(crate::runtime::MINTED_PREFIX)
+    );
     let args: Value = serde_json::from_str(&call.args).unwrap_or(Value::Null);
     let kind = plan.call_items.get(&call.name).copied().unwrap_or(
         if plan.is_freeform(&call.name) || exec.freeform.contains(&call.name) {
@@ -48,25 +51,28 @@ pub fn nested_item(exec: &Execution, n: usize, plan: &ToolPlan) -> Value {
     item
 }
 
-/// The response that hands a program's waiting calls to the client. The
-/// first batch carries the model's own items other than calls (its
-/// reasoning and text); a later batch, no model having been asked, reports
-/// zero tokens.
+/// The response that hands a program's waiting calls to the client. With
+/// `model_items`, the first batch carries the model's own items other than
+/// calls (its reasoning and text; a stream has sent them already); a later
+/// batch, no model having been asked, reports zero tokens.
 pub fn client_response(
     exec: &Execution,
     range: std::ops::Range<usize>,
     plan: &ToolPlan,
     model: &Value,
     usage: Option<Value>,
+    model_items: bool,
 ) -> Value {
-    let first = range.start == 0;
+    let first = range.start == 0 && model_items;
     let mut output = Vec::new();
     if first {
         if let Some(Ok(Value::Array(items))) = exec.model_turn.as_deref().map(serde_json::from_str)
         {
-            output.extend(items.into_iter().filter(|i| {
-                !super::items::is_call_type(super::items::item_type(i))
-            }));
+            output.extend(
+                items
+                    .into_iter()
+                    .filter(|i| !super::items::is_call_type(super::items::item_type(i))),
+            );
         }
     }
     let start = range.start;
@@ -107,13 +113,18 @@ pub fn replayable(items: &[Value], run_call_id: &str, answered: &[Value]) -> Opt
         .collect();
     let complete = ids.contains(&run_call_id)
         && ids.len() == answered.len() + 1
-        && ids.iter().all(|id| *id == run_call_id || answered.contains(id));
+        && ids
+            .iter()
+            .all(|id| *id == run_call_id || answered.contains(id));
     complete.then(|| Value::Array(items.to_vec()).to_string())
 }
 
 /// One SSE event of the Responses stream: its `event:` line and data.
 pub fn event(data: &Value) -> Bytes {
-    let kind = data.get("type").and_then(Value::as_str).unwrap_or("message");
+    let kind = data
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message");
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(b"event: ");
     out.extend_from_slice(kind.as_bytes());

@@ -168,7 +168,19 @@ impl<'a> ItemReader<'a> {
                 }
                 j += 1;
             }
-            let pair = match self.store.get(self.tenant, &exec_id) {
+            let held = self.store.get(self.tenant, &exec_id);
+            // The model's own items (reasoning, text) reached the client
+            // with the program's first calls, and the client sent them back
+            // before those calls: the model's turn below holds them.
+            if let Some(e) = &held {
+                let ids = model_item_ids(e);
+                while out.last().is_some_and(|raw: &Box<RawValue>| {
+                    item_id(raw).is_some_and(|id| ids.iter().any(|i| *i == id))
+                }) {
+                    out.pop();
+                }
+            }
+            let pair = match held {
                 Some(e) if e.outcome.is_some() => pair(&e),
                 Some(e) => {
                     let mut e = Execution::clone(&e);
@@ -185,6 +197,27 @@ impl<'a> ItemReader<'a> {
         }
         *items = out;
     }
+}
+
+/// The ids of the model's items other than calls in a program's turn.
+fn model_item_ids(e: &Execution) -> Vec<String> {
+    let Some(Ok(Value::Array(items))) = e.model_turn.as_deref().map(serde_json::from_str) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter(|i| !super::items::is_call_type(super::items::item_type(i)))
+        .filter_map(|i| i.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// An item's `id`, when it has one.
+fn item_id(raw: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: Option<String>,
+    }
+    serde_json::from_str::<Id>(raw.get()).ok()?.id
 }
 
 /// The text of an output: a string, or the text of its parts.
@@ -206,7 +239,9 @@ fn output_text(output: Option<Value>) -> String {
 pub fn pair(e: &Execution) -> Vec<Value> {
     let mut v = run_code_turn(e);
     if let Some(outcome) = &e.outcome {
-        v.push(json!({"type": "function_call_output", "call_id": e.run_call_id, "output": outcome}));
+        v.push(
+            json!({"type": "function_call_output", "call_id": e.run_call_id, "output": outcome}),
+        );
         v.extend(e.denials.iter().cloned());
     }
     v
@@ -218,8 +253,10 @@ fn run_code_turn(e: &Execution) -> Vec<Value> {
     if let Some(Ok(Value::Array(items))) = e.model_turn.as_deref().map(serde_json::from_str) {
         return items;
     }
-    let mut v = vec![json!({"type": "function_call", "call_id": e.run_call_id, "name": RUN_CODE,
-                            "arguments": json!({"code": e.code}).to_string()})];
+    let mut v = vec![
+        json!({"type": "function_call", "call_id": e.run_call_id, "name": RUN_CODE,
+                            "arguments": json!({"code": e.code}).to_string()}),
+    ];
     v.extend(e.denied_calls.iter().cloned());
     v
 }

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod raw_provider;
+pub mod responses_model;
 pub mod scripted;
 pub mod sse_client;
 
