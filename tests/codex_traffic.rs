@@ -15,36 +15,14 @@
 //! `CODEX_TRAFFIC_DUMP=<dir>` appends every request Codex sent (method, path,
 //! headers, body) to `<dir>/codex.jsonl`.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+mod common;
+
+use common::codex::{codex_ready, run_codex, workdir};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
-
-/// Where install.sh put the agents (a relative path is relative to the repo).
-fn agents_dir() -> PathBuf {
-    match std::env::var_os("CODEMODE_AGENTS_DIR") {
-        Some(d) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(d),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/codemode-agents"),
-    }
-}
-
-/// Whether Codex can run here; under CI it must.
-fn codex_ready() -> bool {
-    let marker = agents_dir().join("node/node_modules/.bin/codex");
-    if marker.exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have Codex: run tests/agents/install.sh ({} missing)",
-        marker.display()
-    );
-    eprintln!("skipped: codex is not installed (run tests/agents/install.sh)");
-    false
-}
 
 // ---------------------------------------------------------- the model
 
@@ -182,52 +160,6 @@ fn dump(test: &str, requests: &[Value]) {
 
 // ---------------------------------------------------------- the agent
 
-/// A fresh directory holding a.txt, removed when dropped.
-struct WorkDir(PathBuf);
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn workdir(test: &str) -> WorkDir {
-    let dir = std::env::temp_dir().join(format!("cm-codex-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("a.txt"), SECRET).unwrap();
-    WorkDir(dir)
-}
-
-/// Runs tests/agents/codex.mjs against `server` in `dir`; its JSON summary.
-async fn codex(server: &MockServer, dir: &Path, prompts: &[&str]) -> Value {
-    let script = format!("{}/tests/agents/codex.mjs", env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(script)
-        .env("AGENT_BASE_URL", format!("{}/v1", server.uri()))
-        .env("AGENT_DIR", dir)
-        // A slug of Codex's model catalog, so it sends the tools it sends
-        // for GPT-5 models (freeform apply_patch, tool_search).
-        .env("AGENT_MODEL", "gpt-5.5")
-        .env("AGENT_PROMPTS", json!(prompts).to_string())
-        .env("AGENT_TIMEOUT_MS", "40000")
-        .env("CODEMODE_AGENTS_DIR", agents_dir())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .current_dir(dir)
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("codex did not finish in 60 s")
-        .expect("the driver starts");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "codex driver failed: {stderr}");
-    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-    serde_json::from_str(line.unwrap_or(""))
-        .unwrap_or_else(|_| panic!("codex printed no summary: {stdout}\n{stderr}"))
-}
-
 fn items_of<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
     body["input"]
         .as_array()
@@ -245,7 +177,7 @@ async fn codex_runs_the_models_command_and_answers_with_its_output() {
         return;
     }
     let server = model_server().await;
-    let dir = workdir("one");
+    let dir = workdir("one", &[("a.txt", SECRET)]);
     let summary = codex(&server, &dir.0, &["Read a.txt and tell me what it says."]).await;
     let reqs = requests(&server).await;
     dump("one_turn", &reqs);
@@ -341,7 +273,7 @@ async fn codex_resume_continues_the_session_with_its_whole_history() {
         return;
     }
     let server = model_server().await;
-    let dir = workdir("two");
+    let dir = workdir("two", &[("a.txt", SECRET)]);
     let summary = codex(&server, &dir.0, &["Read a.txt.", "Read it again."]).await;
     let reqs = requests(&server).await;
     dump("resume", &reqs);
@@ -387,4 +319,9 @@ async fn codex_resume_continues_the_session_with_its_whole_history() {
         [r#""message"/"assistant""#, r#""message"/"user""#],
         "then the answer and the new prompt"
     );
+}
+
+/// Runs Codex against `server` in `dir`; its JSON summary.
+async fn codex(server: &MockServer, dir: &std::path::Path, prompts: &[&str]) -> Value {
+    run_codex(&format!("{}/v1", server.uri()), dir, prompts).await
 }

@@ -174,9 +174,10 @@ impl<'a> ItemReader<'a> {
             // before those calls: the model's turn below holds them.
             if let Some(e) = &held {
                 let ids = model_item_ids(e);
-                while out.last().is_some_and(|raw: &Box<RawValue>| {
-                    item_id(raw).is_some_and(|id| ids.iter().any(|i| *i == id))
-                }) {
+                while out
+                    .last()
+                    .is_some_and(|raw| item_id(raw).is_some_and(|id| ids.contains(&id)))
+                {
                     out.pop();
                 }
             }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod codex;
 pub mod raw_provider;
 pub mod responses_model;
 pub mod scripted;

@@ -202,7 +202,7 @@ impl Respond for ResponsesModel {
             return ResponseTemplate::new(400).set_body_json(json!({"error": {
                 "message": rule, "type": "invalid_request_error", "param": "input", "code": null}}));
         }
-        let Some(output) = st.script.pop_front() else {
+        let Some(mut output) = st.script.pop_front() else {
             st.seen.push(Seen {
                 body,
                 status: 500,
@@ -211,6 +211,19 @@ impl Respond for ResponsesModel {
             return ResponseTemplate::new(500).set_body_string("script exhausted");
         };
         st.n += 1;
+        // `{"type": "echo"}` stands for a message quoting the last output the model got.
+        for item in output.iter_mut().filter(|i| i["type"] == "echo") {
+            let last = input
+                .iter()
+                .rev()
+                .find(|i| i["type"].as_str().unwrap_or("").ends_with("_output"))
+                .map(|i| match &i["output"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .unwrap_or_default();
+            *item = said(&format!("ANSWER: {last}"));
+        }
         let mut reasoning = None;
         for item in &output {
             match item["type"].as_str().unwrap_or("") {
