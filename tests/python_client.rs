@@ -142,3 +142,55 @@ async fn openai_python_agent_with_its_own_tools_gets_the_answer_through_run_code
         "Result: 6"
     );
 }
+
+/// The Python client's Responses API (`client.responses.create`, and
+/// `client.responses.stream`) with its own tool loop, stateless as Codex
+/// is: a program copies two files; the agent never sees `run_code`.
+async fn responses_agent(stream: bool) {
+    use common::responses_model::*;
+    if !openai_ready() {
+        return;
+    }
+    let code = "const a = await tools.read({path: 'a.txt'});\n\
+                const b = await tools.read({path: 'b.txt'});\n\
+                await tools.write({path: 'c.txt', content: a + b});\n\
+                return 'copied';";
+    let model = ResponsesModel::new([
+        vec![
+            reasoning("rs_1"),
+            said("Copying."),
+            run_code_call("call_p", code),
+        ],
+        vec![said("c.txt now holds alphabravo.")],
+    ]);
+    let server = model.serve().await;
+    let proxy = start(&server, &[("CODEMODE_RUNTIME", "embedded")]).await;
+    let report = run_python(&proxy, "responses_agent.py", stream).await;
+    assert_eq!(report["answer"], "c.txt now holds alphabravo.");
+    assert_eq!(
+        report["executed"],
+        serde_json::json!(["read", "read", "write"])
+    );
+    assert_eq!(report["files"]["c.txt"], "alphabravo");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s.status == 200), "{seen:?}");
+    let last = seen[1].body["input"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["type"], "function_call_output");
+    assert_eq!(last["output"], "Result: \"copied\"");
+}
+
+#[tokio::test]
+async fn openai_python_responses_agent_runs_a_program_it_never_sees() {
+    responses_agent(false).await;
+}
+
+#[tokio::test]
+async fn openai_python_responses_agent_streaming_runs_a_program_it_never_sees() {
+    responses_agent(true).await;
+}
