@@ -173,6 +173,7 @@ impl RepairTarget for Reasker {
                 arguments: program.arguments,
                 content: program.content,
                 turn: program.turn,
+                response_id: None,
             };
             let base = json!({});
             let ran = embedded::start(
@@ -262,6 +263,7 @@ async fn intercepted(
                     arguments: program.arguments.clone(),
                     content: judged.content(),
                     turn: Some(judged.assistant.clone()),
+                    response_id: None,
                 };
                 let content = judged.content();
                 let ran = embedded::start(

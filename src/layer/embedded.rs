@@ -379,6 +379,8 @@ pub(crate) struct ProgramCall {
     pub(crate) content: Option<String>,
     /// The model's whole turn, as it arrived.
     pub(crate) turn: Option<Value>,
+    /// The provider's id of the response holding the call (Responses).
+    pub(crate) response_id: Option<String>,
 }
 
 /// The model's turn as its history replays it, when it can be: it must hold
@@ -460,6 +462,7 @@ pub(crate) async fn run_new(
         plan.visible_names.clone(),
     );
     exec.model_turn = model_turn;
+    exec.upstream_response = program.response_id;
     exec.freeform = plan.freeform.iter().cloned().collect();
     exec.freeform.sort();
     exec.denied_calls = denied_calls;

@@ -72,8 +72,27 @@ pub(crate) async fn responses(
         if let Some(res) = resume(state, &tenant, &request, &plan).await? {
             return Ok(tag(res, &selection, None));
         }
-        if let Some(input) = request.input.as_mut() {
-            ItemReader::new(&*state.executions, &tenant).rewrite(input, &state.config.limits);
+        let reader = ItemReader::new(&*state.executions, &tenant);
+        match minted_previous(&request) {
+            // The client continues a response the proxy minted: the
+            // provider's conversation goes on from the program's own turn.
+            Some(exec_id) => {
+                let exec = state
+                    .executions
+                    .get(&tenant, &exec_id)
+                    .filter(|e| e.upstream_response.is_some())
+                    .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
+                if let Some(input) = request.input.as_mut() {
+                    reader.rewrite_continued(input, &exec, &state.config.limits);
+                }
+                let previous = exec.upstream_response.clone().unwrap_or_default();
+                request.set_field("previous_response_id", &Value::String(previous));
+            }
+            None => {
+                if let Some(input) = request.input.as_mut() {
+                    reader.rewrite(input, &state.config.limits);
+                }
+            }
         }
     }
     request.rewrite(&plan, &splices)?;
@@ -122,6 +141,23 @@ async fn resume(
     }
 }
 
+/// The execution a minted `previous_response_id` names, if it names one.
+fn minted_previous(request: &ResponsesRequest) -> Option<String> {
+    let id: String = serde_json::from_str(request.field("previous_response_id")?.get()).ok()?;
+    let rest = id.strip_prefix(crate::responses::embedded::MINTED_RESPONSE_PREFIX)?;
+    let (exec, _) = rest.rsplit_once('_')?;
+    Some(exec.to_owned())
+}
+
+fn lost_previous(exec_id: &str) -> String {
+    format!(
+        "`previous_response_id` names a response codemode-proxy minted for program `{exec_id}`, \
+         whose record it no longer holds (it restarted, or the record expired), or whose model \
+         turn the provider did not store; send the whole conversation as `input` (with \
+         `store: false`) instead"
+    )
+}
+
 /// A response the proxy wrote, as JSON or as the event stream asked for.
 fn respond(stream: bool, response: &Value) -> Response<ProxyBody> {
     respond_in(Response::new(()).into_parts().0, stream, response)
@@ -152,6 +188,7 @@ async fn start_program(
     plan: &ToolPlan,
     turn_items: &[Value],
     calls: &[turn::JudgedCall],
+    response_id: Option<String>,
 ) -> Result<(Arc<crate::runtime::Execution>, Step), ProxyError> {
     let program = calls.iter().find(|c| c.fate == Fate::Program);
     let Some(program) = program else {
@@ -168,6 +205,7 @@ async fn start_program(
         arguments: program.arguments.clone(),
         content: (!text.is_empty()).then_some(text),
         turn: None,
+        response_id,
     };
     Ok(run_new(state, tenant, plan, call, model_turn, denied_calls, denials).await)
 }
@@ -220,8 +258,19 @@ async fn intercepted(
             }
             Decision::Program => {
                 let tenant = splices.tenant();
-                let (exec, step) =
-                    start_program(state, tenant, plan, &judged.items, &judged.calls).await?;
+                let response_id = response
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let (exec, step) = start_program(
+                    state,
+                    tenant,
+                    plan,
+                    &judged.items,
+                    &judged.calls,
+                    response_id,
+                )
+                .await?;
                 match step {
                     Step::Waiting(range) => {
                         let model = response.get("model").cloned().unwrap_or(Value::Null);
@@ -333,6 +382,7 @@ impl RepairTarget for Reasker {
                 arguments: program.arguments,
                 content: program.content,
                 turn: None,
+                response_id: program.response_id,
             };
             let (exec, step) = run_new(
                 &state,

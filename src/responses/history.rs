@@ -221,6 +221,60 @@ fn item_id(raw: &RawValue) -> Option<String> {
     serde_json::from_str::<Id>(raw.get()).ok()?.id
 }
 
+impl ItemReader<'_> {
+    /// The input of a request that continues a response the proxy minted
+    /// (`previous_response_id`): the provider holds the model's turn, so
+    /// the outputs of the program's calls become the program's own output
+    /// (and the answers of calls denied beside it); other items stay.
+    pub fn rewrite_continued(
+        &self,
+        items: &mut Vec<Box<RawValue>>,
+        exec: &Execution,
+        limits: &Limits,
+    ) {
+        let kinds: Vec<Kind> = items.iter().map(|m| self.kind(m)).collect();
+        let mut sent = BTreeMap::new();
+        let mut out = Vec::with_capacity(items.len());
+        let mut placed = false;
+        for (raw, kind) in items.iter().zip(&kinds) {
+            match kind {
+                Kind::Call(e, _, _) | Kind::Output(e, _, _) if *e == exec.id => {
+                    if let Kind::Output(_, n, text) = kind {
+                        sent.insert(*n, text.as_str());
+                    }
+                    if !placed {
+                        placed = true;
+                        out.push(None);
+                    }
+                }
+                _ => out.push(Some(raw.clone())),
+            }
+        }
+        let mut e = exec.clone();
+        if e.outcome.is_none() {
+            e.outcome = Some(interrupted(&e, &sent, limits));
+            self.store.put(std::sync::Arc::new(e.clone()));
+        }
+        let mut answer = vec![
+            json!({"type": "function_call_output", "call_id": e.run_call_id,
+                                     "output": e.outcome}),
+        ];
+        answer.extend(e.denials.iter().cloned());
+        let answer: Vec<Box<RawValue>> = answer.iter().map(to_raw).collect();
+        let mut rewritten = Vec::with_capacity(out.len() + answer.len());
+        if !placed {
+            rewritten.extend(answer.iter().cloned());
+        }
+        for item in out {
+            match item {
+                Some(raw) => rewritten.push(raw),
+                None => rewritten.extend(answer.iter().cloned()),
+            }
+        }
+        *items = rewritten;
+    }
+}
+
 /// The text of an output: a string, or the text of its parts.
 fn output_text(output: Option<Value>) -> String {
     match output {

@@ -51,6 +51,11 @@ impl ResponsesRequest {
         self.object.get(key)
     }
 
+    /// Replaces (or adds) a top-level field.
+    pub fn set_field(&mut self, key: &str, value: &Value) {
+        self.object.set(key, to_raw(value));
+    }
+
     /// Serialises the request with its current input.
     pub fn to_bytes(&self) -> Bytes {
         match &self.input {

@@ -620,6 +620,7 @@ impl ResponsesJudge {
                     arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
                     content: (!text.is_empty()).then_some(text),
                     turn: Some(Value::Array(self.round.model_items())),
+                    response_id: None,
                     denied_calls,
                     denials,
                 })

@@ -102,6 +102,10 @@ pub struct Execution {
     pub seed: u64,
     /// Calls denied in the same model turn, shown to the model beside `run_code`.
     pub denied_calls: Vec<serde_json::Value>,
+    /// The provider's id of the response that held the program's call, for
+    /// an API that continues a stored conversation by id (Responses'
+    /// `previous_response_id`): the conversation goes on from there.
+    pub upstream_response: Option<String>,
     /// Their denials.
     pub denials: Vec<serde_json::Value>,
 }
@@ -141,6 +145,7 @@ impl Execution {
             outcome: None,
             seed: u64::from_le_bytes(seed),
             denied_calls: Vec::new(),
+            upstream_response: None,
             denials: Vec::new(),
         }
     }

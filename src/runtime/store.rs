@@ -114,6 +114,7 @@ fn execution_bytes(e: &Execution) -> usize {
         + e.code.len()
         + e.assistant_content.as_ref().map_or(0, String::len)
         + e.model_turn.as_ref().map_or(0, String::len)
+        + e.upstream_response.as_ref().map_or(0, String::len)
         + e.tools
             .iter()
             .chain(&e.freeform)

@@ -69,6 +69,8 @@ pub struct HeldProgram {
     pub content: Option<String>,
     /// The model's whole turn, provider fields included, for its history.
     pub turn: Option<Value>,
+    /// The provider's id of the response that held the call (Responses).
+    pub response_id: Option<String>,
     /// Calls denied in the same turn, for the model's history.
     pub denied_calls: Vec<Value>,
     /// Their denials.
@@ -404,6 +406,7 @@ impl StreamJudge {
                 let (denied_calls, denials) = turn::program_denials(&calls);
                 RoundEnd::Program(HeldProgram {
                     turn: Some(self.round.model_turn(&calls)),
+                    response_id: None,
                     id: program.map(|c| c.id.clone()).unwrap_or_default(),
                     arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
                     content: (!text.is_empty()).then_some(text),

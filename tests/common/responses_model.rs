@@ -30,6 +30,9 @@ struct State {
     seen: Vec<Seen>,
     /// Reasoning item id each call the model made came with.
     reasoning_of: HashMap<String, String>,
+    /// The calls of each response it gave, with the one it continued
+    /// (`previous_response_id`): the conversations it stores.
+    stored: HashMap<String, (Vec<String>, Option<String>)>,
     n: usize,
 }
 
@@ -64,7 +67,11 @@ impl ResponsesModel {
 }
 
 /// The API's rules on an input; the first one broken.
-pub fn responses_rules(input: &[Value], reasoning_of: &HashMap<String, String>) -> Option<String> {
+pub fn responses_rules(
+    input: &[Value],
+    reasoning_of: &HashMap<String, String>,
+    stored_calls: &[String],
+) -> Option<String> {
     let is_call = |t: &str| {
         matches!(
             t,
@@ -79,9 +86,10 @@ pub fn responses_rules(input: &[Value], reasoning_of: &HashMap<String, String>) 
         let t = item["type"].as_str().unwrap_or("");
         let id = item["call_id"].as_str().unwrap_or("");
         if t.ends_with("_output") {
-            let placed = input[..i]
-                .iter()
-                .any(|p| is_call(p["type"].as_str().unwrap_or("")) && p["call_id"] == id);
+            let placed = stored_calls.iter().any(|c| c == id)
+                || input[..i]
+                    .iter()
+                    .any(|p| is_call(p["type"].as_str().unwrap_or("")) && p["call_id"] == id);
             if !placed {
                 return Some(format!(
                     "No tool call found for function call output with call_id {id}."
@@ -193,7 +201,24 @@ impl Respond for ResponsesModel {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let mut st = self.0.lock().unwrap();
         let input = body["input"].as_array().cloned().unwrap_or_default();
-        if let Some(rule) = responses_rules(&input, &st.reasoning_of) {
+        let previous = body["previous_response_id"].as_str().map(str::to_owned);
+        let mut stored_calls = Vec::new();
+        let mut at = previous.clone();
+        while let Some(id) = at {
+            let Some((calls, before)) = st.stored.get(&id) else {
+                let rule = format!("Previous response with id '{id}' not found.");
+                st.seen.push(Seen {
+                    body,
+                    status: 400,
+                    refusal: rule.clone(),
+                });
+                return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                    "message": rule, "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}}));
+            };
+            stored_calls.extend(calls.iter().cloned());
+            at = before.clone();
+        }
+        if let Some(rule) = responses_rules(&input, &st.reasoning_of, &stored_calls) {
             st.seen.push(Seen {
                 body,
                 status: 400,
@@ -241,6 +266,12 @@ impl Respond for ResponsesModel {
             &output,
             responses_usage(100, 10),
         );
+        let calls: Vec<String> = output
+            .iter()
+            .filter_map(|i| i["call_id"].as_str().map(str::to_owned))
+            .collect();
+        let key = format!("resp_model_{}", st.n);
+        st.stored.insert(key, (calls, previous));
         let stream = body["stream"] == true;
         st.seen.push(Seen {
             body,
