@@ -4,5 +4,9 @@
 
 /// Output items: calls, their answers, the items the proxy writes.
 pub mod items;
+/// The request: parse, and rewrite for the plan.
+pub mod request;
 /// Tools: client tools and provider tools.
 pub mod tools;
+
+mod choice;
