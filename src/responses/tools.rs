@@ -49,7 +49,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
         let at = format!("tools[{i}]");
         let tool = object(&raw, &at)?;
         match kind(&tool, &at)? {
-            "namespace" => namespace(raw, &tool, &at, &mut out)?,
+            "namespace" => namespace(&raw, &tool, &at, &mut out)?,
             _ => out.push(entry(raw, &tool, &at, None)?),
         }
     }
@@ -201,7 +201,7 @@ fn entry(
 /// `<namespace>.<name>`, sharing the group so the wire can rebuild it from
 /// the tools it keeps.
 fn namespace(
-    raw: Box<RawValue>,
+    raw: &RawValue,
     tool: &Map<String, Value>,
     at: &str,
     out: &mut Vec<ToolEntry>,
