@@ -7,8 +7,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use codemode_proxy::classify::{classify, Visibility};
+use codemode_proxy::dialect::Dialect;
 use codemode_proxy::plan::{PlanCache, ToolPlan};
 use codemode_proxy::preset::Catalog;
+use codemode_proxy::responses::request::ResponsesRequest;
 use codemode_proxy::rewrite::ChatRequest;
 use codemode_proxy::splice::MemorySpliceStore;
 use codemode_proxy::Mode;
@@ -94,6 +96,120 @@ fn rewrite(c: &mut Criterion) {
     group.finish();
 }
 
+/// Codex's ten tools: functions, a custom `apply_patch`, a namespace of
+/// three and web search.
+fn codex_tools() -> Vec<Value> {
+    let function = |name: &str| {
+        json!({"type": "function", "name": name, "strict": false,
+               "description": format!("{name}: does a useful thing with the workspace and returns text."),
+               "parameters": {"type": "object", "properties": {
+                   "cmd": {"type": "string", "description": "What to run"},
+                   "workdir": {"type": "string"}, "timeout_ms": {"type": "number"}},
+                   "required": ["cmd"], "additionalProperties": false}})
+    };
+    let mut out: Vec<Value> = [
+        "exec_command",
+        "write_stdin",
+        "update_plan",
+        "view_image",
+        "list_mcp_resources",
+    ]
+    .iter()
+    .map(|n| function(n))
+    .collect();
+    out.push(json!({"type": "custom", "name": "apply_patch", "description": "Edit files.",
+        "format": {"type": "grammar", "syntax": "lark",
+                   "definition": "start: begin_patch hunk+ end_patch\nbegin_patch: \"*** Begin Patch\" LF\n".repeat(8)}}));
+    out.push(
+        json!({"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.",
+        "tools": [function("spawn_agent"), function("send_input"), function("wait")]}),
+    );
+    out.push(json!({"type": "web_search"}));
+    out
+}
+
+/// A Codex request of about `bytes`: two developer messages, then turns of
+/// user text, reasoning, a `run_code` call and its output.
+fn codex_request(bytes: usize) -> Vec<u8> {
+    let text = |t: &str| json!([{"type": "input_text", "text": t}]);
+    let mut input = vec![
+        json!({"type": "message", "role": "developer", "content": text(&"You are Codex. ".repeat(200))}),
+        json!({"type": "message", "role": "developer", "content": text("<permissions>sandboxed</permissions>")}),
+    ];
+    let turn = "lorem ipsum dolor sit amet ".repeat(20);
+    let mut i = 0;
+    loop {
+        let body = json!({"model": "gpt-5-codex", "input": input, "tools": codex_tools(),
+            "tool_choice": "auto", "parallel_tool_calls": true, "store": false, "stream": true,
+            "include": ["reasoning.encrypted_content"], "prompt_cache_key": "0199-abc"});
+        if body.to_string().len() >= bytes {
+            return serde_json::to_vec(&body).unwrap();
+        }
+        input.push(
+            json!({"type": "message", "role": "user", "content": text(&format!("{i}: {turn}"))}),
+        );
+        input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": "gAAAAB".repeat(40)}));
+        input.push(json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": format!("call_{i}"), "name": "run_code", "arguments": "{\"code\":\"return 1\"}"}));
+        input.push(
+            json!({"type": "function_call_output", "call_id": format!("call_{i}"), "output": turn}),
+        );
+        i += 1;
+    }
+}
+
+/// The rewrite of a Codex-sized request (40 KB, ten tools) on the Responses
+/// API, next to a chat request of the same size and tool count.
+fn rewrite_codex(c: &mut Criterion) {
+    let catalog = Catalog::builtin(Mode::Code);
+    let preset = catalog.get("code").unwrap().clone();
+    let cache = PlanCache::new(64 << 20);
+    let splices = codemode_proxy::splice::TenantSplices::new(
+        std::sync::Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
+        codemode_proxy::tenant::Tenant::anonymous("default"),
+    );
+    let mut group = c.benchmark_group("rewrite_40k_10_tools");
+    let body = codex_request(40_000);
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_with_input(
+        BenchmarkId::new("responses", body.len()),
+        &body,
+        |b, body| {
+            b.iter(|| {
+                let mut request = ResponsesRequest::parse(black_box(body)).unwrap();
+                let plan = cache
+                    .get_or_build_for(
+                        Dialect::Responses,
+                        request.field("tools"),
+                        &preset,
+                        Mode::Code,
+                        codemode_proxy::Runtime::Embedded,
+                    )
+                    .unwrap();
+                request.rewrite(&plan, &splices).unwrap();
+                black_box(request.to_bytes())
+            })
+        },
+    );
+    let body = request(9, 40_000);
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_with_input(BenchmarkId::new("chat", body.len()), &body, |b, body| {
+        b.iter(|| {
+            let mut chat = ChatRequest::parse(black_box(body)).unwrap();
+            let plan = cache
+                .get_or_build(
+                    chat.field("tools"),
+                    &preset,
+                    Mode::Code,
+                    codemode_proxy::Runtime::Client,
+                )
+                .unwrap();
+            chat.rewrite(&plan, &splices).unwrap();
+            black_box(chat.to_bytes())
+        })
+    });
+    group.finish();
+}
+
 fn sdk(c: &mut Criterion) {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("code").unwrap().clone();
@@ -147,6 +263,6 @@ fn classifier(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = rewrite, sdk, classifier
+    targets = rewrite, rewrite_codex, sdk, classifier
 }
 criterion_main!(benches);

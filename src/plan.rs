@@ -76,7 +76,7 @@ impl ToolPlan {
         // the wire as they are, never in the SDK, never judged.
         let (kept, entries): (Vec<ToolEntry>, Vec<ToolEntry>) =
             all.into_iter().partition(|e| e.provider);
-        let kept: Vec<&RawValue> = kept.iter().map(|e| e.raw.as_ref()).collect();
+        let kept: Vec<WireItem<'_>> = kept.iter().map(wire_item).collect();
         let run_code = entries.iter().find(|e| e.schema.name == RUN_CODE);
         let (shown, hidden): (Vec<&ToolEntry>, Vec<&ToolEntry>) = entries
             .iter()
@@ -95,17 +95,17 @@ impl ToolPlan {
         };
         let proxy_run_code = RawValue::from_string(run_code_tool)
             .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
-        let transport: Option<&RawValue> = if runs_code {
-            Some(&proxy_run_code)
+        let transport: Option<WireItem<'_>> = if runs_code {
+            Some((&*proxy_run_code, None))
         } else {
-            run_code.map(|e| e.raw.as_ref())
+            run_code.map(wire_item)
         };
-        let wire: Option<Vec<&RawValue>> = match mode {
+        let wire: Option<Vec<WireItem<'_>>> = match mode {
             Mode::Code if has_tools => Some(transport.into_iter().collect()),
             Mode::Both if runs_code => Some(
                 shown
                     .iter()
-                    .map(|e| e.raw.as_ref())
+                    .map(|e| wire_item(e))
                     .chain(transport)
                     .collect(),
             ),
@@ -113,7 +113,7 @@ impl ToolPlan {
                 entries
                     .iter()
                     .filter(|e| e.schema.name == RUN_CODE || preset.shows(&e.schema.name))
-                    .map(|e| e.raw.as_ref())
+                    .map(wire_item)
                     .collect(),
             ),
             _ => None,
@@ -124,7 +124,7 @@ impl ToolPlan {
         };
         let wire_tools = match wire {
             Some(items) => Some(
-                RawValue::from_string(raw_array(items))
+                RawValue::from_string(wire_array(&items))
                     .map_err(|e| ProxyError::InvalidRequest(format!("`tools`: {e}")))?,
             ),
             None => None,
@@ -196,6 +196,55 @@ impl ToolPlan {
     }
 }
 
+/// A tool for the wire: its declaration and the group it belongs to.
+type WireItem<'a> = (&'a RawValue, Option<&'a Arc<ToolGroup>>);
+
+fn wire_item(e: &ToolEntry) -> WireItem<'_> {
+    (e.raw.as_ref(), e.group.as_ref())
+}
+
+/// The text of a `tools` array: each tool as declared, the tools of a group
+/// (a Responses `namespace`) written back into their group's declaration,
+/// which then lists only the tools given here.
+fn wire_array(items: &[WireItem<'_>]) -> String {
+    let mut parts: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(items.len());
+    let mut i = 0;
+    while i < items.len() {
+        let (raw, group) = items[i];
+        let Some(group) = group else {
+            parts.push(raw.get().into());
+            i += 1;
+            continue;
+        };
+        let mut end = i + 1;
+        while end < items.len() && items[end].1.is_some_and(|g| Arc::ptr_eq(g, group)) {
+            end += 1;
+        }
+        let tools = raw_array(items[i..end].iter().map(|(r, _)| *r));
+        let declared = group.object.to_vec_with("tools", Some(&tools));
+        parts.push(String::from_utf8_lossy(&declared).into_owned().into());
+        i = end;
+    }
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
+    out.push('[');
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(p);
+    }
+    out.push(']');
+    out
+}
+
+/// A group of tools declared together (a Responses `namespace`): its
+/// declaration, whose `tools` the wire rewrites to the ones it keeps.
+#[derive(Debug)]
+pub(crate) struct ToolGroup {
+    /// The group's declaration, every field raw.
+    pub(crate) object: crate::wire::RawObject,
+}
+
 /// One tool of a request, read by its dialect.
 pub(crate) struct ToolEntry {
     /// The tool as the client declared it (for a tool of a namespace: the
@@ -209,6 +258,9 @@ pub(crate) struct ToolEntry {
     /// not the dialect's plain function call (Responses: `custom_tool_call`,
     /// `local_shell_call`, `shell_call`, `apply_patch_call`).
     pub(crate) call_item: Option<&'static str>,
+    /// The group declaring it, if any: `raw` is then the tool's own
+    /// declaration inside the group, and the wire rebuilds the group.
+    pub(crate) group: Option<Arc<ToolGroup>>,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +325,7 @@ fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
             raw,
             provider: false,
             call_item: None,
+            group: None,
             schema: ToolSchema {
                 name,
                 description,

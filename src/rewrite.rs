@@ -237,6 +237,6 @@ fn is_role(raw: &str, role: &str) -> bool {
     serde_json::from_str::<Head<'_>>(raw).is_ok_and(|h| h.role.as_deref() == Some(role))
 }
 
-mod choice;
+pub(crate) mod choice;
 #[cfg(test)]
 mod tests;

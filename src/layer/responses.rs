@@ -82,14 +82,14 @@ pub(crate) async fn responses(
                     .get(&tenant, &exec_id)
                     .filter(|e| e.upstream_response.is_some())
                     .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
-                if let Some(input) = request.input.as_mut() {
+                if let Some(input) = request.input_mut() {
                     reader.rewrite_continued(input, &exec, &state.config.limits);
                 }
                 let previous = exec.upstream_response.clone().unwrap_or_default();
                 request.set_field("previous_response_id", &Value::String(previous));
             }
             None => {
-                if let Some(input) = request.input.as_mut() {
+                if let Some(input) = request.input_mut() {
                     reader.rewrite(input, &state.config.limits);
                 }
             }
@@ -118,9 +118,10 @@ async fn resume(
     request: &ResponsesRequest,
     plan: &ToolPlan,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
-    let Some(input) = &request.input else {
+    let input = request.input_items();
+    if input.is_empty() {
         return Ok(None);
-    };
+    }
     let reader = ItemReader::new(&*state.executions, tenant);
     let trailing = reader
         .trailing_results(input)

@@ -10,9 +10,11 @@ pub mod embedded;
 pub mod history;
 /// Output items: calls, their answers, the items the proxy writes.
 pub mod items;
-/// The request: parse, rewrite, serialise.
+/// The request: parse, and rewrite for the plan.
 pub mod request;
 /// The stream judge: events in, the bytes the client sees out.
 pub mod stream;
 /// Tools: client tools and provider tools.
 pub mod tools;
+
+mod choice;

@@ -1,23 +1,82 @@
-//! A Responses request, parsed only as deep as the proxy needs.
+//! A Responses request (`POST /v1/responses`), parsed only as deep as the
+//! proxy needs, and its rewrite: the wire tools, `tool_choice`, stored
+//! denials of mixed turns and the prompt sections (design.md section 10).
+//!
+//! Every field stays the client's bytes unless the proxy changes it; input
+//! items are kept raw one by one, so only the system/developer message that
+//! takes the sections is re-printed. The rewrite is a pure function of the
+//! request and the plan: the same request gives the same bytes (prompt
+//! caches hit), and `prompt_cache_key` passes untouched.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
 
 use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::splice::TenantSplices;
+use crate::responses::items::is_call_type;
+use crate::splice::{Splice, TenantSplices};
 use crate::wire::{raw_array, to_raw, ParseError, RawObject};
 
-/// A `POST /v1/responses` body.
+/// A Responses request.
 #[derive(Debug)]
 pub struct ResponsesRequest {
     object: RawObject,
     /// The input items, each still the client's bytes unless rewritten;
-    /// `None` when `input` is a string (no call can be in it).
-    pub input: Option<Vec<Box<RawValue>>>,
+    /// `None` while `input` is a string (kept as sent: it holds no calls)
+    /// or absent (a stored prompt, or `previous_response_id` alone).
+    input: Option<Vec<Box<RawValue>>>,
     /// `stream: true`.
     pub stream: bool,
+}
+
+/// The fields of an input item the rewrite looks at.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    call_id: Option<Cow<'a, str>>,
+}
+
+/// What an input item is to the splice.
+#[derive(Debug, PartialEq)]
+enum Role {
+    /// A call item (`function_call`, `custom_tool_call`, built-ins).
+    Call(String),
+    /// The answer to a call (`function_call_output`, ...).
+    Output(String),
+    Other,
+}
+
+fn role_of(raw: &RawValue) -> Role {
+    let Ok(head) = serde_json::from_str::<Head<'_>>(raw.get()) else {
+        return Role::Other;
+    };
+    let (Some(kind), Some(id)) = (head.kind, head.call_id) else {
+        return Role::Other;
+    };
+    if is_call_type(&kind) {
+        Role::Call(id.into_owned())
+    } else if kind.strip_suffix("_output").is_some_and(is_call_type) {
+        Role::Output(id.into_owned())
+    } else {
+        Role::Other
+    }
+}
+
+/// Whether an input item is a system or developer message.
+fn is_instruction_message(raw: &RawValue) -> bool {
+    serde_json::from_str::<Head<'_>>(raw.get()).is_ok_and(|h| {
+        matches!(h.kind.as_deref(), None | Some("message"))
+            && matches!(h.role.as_deref(), Some("system" | "developer"))
+    })
 }
 
 impl ResponsesRequest {
@@ -29,7 +88,7 @@ impl ResponsesRequest {
         })?;
         let input = match object.get("input") {
             None => None,
-            Some(raw) if raw.get().trim_start().starts_with('"') => None,
+            Some(raw) if raw.get() == "null" || raw.get().starts_with('"') => None,
             Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
                 ProxyError::InvalidRequest(
                     "`input` must be a string or an array of input items".into(),
@@ -51,42 +110,270 @@ impl ResponsesRequest {
         self.object.get(key)
     }
 
+    /// `previous_response_id`, when the request continues a stored response.
+    pub fn previous_response_id(&self) -> Option<String> {
+        self.field("previous_response_id").and_then(|r| {
+            serde_json::from_str::<Option<String>>(r.get())
+                .ok()
+                .flatten()
+        })
+    }
+
+    /// `store`, when given.
+    pub fn store(&self) -> Option<bool> {
+        self.field("store")
+            .and_then(|r| serde_json::from_str::<Option<bool>>(r.get()).ok().flatten())
+    }
+
+    /// The input items (none when `input` is a string or absent).
+    pub fn input_items(&self) -> &[Box<RawValue>] {
+        self.input.as_deref().unwrap_or(&[])
+    }
+
+    /// The input items to rewrite, when `input` is a list.
+    pub fn input_mut(&mut self) -> Option<&mut Vec<Box<RawValue>>> {
+        self.input.as_mut()
+    }
+
     /// Replaces (or adds) a top-level field.
     pub fn set_field(&mut self, key: &str, value: &Value) {
         self.object.set(key, to_raw(value));
     }
 
-    /// Serialises the request with its current input.
-    pub fn to_bytes(&self) -> Bytes {
-        match &self.input {
-            Some(items) => {
-                let input = raw_array(items.iter().map(AsRef::as_ref));
-                Bytes::from(self.object.to_vec_with("input", Some(&input)))
-            }
-            None => Bytes::from(self.object.to_vec()),
-        }
+    /// Appends items to the input (a repair round's model items and
+    /// answers). A string input becomes the user message it stands for.
+    pub fn push_items(&mut self, new: &[Value]) {
+        self.items_mut().extend(new.iter().map(to_raw));
     }
 
-    /// Appends items to the input (a repair round's turn and answers); a
-    /// string input becomes the user message it stands for first.
-    pub fn push_items(&mut self, items: &[Value]) {
-        let input = self.input.get_or_insert_with(|| {
+    /// The input as a list of items, converting a string or no input.
+    fn items_mut(&mut self) -> &mut Vec<Box<RawValue>> {
+        if self.input.is_none() {
             let text = self
                 .object
                 .get("input")
-                .and_then(|r| serde_json::from_str::<String>(r.get()).ok());
-            text.map(|t| vec![to_raw(&serde_json::json!({"role": "user", "content": t}))])
-                .unwrap_or_default()
-        });
-        input.extend(items.iter().map(to_raw));
+                .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+            let first = text
+                .map(|t| to_raw(&json!({"type": "message", "role": "user", "content": t})))
+                .into_iter()
+                .collect();
+            return self.input.insert(first);
+        }
+        self.input.get_or_insert_with(Vec::new)
     }
 
-    /// Applies the plan: the wire tools.
+    /// Serialises the request with its current input.
+    pub fn to_bytes(&self) -> Bytes {
+        let Some(items) = &self.input else {
+            return Bytes::from(self.object.to_vec());
+        };
+        let text = raw_array(items.iter().map(AsRef::as_ref));
+        if self.object.get("input").is_some() {
+            return Bytes::from(self.object.to_vec_with("input", Some(&text)));
+        }
+        let mut object = self.object.to_vec();
+        // `{...}` becomes `{...,"input":[...]}`; an empty object has no comma.
+        object.pop();
+        if object.len() > 1 {
+            object.push(b',');
+        }
+        object.extend_from_slice(b"\"input\":");
+        object.extend_from_slice(text.as_bytes());
+        object.push(b'}');
+        Bytes::from(object)
+    }
+
+    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
     pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
-        let _ = splices;
         if let Some(tools) = &plan.wire_tools {
             self.object.set("tools", tools.clone());
         }
+        if plan.narrows_tools() {
+            if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| ProxyError::InvalidRequest(format!("`tool_choice`: {e}")))?;
+                let choice = super::choice::tool_choice(&value, plan)?;
+                self.object.set("tool_choice", to_raw(&choice));
+            }
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices);
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(&plan.prompt)?;
+        }
+        Ok(())
+    }
+
+    /// Splices stored denials back into the turns they belong to.
+    ///
+    /// A turn is found by its outputs: the `call_id`s of a run of call and
+    /// output items (`[calls..., outputs...]`, or each call followed by its
+    /// output), else of each run of consecutive outputs, must be exactly
+    /// the ids of a stored turn of this tenant. The denied calls and their
+    /// answers go right after the turn's last call, so every output follows
+    /// its call. With `previous_response_id` the provider holds the turn
+    /// (denied calls included) and the input carries only the outputs: the
+    /// answers then go right before them.
+    fn splice_denials(&mut self, splices: &TenantSplices) {
+        let Some(items) = &mut self.input else {
+            return;
+        };
+        let roles: Vec<Role> = items.iter().map(|i| role_of(i)).collect();
+        let mut inserts: Vec<(usize, Vec<Box<RawValue>>)> = Vec::new();
+        let mut present: Option<HashSet<&str>> = None;
+        for (start, end) in runs(&roles, |r| !matches!(r, Role::Other)) {
+            let whole = outputs(&roles[start..end], start);
+            let hits: Vec<(Vec<usize>, std::sync::Arc<Splice>)> =
+                match lookup(&roles, &whole, splices) {
+                    Some(s) => vec![(whole, s)],
+                    None => runs(&roles[start..end], |r| matches!(r, Role::Output(_)))
+                        .filter_map(|(s, e)| {
+                            let part: Vec<usize> = (start + s..start + e).collect();
+                            (part.len() < whole.len())
+                                .then(|| lookup(&roles, &part, splices).map(|hit| (part, hit)))
+                                .flatten()
+                        })
+                        .collect(),
+                };
+            for (outs, splice) in hits {
+                let present = present.get_or_insert_with(|| {
+                    roles
+                        .iter()
+                        .filter_map(|r| match r {
+                            Role::Call(id) | Role::Output(id) => Some(id.as_str()),
+                            Role::Other => None,
+                        })
+                        .collect()
+                });
+                let ids: HashSet<&str> = outs.iter().filter_map(|&i| id_of(&roles[i])).collect();
+                let last_call = roles
+                    .iter()
+                    .rposition(|r| matches!(r, Role::Call(id) if ids.contains(id.as_str())));
+                // Nothing twice: a denial the input already answers stays as it is.
+                let fresh = |v: &Value| {
+                    v.get("call_id")
+                        .and_then(Value::as_str)
+                        .is_none_or(|id| !present.contains(id))
+                };
+                let answers = splice.denials.iter().filter(|v| fresh(v)).map(to_raw);
+                let (at, added): (usize, Vec<Box<RawValue>>) = match last_call {
+                    Some(i) => (
+                        i + 1,
+                        splice
+                            .denied_calls
+                            .iter()
+                            .filter(|v| fresh(v))
+                            .map(to_raw)
+                            .chain(answers)
+                            .collect(),
+                    ),
+                    None => (outs[0], answers.collect()),
+                };
+                if !added.is_empty() {
+                    inserts.push((at, added));
+                }
+            }
+        }
+        // From the back, so earlier positions stay valid.
+        inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        for (at, added) in inserts {
+            items.splice(at..at, added);
+        }
+    }
+
+    /// Appends the sections to `instructions` when the client sent them,
+    /// else to the first system/developer input message, else as new
+    /// `instructions`.
+    fn append_prompt(&mut self, prompt: &str) -> Result<(), ProxyError> {
+        if let Some(raw) = self
+            .object
+            .get("instructions")
+            .filter(|r| r.get() != "null")
+        {
+            let text: String = serde_json::from_str(raw.get()).map_err(|_| {
+                ProxyError::InvalidRequest(
+                    "`instructions` must be a string; send the system prompt as text".into(),
+                )
+            })?;
+            let text = if text.is_empty() {
+                prompt.to_owned()
+            } else {
+                format!("{text}\n\n{prompt}")
+            };
+            self.object.set("instructions", to_raw(&text));
+            return Ok(());
+        }
+        if let Some(items) = &mut self.input {
+            if let Some(i) = items.iter().position(|m| is_instruction_message(m)) {
+                let mut msg: Value = serde_json::from_str(items[i].get())
+                    .map_err(|e| ProxyError::InvalidRequest(format!("`input[{i}]`: {e}")))?;
+                match msg.get_mut("content") {
+                    Some(Value::String(s)) if !s.is_empty() => {
+                        s.push_str("\n\n");
+                        s.push_str(prompt);
+                    }
+                    Some(Value::Array(parts)) => {
+                        parts.push(json!({"type": "input_text", "text": prompt}))
+                    }
+                    _ => msg["content"] = Value::String(prompt.to_owned()),
+                }
+                items[i] = to_raw(&msg);
+                return Ok(());
+            }
+        }
+        self.object.set("instructions", to_raw(prompt));
         Ok(())
     }
 }
+
+/// The maximal runs of items for which `keep` holds, as `(start, end)`.
+fn runs<'a>(
+    roles: &'a [Role],
+    keep: impl Fn(&Role) -> bool + 'a,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < roles.len() && !keep(&roles[i]) {
+            i += 1;
+        }
+        if i == roles.len() {
+            return None;
+        }
+        let start = i;
+        while i < roles.len() && keep(&roles[i]) {
+            i += 1;
+        }
+        Some((start, i))
+    })
+}
+
+/// The positions of the outputs among `roles` (which start at `offset`).
+fn outputs(roles: &[Role], offset: usize) -> Vec<usize> {
+    roles
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Role::Output(_)))
+        .map(|(i, _)| offset + i)
+        .collect()
+}
+
+fn id_of(role: &Role) -> Option<&str> {
+    match role {
+        Role::Call(id) | Role::Output(id) => Some(id),
+        Role::Other => None,
+    }
+}
+
+/// The splice stored for the turn whose outputs are at `outs`.
+fn lookup(
+    roles: &[Role],
+    outs: &[usize],
+    splices: &TenantSplices,
+) -> Option<std::sync::Arc<Splice>> {
+    let ids: Vec<&str> = outs.iter().filter_map(|&i| id_of(&roles[i])).collect();
+    splices.get(&ids)
+}
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,7 @@ use crate::mode::{Mode, RUN_CODE};
 use crate::plan::ToolPlan;
 
 /// Whether the model may be pointed at tool `name` under this plan.
-pub(super) fn callable(plan: &ToolPlan, name: &str) -> bool {
+pub(crate) fn callable(plan: &ToolPlan, name: &str) -> bool {
     plan.on_wire(name) && (name == RUN_CODE || (plan.mode != Mode::Code && plan.preset_shows(name)))
 }
 
