@@ -17,8 +17,8 @@ use super::{
     limit_output, minted_for, now_ms, resolve_call_id, Execution, ExecutionStore, Limits,
     MINTED_PREFIX,
 };
-use crate::classify::program_call;
 use crate::mode::RUN_CODE;
+use crate::sdk::program_call;
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 

@@ -22,7 +22,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::classify::{is_js_identifier, tool_access};
+mod naming;
+
+pub use naming::{is_js_identifier, program_call, spaced_json, tool_access};
 
 mod types;
 
