@@ -6,13 +6,13 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codemode_proxy::classify::{classify, Visibility};
-use codemode_proxy::dialect::Dialect;
-use codemode_proxy::plan::{PlanCache, ToolPlan};
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::responses::request::ResponsesRequest;
-use codemode_proxy::rewrite::ChatRequest;
-use codemode_proxy::splice::MemorySpliceStore;
+use codemode_proxy::internals::classify::{classify, Visibility};
+use codemode_proxy::internals::dialect::Dialect;
+use codemode_proxy::internals::plan::{PlanCache, ToolPlan};
+use codemode_proxy::internals::preset::Catalog;
+use codemode_proxy::internals::responses::request::ResponsesRequest;
+use codemode_proxy::internals::rewrite::ChatRequest;
+use codemode_proxy::internals::splice::MemorySpliceStore;
 use codemode_proxy::Mode;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::{json, Value};
@@ -59,9 +59,9 @@ fn rewrite(c: &mut Criterion) {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("code").unwrap().clone();
     let cache = PlanCache::new(64 << 20);
-    let splices = codemode_proxy::splice::TenantSplices::new(
+    let splices = codemode_proxy::internals::splice::TenantSplices::new(
         std::sync::Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
-        codemode_proxy::tenant::Tenant::anonymous("default"),
+        codemode_proxy::internals::tenant::Tenant::anonymous("default"),
     );
     let mut group = c.benchmark_group("rewrite");
     for (n_tools, bytes) in [
@@ -163,9 +163,9 @@ fn rewrite_codex(c: &mut Criterion) {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("code").unwrap().clone();
     let cache = PlanCache::new(64 << 20);
-    let splices = codemode_proxy::splice::TenantSplices::new(
+    let splices = codemode_proxy::internals::splice::TenantSplices::new(
         std::sync::Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
-        codemode_proxy::tenant::Tenant::anonymous("default"),
+        codemode_proxy::internals::tenant::Tenant::anonymous("default"),
     );
     let mut group = c.benchmark_group("rewrite_40k_10_tools");
     let body = codex_request(40_000);

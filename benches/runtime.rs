@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codemode_proxy::runtime::{
+use codemode_proxy::internals::runtime::{
     history, sandbox, CallRecord, Execution, ExecutionStore, Limits, MemoryExecutionStore,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -44,7 +44,7 @@ fn runtime(c: &mut Criterion) {
 
     let store =
         MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
-    let tenant = codemode_proxy::tenant::Tenant::anonymous("default");
+    let tenant = codemode_proxy::internals::tenant::Tenant::anonymous("default");
     let mut exec = Execution::new(
         tenant,
         "call_p".into(),
@@ -77,7 +77,7 @@ fn runtime(c: &mut Criterion) {
         .iter()
         .map(|m| serde_json::value::to_raw_value(m).unwrap())
         .collect();
-    let limits = codemode_proxy::runtime::Limits::default();
+    let limits = codemode_proxy::internals::runtime::Limits::default();
     group.bench_function("history_rewrite_13_messages_22KB", |b| {
         b.iter(|| {
             let mut m = raw.clone();

@@ -7,32 +7,110 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod body;
-pub mod classify;
+// The supported surface: the layer and its service, the configuration,
+// the server helpers, the errors, the modes, and the store traits a shared
+// store implements.
 pub mod config;
 pub mod demo;
-pub mod dialect;
 pub mod error;
-pub mod intercept;
 pub mod layer;
-pub mod mode;
-pub mod plan;
-pub mod preset;
-pub mod responses;
-pub mod rewrite;
-pub mod route;
-pub mod runtime;
-pub mod sdk;
-pub mod sections;
-pub mod select;
 pub mod server;
-pub mod splice;
-pub mod sse;
-pub mod stream;
-pub mod tenant;
-pub mod turn;
-pub mod wire;
+
+mod body;
+mod classify;
+mod dialect;
+mod intercept;
+mod mode;
+mod plan;
+mod preset;
+mod responses;
+mod rewrite;
+mod route;
+mod runtime;
+mod sdk;
+mod sections;
+mod select;
+mod splice;
+mod sse;
+mod stream;
+mod tenant;
+mod turn;
+mod wire;
 
 pub use config::Config;
 pub use layer::{CodeModeLayer, CodeModeService};
 pub use mode::{Mode, Runtime};
+
+/// What a shared store implements, and the in-memory ones the proxy uses
+/// when none is given (see [`CodeModeLayer::with_stores`]).
+pub mod store {
+    pub use crate::runtime::{CallRecord, Execution, ExecutionStore, MemoryExecutionStore};
+    pub use crate::splice::{MemorySpliceStore, Splice, SpliceKey, SpliceStore};
+    pub use crate::tenant::Tenant;
+}
+
+/// The proxy's internals, for its own tests, benchmarks and fuzz targets:
+/// not a supported API (no stability promise).
+#[doc(hidden)]
+pub mod internals {
+    pub mod body {
+        pub use crate::body::*;
+    }
+    pub mod classify {
+        pub use crate::classify::*;
+    }
+    pub mod dialect {
+        pub use crate::dialect::*;
+    }
+    pub mod intercept {
+        pub use crate::intercept::*;
+    }
+    pub mod mode {
+        pub use crate::mode::*;
+    }
+    pub mod plan {
+        pub use crate::plan::*;
+    }
+    pub mod preset {
+        pub use crate::preset::*;
+    }
+    pub mod responses {
+        pub use crate::responses::*;
+    }
+    pub mod rewrite {
+        pub use crate::rewrite::*;
+    }
+    pub mod route {
+        pub use crate::route::*;
+    }
+    pub mod runtime {
+        pub use crate::runtime::*;
+    }
+    pub mod sdk {
+        pub use crate::sdk::*;
+    }
+    pub mod sections {
+        pub use crate::sections::*;
+    }
+    pub mod select {
+        pub use crate::select::*;
+    }
+    pub mod splice {
+        pub use crate::splice::*;
+    }
+    pub mod sse {
+        pub use crate::sse::*;
+    }
+    pub mod stream {
+        pub use crate::stream::*;
+    }
+    pub mod tenant {
+        pub use crate::tenant::*;
+    }
+    pub mod turn {
+        pub use crate::turn::*;
+    }
+    pub mod wire {
+        pub use crate::wire::*;
+    }
+}

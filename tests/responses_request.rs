@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_proxy::dialect::Dialect;
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::responses::request::ResponsesRequest;
-use codemode_proxy::splice::{MemorySpliceStore, TenantSplices};
-use codemode_proxy::tenant::Tenant;
+use codemode_proxy::internals::dialect::Dialect;
+use codemode_proxy::internals::plan::ToolPlan;
+use codemode_proxy::internals::preset::Catalog;
+use codemode_proxy::internals::responses::request::ResponsesRequest;
+use codemode_proxy::internals::splice::{MemorySpliceStore, TenantSplices};
+use codemode_proxy::internals::tenant::Tenant;
 use codemode_proxy::{Mode, Runtime};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};

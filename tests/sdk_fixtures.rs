@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use codemode_proxy::sdk::{render_declarations, ToolSchema};
+use codemode_proxy::internals::sdk::{render_declarations, ToolSchema};
 use serde_json::Value;
 
 fn schemas(tools: &[Value]) -> Vec<ToolSchema> {

@@ -429,16 +429,16 @@ async fn results_that_differ_from_the_recorded_ones_after_the_program_ended_are_
 /// An execution store under memory pressure: it keeps nothing.
 struct Forgetful;
 
-impl codemode_proxy::runtime::ExecutionStore for Forgetful {
-    fn put(&self, _: std::sync::Arc<codemode_proxy::runtime::Execution>) {}
+impl codemode_proxy::internals::runtime::ExecutionStore for Forgetful {
+    fn put(&self, _: std::sync::Arc<codemode_proxy::internals::runtime::Execution>) {}
     fn get(
         &self,
-        _: &codemode_proxy::tenant::Tenant,
+        _: &codemode_proxy::internals::tenant::Tenant,
         _: &str,
-    ) -> Option<std::sync::Arc<codemode_proxy::runtime::Execution>> {
+    ) -> Option<std::sync::Arc<codemode_proxy::internals::runtime::Execution>> {
         None
     }
-    fn alias(&self, _: &codemode_proxy::tenant::Tenant, _: &str) -> Option<String> {
+    fn alias(&self, _: &codemode_proxy::internals::tenant::Tenant, _: &str) -> Option<String> {
         None
     }
 }
@@ -455,7 +455,7 @@ async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_cod
         &format!("{}/v1", p.uri()),
         &[("CODEMODE_RUNTIME", "embedded")],
     );
-    let splices = std::sync::Arc::new(codemode_proxy::splice::MemorySpliceStore::new(
+    let splices = std::sync::Arc::new(codemode_proxy::internals::splice::MemorySpliceStore::new(
         config.splice_ttl,
         1 << 20,
     ));

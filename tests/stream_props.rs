@@ -4,7 +4,7 @@
 
 mod common;
 
-use codemode_proxy::stream::RoundEnd;
+use codemode_proxy::internals::stream::RoundEnd;
 use codemode_proxy::Mode;
 use common::sse_client::reassemble;
 use common::{agent_plan, judge_pieces};

@@ -17,13 +17,13 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use codemode_proxy::mode::{Mode, Runtime, RUN_CODE};
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::{Catalog, ConfigFile, Preset, PresetSpec};
-use codemode_proxy::rewrite::ChatRequest;
-use codemode_proxy::splice::{MemorySpliceStore, TenantSplices};
-use codemode_proxy::tenant::Tenant;
-use codemode_proxy::wire::RawObject;
+use codemode_proxy::internals::mode::{Mode, Runtime, RUN_CODE};
+use codemode_proxy::internals::plan::ToolPlan;
+use codemode_proxy::internals::preset::{Catalog, ConfigFile, Preset, PresetSpec};
+use codemode_proxy::internals::rewrite::ChatRequest;
+use codemode_proxy::internals::splice::{MemorySpliceStore, TenantSplices};
+use codemode_proxy::internals::tenant::Tenant;
+use codemode_proxy::internals::wire::RawObject;
 use serde_json::Value;
 
 const HIDDEN: &str = "bash";

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use codemode_proxy::runtime::{sandbox, CallRecord, Limits, RunOutcome};
+use codemode_proxy::internals::runtime::{sandbox, CallRecord, Limits, RunOutcome};
 use libfuzzer_sys::fuzz_target;
 
 fn limits() -> Limits {

@@ -11,10 +11,10 @@
 //! starting a line of its own.
 
 use arbitrary::{Result, Unstructured};
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::sdk::{render_declarations, ToolSchema, SDK_MAX_BYTES, TOOL_MAX_BYTES};
-use codemode_proxy::sections::{self, RenderedSection, CODE_ONLY_ID, SDK_ID};
+use codemode_proxy::internals::plan::ToolPlan;
+use codemode_proxy::internals::preset::Catalog;
+use codemode_proxy::internals::sdk::{render_declarations, ToolSchema, SDK_MAX_BYTES, TOOL_MAX_BYTES};
+use codemode_proxy::internals::sections::{self, RenderedSection, CODE_ONLY_ID, SDK_ID};
 use codemode_proxy::{Mode, Runtime};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};

@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::sse::SseParser;
-use codemode_proxy::stream::{RoundEnd, StreamJudge};
+use codemode_proxy::internals::plan::ToolPlan;
+use codemode_proxy::internals::preset::Catalog;
+use codemode_proxy::internals::sse::SseParser;
+use codemode_proxy::internals::stream::{RoundEnd, StreamJudge};
 use codemode_proxy::{Mode, Runtime};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};

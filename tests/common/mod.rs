@@ -248,11 +248,13 @@ pub fn sse_call_turn(id: &str, text: &str, name: &str, args: &str, prompt: u64) 
 }
 
 /// The tool plan of `agent_tools()` in `mode` on the client runtime.
-pub fn agent_plan(mode: codemode_proxy::Mode) -> std::sync::Arc<codemode_proxy::plan::ToolPlan> {
+pub fn agent_plan(
+    mode: codemode_proxy::Mode,
+) -> std::sync::Arc<codemode_proxy::internals::plan::ToolPlan> {
     let tools = serde_json::value::to_raw_value(&agent_tools()).unwrap();
-    let catalog = codemode_proxy::preset::Catalog::builtin(mode);
+    let catalog = codemode_proxy::internals::preset::Catalog::builtin(mode);
     std::sync::Arc::new(
-        codemode_proxy::plan::ToolPlan::build(
+        codemode_proxy::internals::plan::ToolPlan::build(
             Some(&tools),
             catalog.get("standard").unwrap(),
             mode,
@@ -267,11 +269,11 @@ pub fn agent_plan(mode: codemode_proxy::Mode) -> std::sync::Arc<codemode_proxy::
 /// upstream reported an error.
 pub fn judge_pieces(
     pieces: &[&[u8]],
-    plan: &std::sync::Arc<codemode_proxy::plan::ToolPlan>,
+    plan: &std::sync::Arc<codemode_proxy::internals::plan::ToolPlan>,
     max_repairs: u32,
-) -> (Vec<u8>, codemode_proxy::stream::RoundEnd, bool) {
-    let mut parser = codemode_proxy::sse::SseParser::new(1 << 20);
-    let mut judge = codemode_proxy::stream::StreamJudge::new(plan.clone(), max_repairs);
+) -> (Vec<u8>, codemode_proxy::internals::stream::RoundEnd, bool) {
+    let mut parser = codemode_proxy::internals::sse::SseParser::new(1 << 20);
+    let mut judge = codemode_proxy::internals::stream::StreamJudge::new(plan.clone(), max_repairs);
     let mut events = Vec::new();
     let mut out: Vec<bytes::Bytes> = Vec::new();
     for piece in pieces {
