@@ -394,8 +394,15 @@ impl ResponsesJudge {
         let pos = match found {
             Some(pos) => pos,
             None => {
+                // A whole item that never opened: the client gets its
+                // opening too, so every item it completes is one it has.
                 let index = index.unwrap_or(self.round.items.len() as u64);
-                self.register(index, &item)
+                let pos = self.register(index, &item);
+                if let Some(client) = self.round.items[pos].client {
+                    let opened = item.clone();
+                    self.emit_item("response.output_item.added", client as usize, opened, out);
+                }
+                pos
             }
         };
         // The whole item is what a client acts on: judged again.
