@@ -893,3 +893,43 @@ async fn the_body_hands_a_programs_calls_to_the_client() {
     assert_eq!(asked, vec![vec![json!("call_2")]]);
     assert_eq!(view(&bytes).terminal()["response"]["output"][2], nested);
 }
+
+#[test]
+fn custom_and_built_in_calls_are_withheld_with_their_own_answers() {
+    let mut events = start("resp_1");
+    events.push(json!({"type": "response.output_item.added", "output_index": 0,
+        "item": {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_c", "name": "bash", "input": ""}}));
+    events.push(json!({"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0, "delta": "rm -rf "}));
+    events.push(json!({"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0, "delta": "/tmp/x"}));
+    events.push(json!({"type": "response.custom_tool_call_input.done", "item_id": "ctc_1", "output_index": 0, "input": "rm -rf /tmp/x"}));
+    // No `output_item.done` for it: its input is what streamed.
+    events.push(json!({"type": "response.output_item.added", "output_index": 1,
+        "item": {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_l", "status": "in_progress",
+                 "action": {"type": "exec", "command": ["ls"]}}}));
+    events.push(json!({"type": "response.output_item.done", "output_index": 1,
+        "item": {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_l", "status": "completed",
+                 "action": {"type": "exec", "command": ["ls"]}}}));
+    events.push(completed("resp_1", &[], usage(1, 1)));
+    let run = run_every_cut(&code(), 2, &[sse(events)], None);
+    let RoundEnd::Repair { messages } = &run.ends[0] else {
+        panic!("expected a repair, got {:?}", run.ends[0])
+    };
+    assert_eq!(messages[0]["input"], "rm -rf /tmp/x");
+    assert_eq!(messages[2]["type"], "custom_tool_call_output");
+    assert_eq!(messages[2]["call_id"], "call_c");
+    assert_eq!(messages[3]["type"], "local_shell_call_output");
+    assert_eq!(messages[3]["call_id"], "call_l");
+    let text = String::from_utf8_lossy(&run.bytes);
+    for trace in [
+        "ctc_1",
+        "rm -rf",
+        "lsh_1",
+        "custom_tool_call",
+        "local_shell",
+    ] {
+        assert!(
+            !text.contains(trace),
+            "a withheld call left a trace: {trace}"
+        );
+    }
+}
