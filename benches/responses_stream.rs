@@ -159,6 +159,55 @@ fn per_event(c: &mut Criterion) {
         b.iter(|| turn(&mut ResponsesJudge::new(plan.clone(), 2), &responses))
     });
     group.finish();
+
+    // One text delta of an open message, the commonest event, next to
+    // `benches/stream.rs`'s `stream_chunk/text_*` (the chat fast path).
+    let mut group = c.benchmark_group("stream_event");
+    let delta = responses[4].clone();
+    group.throughput(Throughput::Bytes(delta.len() as u64));
+    group.bench_function(format!("responses_text_delta_{}B", delta.len()), |b| {
+        let mut parser = SseParser::new(1 << 20);
+        let mut judge = ResponsesJudge::new(plan.clone(), 2);
+        let mut events = Vec::new();
+        let mut out: Vec<Bytes> = Vec::new();
+        for piece in &responses[..4] {
+            parser.push(piece, &mut events).unwrap();
+            for ev in events.drain(..) {
+                judge.on_event(ev, &mut out);
+            }
+        }
+        b.iter(|| {
+            parser.push(black_box(&delta), &mut events).unwrap();
+            for ev in events.drain(..) {
+                judge.on_event(ev, &mut out);
+            }
+            out.clear();
+        })
+    });
+    group.bench_function(format!("responses_parser_only_{}B", delta.len()), |b| {
+        let mut parser = SseParser::new(1 << 20);
+        let mut events = Vec::new();
+        b.iter(|| {
+            parser.push(black_box(&delta), &mut events).unwrap();
+            events.clear();
+        })
+    });
+    let text = chat[1].clone();
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function(format!("chat_text_{}B", text.len()), |b| {
+        let mut parser = SseParser::new(1 << 20);
+        let mut judge = StreamJudge::new(plan.clone(), 2);
+        let mut events = Vec::new();
+        let mut out: Vec<Bytes> = Vec::new();
+        b.iter(|| {
+            parser.push(black_box(&text), &mut events).unwrap();
+            for ev in events.drain(..) {
+                judge.on_event(ev, &mut out);
+            }
+            out.clear();
+        })
+    });
+    group.finish();
 }
 
 criterion_group! {

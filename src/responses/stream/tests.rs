@@ -933,3 +933,13 @@ fn custom_and_built_in_calls_are_withheld_with_their_own_answers() {
         );
     }
 }
+
+#[test]
+fn numbers_are_written_in_as_many_digits_as_counted() {
+    for n in [0, 9, 10, 99, 100, 12345, u64::MAX] {
+        let mut out = Vec::new();
+        push_number(&mut out, n);
+        assert_eq!(out, n.to_string().into_bytes());
+        assert_eq!(digits(n), out.len());
+    }
+}
