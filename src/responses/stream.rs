@@ -198,7 +198,7 @@ impl ResponsesJudge {
     /// without building a JSON tree. Anything else returns false.
     fn fast(&mut self, data: &str, out: &mut Vec<Bytes>) -> bool {
         // A line break inside the data would need several `data:` lines.
-        if data.bytes().any(|b| b == b'\n' || b == b'\r') {
+        if data.contains('\n') || data.contains('\r') {
             return false;
         }
         let Ok(view) = serde_json::from_str::<EventView<'_>>(data) else {
@@ -236,23 +236,28 @@ impl ResponsesJudge {
         if view.kind == "response.output_text.delta" {
             self.round.emitted_text = true;
         }
-        let seq_text = self.next_seq().to_string();
-        let index_text = client.to_string();
+        let seq_value = self.next_seq();
         let (first, second) = if a.0 < b.0 {
-            ((a, seq_text.as_str()), (b, index_text.as_str()))
+            ((a, seq_value), (b, client))
         } else {
-            ((b, index_text.as_str()), (a, seq_text.as_str()))
+            ((b, client), (a, seq_value))
         };
-        let mut frame = String::with_capacity(data.len() + view.kind.len() + 24);
-        frame.push_str("event: ");
-        frame.push_str(&view.kind);
-        frame.push_str("\ndata: ");
-        frame.push_str(&data[..first.0 .0]);
-        frame.push_str(first.1);
-        frame.push_str(&data[first.0 .1..second.0 .0]);
-        frame.push_str(second.1);
-        frame.push_str(&data[second.0 .1..]);
-        frame.push_str("\n\n");
+        // Sized exactly, so the bytes go out without another allocation.
+        let len =
+            "event: \ndata: \n\n".len() + view.kind.len() + data.len() - (a.1 - a.0) - (b.1 - b.0)
+                + digits(seq_value)
+                + digits(client);
+        let mut frame = Vec::with_capacity(len);
+        frame.extend_from_slice(b"event: ");
+        frame.extend_from_slice(view.kind.as_bytes());
+        frame.extend_from_slice(b"\ndata: ");
+        let bytes = data.as_bytes();
+        frame.extend_from_slice(&bytes[..first.0 .0]);
+        push_number(&mut frame, first.1);
+        frame.extend_from_slice(&bytes[first.0 .1..second.0 .0]);
+        push_number(&mut frame, second.1);
+        frame.extend_from_slice(&bytes[second.0 .1..]);
+        frame.extend_from_slice(b"\n\n");
         out.push(Bytes::from(frame));
         true
     }
@@ -394,8 +399,15 @@ impl ResponsesJudge {
         let pos = match found {
             Some(pos) => pos,
             None => {
+                // A whole item that never opened: the client gets its
+                // opening too, so every item it completes is one it has.
                 let index = index.unwrap_or(self.round.items.len() as u64);
-                self.register(index, &item)
+                let pos = self.register(index, &item);
+                if let Some(client) = self.round.items[pos].client {
+                    let opened = item.clone();
+                    self.emit_item("response.output_item.added", client as usize, opened, out);
+                }
+                pos
             }
         };
         // The whole item is what a client acts on: judged again.
@@ -762,6 +774,32 @@ fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
 /// Whether `kind` can stand on an `event:` line as it is.
 fn is_event_name(kind: &str) -> bool {
     !kind.is_empty() && !kind.bytes().any(|b| b == b'\n' || b == b'\r')
+}
+
+/// How many decimal digits `n` takes.
+fn digits(mut n: u64) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+/// Writes `n` in decimal.
+fn push_number(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
 }
 
 /// Where `raw`, borrowed from `data`, lies in it.

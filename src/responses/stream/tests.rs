@@ -780,3 +780,166 @@ fn a_type_that_would_break_the_event_line_is_dropped() {
     let v = view(&run.bytes);
     assert_eq!(v.text(), "hix");
 }
+
+#[test]
+fn a_whole_item_that_never_opened_is_opened_for_the_client() {
+    let mut events = start("resp_1");
+    let (_, text) = message(0, "msg_1", &["hi"]);
+    events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": text}));
+    let (_, bash) = call(1, "fc_1", "call_1", "bash", &["{}"]);
+    events.push(json!({"type": "response.output_item.done", "output_index": 1, "item": bash}));
+    events.push(completed("resp_1", &[], usage(1, 1)));
+    let run = run_every_cut(&code(), 2, &[sse(events)], None);
+    let v = view(&run.bytes);
+    assert_eq!(
+        v.kinds()[2..4],
+        ["response.output_item.added", "response.output_item.done"]
+    );
+    assert!(!String::from_utf8_lossy(&run.bytes).contains("fc_1"));
+    assert!(
+        matches!(run.ends[0], RoundEnd::Repair { .. }),
+        "text stays sent, the call is repaired"
+    );
+}
+
+// ---- driven by the body, as the handler will ----
+
+struct Script {
+    rounds: std::collections::VecDeque<Vec<u8>>,
+    hand_off: Option<Value>,
+    asked: Arc<std::sync::Mutex<Vec<Vec<Value>>>>,
+}
+
+impl Script {
+    fn next(&mut self) -> crate::stream::RepairFuture {
+        let next = self.rounds.pop_front().unwrap_or_default();
+        Box::pin(async move {
+            Ok(crate::stream::Next::Stream(http::Response::new(
+                crate::body::full(next),
+            )))
+        })
+    }
+}
+
+impl crate::stream::RepairTarget for Script {
+    fn reask(&mut self, messages: Vec<Value>) -> crate::stream::RepairFuture {
+        self.asked.lock().unwrap().push(messages);
+        self.next()
+    }
+    fn run_program(&mut self, program: HeldProgram) -> crate::stream::RepairFuture {
+        self.asked.lock().unwrap().push(vec![json!(program.id)]);
+        match self.hand_off.take() {
+            Some(turn) => Box::pin(async move { Ok(crate::stream::Next::HandOff(turn)) }),
+            None => self.next(),
+        }
+    }
+}
+
+async fn through_body(
+    plan: Arc<ToolPlan>,
+    rounds: &[Vec<u8>],
+    hand_off: Option<Value>,
+) -> (Vec<u8>, Vec<Vec<Value>>) {
+    use http_body_util::BodyExt;
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let script = Script {
+        rounds: rounds[1..].iter().cloned().collect(),
+        hand_off,
+        asked: asked.clone(),
+    };
+    let store = Arc::new(crate::splice::MemorySpliceStore::new(
+        std::time::Duration::from_secs(60),
+        1 << 20,
+    ));
+    let splices = crate::splice::TenantSplices::new(store, crate::tenant::Tenant::anonymous("t"));
+    let first = http::Response::new(crate::body::full(rounds[0].clone()));
+    let res = crate::stream::intercept_stream(
+        first,
+        ResponsesJudge::new(plan, 2),
+        Box::new(script),
+        splices,
+        1 << 20,
+    );
+    let bytes = res.into_body().collect().await.unwrap().to_bytes().to_vec();
+    let asked = asked.lock().unwrap().clone();
+    (bytes, asked)
+}
+
+#[tokio::test]
+async fn the_body_drives_a_repair_as_the_pure_judge_does() {
+    let rounds = denied_then_text();
+    let (bytes, asked) = through_body(code(), &rounds, None).await;
+    let pure = drive(&code(), 2, &rounds, None, &whole);
+    assert_eq!(
+        String::from_utf8_lossy(&bytes),
+        String::from_utf8_lossy(&pure.bytes)
+    );
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0][2]["type"], "function_call_output");
+    view(&bytes);
+}
+
+#[tokio::test]
+async fn the_body_hands_a_programs_calls_to_the_client() {
+    let nested = json!({"type": "function_call", "id": "fc_cm_e1_1", "call_id": "cm_e1_1", "name": "read",
+                        "arguments": "{\"path\":\"a\"}", "status": "completed"});
+    let turn = json!({"id": "resp_cm_e1", "object": "response", "output": [nested]});
+    let (bytes, asked) = through_body(embedded(), &[program_round()], Some(turn.clone())).await;
+    let pure = drive(&embedded(), 2, &[program_round()], Some(&turn), &whole);
+    assert_eq!(
+        String::from_utf8_lossy(&bytes),
+        String::from_utf8_lossy(&pure.bytes)
+    );
+    assert_eq!(asked, vec![vec![json!("call_2")]]);
+    assert_eq!(view(&bytes).terminal()["response"]["output"][2], nested);
+}
+
+#[test]
+fn custom_and_built_in_calls_are_withheld_with_their_own_answers() {
+    let mut events = start("resp_1");
+    events.push(json!({"type": "response.output_item.added", "output_index": 0,
+        "item": {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_c", "name": "bash", "input": ""}}));
+    events.push(json!({"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0, "delta": "rm -rf "}));
+    events.push(json!({"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0, "delta": "/tmp/x"}));
+    events.push(json!({"type": "response.custom_tool_call_input.done", "item_id": "ctc_1", "output_index": 0, "input": "rm -rf /tmp/x"}));
+    // No `output_item.done` for it: its input is what streamed.
+    events.push(json!({"type": "response.output_item.added", "output_index": 1,
+        "item": {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_l", "status": "in_progress",
+                 "action": {"type": "exec", "command": ["ls"]}}}));
+    events.push(json!({"type": "response.output_item.done", "output_index": 1,
+        "item": {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_l", "status": "completed",
+                 "action": {"type": "exec", "command": ["ls"]}}}));
+    events.push(completed("resp_1", &[], usage(1, 1)));
+    let run = run_every_cut(&code(), 2, &[sse(events)], None);
+    let RoundEnd::Repair { messages } = &run.ends[0] else {
+        panic!("expected a repair, got {:?}", run.ends[0])
+    };
+    assert_eq!(messages[0]["input"], "rm -rf /tmp/x");
+    assert_eq!(messages[2]["type"], "custom_tool_call_output");
+    assert_eq!(messages[2]["call_id"], "call_c");
+    assert_eq!(messages[3]["type"], "local_shell_call_output");
+    assert_eq!(messages[3]["call_id"], "call_l");
+    let text = String::from_utf8_lossy(&run.bytes);
+    for trace in [
+        "ctc_1",
+        "rm -rf",
+        "lsh_1",
+        "custom_tool_call",
+        "local_shell",
+    ] {
+        assert!(
+            !text.contains(trace),
+            "a withheld call left a trace: {trace}"
+        );
+    }
+}
+
+#[test]
+fn numbers_are_written_in_as_many_digits_as_counted() {
+    for n in [0, 9, 10, 99, 100, 12345, u64::MAX] {
+        let mut out = Vec::new();
+        push_number(&mut out, n);
+        assert_eq!(out, n.to_string().into_bytes());
+        assert_eq!(digits(n), out.len());
+    }
+}
