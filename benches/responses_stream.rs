@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use codemode_proxy::plan::ToolPlan;
-use codemode_proxy::preset::Catalog;
-use codemode_proxy::responses::stream::ResponsesJudge;
-use codemode_proxy::sse::SseParser;
-use codemode_proxy::stream::{RoundJudge, StreamJudge};
+use codemode_proxy::internals::plan::ToolPlan;
+use codemode_proxy::internals::preset::Catalog;
+use codemode_proxy::internals::responses::stream::ResponsesJudge;
+use codemode_proxy::internals::sse::SseParser;
+use codemode_proxy::internals::stream::{RoundJudge, StreamJudge};
 use codemode_proxy::Mode;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
