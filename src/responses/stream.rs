@@ -69,6 +69,10 @@ struct Round {
     emitted_text: bool,
     usage: Option<Value>,
     decision: Option<Decision>,
+    /// The upstream's id of this round's response: a program's record
+    /// keeps it, so a client that continues by `previous_response_id`
+    /// continues the provider's conversation from there.
+    upstream_id: Option<String>,
 }
 
 impl Round {
@@ -304,13 +308,17 @@ impl ResponsesJudge {
 
     /// Keeps the first response id the upstream names.
     fn take_id(&mut self, event: &Map<String, Value>) {
+        let id = event
+            .get("response")
+            .and_then(|r| r.get("id"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        if self.round.upstream_id.is_none() {
+            self.round.upstream_id.clone_from(&id);
+        }
         if self.id.is_none() {
-            self.id = event
-                .get("response")
-                .and_then(|r| r.get("id"))
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned);
+            self.id = id;
         }
     }
 
@@ -632,7 +640,7 @@ impl ResponsesJudge {
                     arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
                     content: (!text.is_empty()).then_some(text),
                     turn: Some(Value::Array(self.round.model_items())),
-                    response_id: None,
+                    response_id: self.round.upstream_id.clone(),
                     denied_calls,
                     denials,
                 })
