@@ -9,6 +9,8 @@ pub enum Dialect {
     Chat,
     /// `POST /v1/responses`.
     Responses,
+    /// `POST /v1/messages` (Anthropic).
+    Messages,
 }
 
 impl Dialect {
@@ -17,6 +19,7 @@ impl Dialect {
         match self {
             Dialect::Chat => "chat",
             Dialect::Responses => "responses",
+            Dialect::Messages => "messages",
         }
     }
 }

@@ -20,6 +20,7 @@ mod body;
 mod classify;
 mod dialect;
 mod intercept;
+mod messages;
 mod mode;
 mod plan;
 mod preset;
@@ -64,6 +65,9 @@ pub mod internals {
     }
     pub mod intercept {
         pub use crate::intercept::*;
+    }
+    pub mod messages {
+        pub use crate::messages::*;
     }
     pub mod mode {
         pub use crate::mode::*;

@@ -71,6 +71,7 @@ impl ToolPlan {
         let all = match dialect {
             Dialect::Chat => parse_tools(tools)?,
             Dialect::Responses => crate::responses::tools::parse(tools)?,
+            Dialect::Messages => crate::messages::tools::parse(tools)?,
         };
         // Tools the provider runs itself are no client tool: they stay on
         // the wire as they are, never in the SDK, never judged.
@@ -92,6 +93,7 @@ impl ToolPlan {
         let run_code_tool = match dialect {
             Dialect::Chat => crate::runtime::RUN_CODE_TOOL.to_owned(),
             Dialect::Responses => crate::responses::tools::run_code_tool(),
+            Dialect::Messages => crate::messages::tools::run_code_tool(),
         };
         let proxy_run_code = RawValue::from_string(run_code_tool)
             .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;

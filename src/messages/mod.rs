@@ -1,0 +1,8 @@
+//! Anthropic's Messages API (`POST /v1/messages`) as a dialect of the rule
+//! (design.md section 11): its tools, its `tool_use` blocks and their
+//! `tool_result`s, its stream events.
+
+/// Content blocks: calls, their answers, repairs.
+pub mod items;
+/// Tools: client tools and server tools.
+pub mod tools;

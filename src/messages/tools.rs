@@ -1,0 +1,76 @@
+//! Tools of a Messages request: client tools (collapsed into the SDK in
+//! code mode) and the provider's server tools (kept on the wire).
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::error::ProxyError;
+use crate::plan::ToolEntry;
+use crate::sdk::ToolSchema;
+
+/// The proxy's `run_code` tool in the Messages shape (`input_schema`).
+pub fn run_code_tool() -> String {
+    let chat: Value = serde_json::from_str(crate::runtime::RUN_CODE_TOOL).unwrap_or(Value::Null);
+    let f = &chat["function"];
+    json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
+        .to_string()
+}
+
+/// Reads the `tools` of a Messages request: a tool without a `type` (or
+/// `custom`) is a client tool; a typed one is the provider's, except the
+/// client-executed `bash_*` and `text_editor_*` tools.
+pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
+    let Some(tools) = tools.filter(|t| t.get() != "null") else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<Box<RawValue>> = serde_json::from_str(tools.get()).map_err(|_| {
+        ProxyError::InvalidRequest("`tools` must be an array of tool objects".to_owned())
+    })?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, raw) in items.into_iter().enumerate() {
+        let t: Value = serde_json::from_str(raw.get()).map_err(|e| {
+            ProxyError::InvalidRequest(format!("`tools[{i}]` is not a tool object: {e}"))
+        })?;
+        let kind = t.get("type").and_then(Value::as_str).unwrap_or("custom");
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let client =
+            kind == "custom" || kind.starts_with("bash_") || kind.starts_with("text_editor_");
+        if client && name.is_empty() {
+            return Err(ProxyError::InvalidRequest(format!(
+                "`tools[{i}]` has no name; give it `name`"
+            )));
+        }
+        let parameters = match (kind, t.get("input_schema")) {
+            (_, Some(schema)) if schema.is_object() => schema.clone(),
+            (k, _) if k.starts_with("bash_") => json!({"type": "object",
+                "properties": {"command": {"type": "string"}, "restart": {"type": "boolean"}}}),
+            (k, _) if k.starts_with("text_editor_") => json!({"type": "object",
+                "properties": {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
+                               "path": {"type": "string"}, "file_text": {"type": "string"},
+                               "old_str": {"type": "string"}, "new_str": {"type": "string"},
+                               "insert_line": {"type": "integer"}, "view_range": {"type": "array", "items": {"type": "integer"}}},
+                "required": ["command", "path"]}),
+            _ => json!({}),
+        };
+        out.push(ToolEntry {
+            raw,
+            schema: ToolSchema {
+                name: if client { name } else { kind.to_owned() },
+                description: t
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                parameters,
+                freeform: false,
+            },
+            provider: !client,
+            call_item: None,
+            group: None,
+        });
+    }
+    Ok(out)
+}
