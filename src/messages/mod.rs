@@ -4,5 +4,9 @@
 
 /// Content blocks: calls, their answers, repairs.
 pub mod items;
+/// The request: parse, and rewrite for the plan.
+pub mod request;
 /// Tools: client tools and server tools.
 pub mod tools;
+
+mod choice;

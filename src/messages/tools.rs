@@ -16,6 +16,36 @@ pub fn run_code_tool() -> String {
         .to_string()
 }
 
+/// Whether a tool of this `type` is executed by the client: untyped
+/// (`custom`) tools and the fixed-schema `bash_*` and `text_editor_*`.
+fn is_client_kind(kind: &str) -> bool {
+    kind == "custom" || kind.starts_with("bash_") || kind.starts_with("text_editor_")
+}
+
+/// The fields of a tool the request side looks at.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The names of the provider's server tools a `tools` value declares (a
+/// `tool_choice` may name them; they stay on the wire).
+pub(crate) fn server_tool_names(tools: Option<&RawValue>) -> Vec<String> {
+    let Some(items) = tools.and_then(|t| serde_json::from_str::<Vec<&RawValue>>(t.get()).ok())
+    else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|raw| serde_json::from_str::<Head<'_>>(raw.get()).ok())
+        .filter(|h| !is_client_kind(h.kind.as_deref().unwrap_or("custom")))
+        .filter_map(|h| h.name.map(std::borrow::Cow::into_owned))
+        .collect()
+}
+
 /// Reads the `tools` of a Messages request: a tool without a `type` (or
 /// `custom`) is a client tool; a typed one is the provider's, except the
 /// client-executed `bash_*` and `text_editor_*` tools.
@@ -37,8 +67,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let client =
-            kind == "custom" || kind.starts_with("bash_") || kind.starts_with("text_editor_");
+        let client = is_client_kind(kind);
         if client && name.is_empty() {
             return Err(ProxyError::InvalidRequest(format!(
                 "`tools[{i}]` has no name; give it `name`"
