@@ -4,5 +4,7 @@
 
 /// Content blocks: calls, their answers, repairs.
 pub mod items;
+/// The stream judge: `content_block_*` events judged as they arrive.
+pub mod stream;
 /// Tools: client tools and server tools.
 pub mod tools;
