@@ -6,6 +6,8 @@
 pub mod items;
 /// The request: parse, and rewrite for the plan.
 pub mod request;
+/// The stream judge: `content_block_*` events judged as they arrive.
+pub mod stream;
 /// Tools: client tools and server tools.
 pub mod tools;
 

@@ -767,7 +767,7 @@ impl RoundJudge for ResponsesJudge {
 
 /// A withheld call judged again on more of it: the new judgment, except
 /// that a call withheld by its name never comes to pass by a later one.
-fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
+pub(crate) fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
     match old {
         Some(old) if new.passed() && !old.passed() => JudgedCall {
             id: new.id,
@@ -780,12 +780,12 @@ fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
 }
 
 /// Whether `kind` can stand on an `event:` line as it is.
-fn is_event_name(kind: &str) -> bool {
+pub(crate) fn is_event_name(kind: &str) -> bool {
     !kind.is_empty() && !kind.bytes().any(|b| b == b'\n' || b == b'\r')
 }
 
 /// How many decimal digits `n` takes.
-fn digits(mut n: u64) -> usize {
+pub(crate) fn digits(mut n: u64) -> usize {
     let mut d = 1;
     while n >= 10 {
         n /= 10;
@@ -795,7 +795,7 @@ fn digits(mut n: u64) -> usize {
 }
 
 /// Writes `n` in decimal.
-fn push_number(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn push_number(out: &mut Vec<u8>, n: u64) {
     let mut buf = [0u8; 20];
     let mut at = buf.len();
     let mut n = n;
@@ -811,14 +811,14 @@ fn push_number(out: &mut Vec<u8>, n: u64) {
 }
 
 /// Where `raw`, borrowed from `data`, lies in it.
-fn span_of(data: &str, raw: &RawValue) -> Option<(usize, usize)> {
+pub(crate) fn span_of(data: &str, raw: &RawValue) -> Option<(usize, usize)> {
     let start = (raw.get().as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
     let end = start + raw.get().len();
     (data.get(start..end) == Some(raw.get())).then_some((start, end))
 }
 
 /// One event: its type on the `event:` line, `value` as its data.
-fn frame(kind: &str, value: &Value) -> Bytes {
+pub(crate) fn frame(kind: &str, value: &Value) -> Bytes {
     let mut out = String::with_capacity(160);
     let _ = write!(out, "event: {kind}\ndata: ");
     let mut bytes = out.into_bytes();
