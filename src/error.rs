@@ -179,9 +179,37 @@ impl ProxyError {
         Bytes::from(v.to_string())
     }
 
+    /// The body in Anthropic's shape, for the Messages routes:
+    /// `{"type": "error", "error": {"type", "message"}}`.
+    pub fn anthropic_body(&self) -> Bytes {
+        let kind = match self.status().as_u16() {
+            400 | 405 | 409 | 422 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            503 | 529 => "overloaded_error",
+            _ => "api_error",
+        };
+        let v = json!({"type": "error", "error": {"type": kind, "message": self.to_string()}});
+        Bytes::from(v.to_string())
+    }
+
+    /// The whole response, in Anthropic's shape (the Messages routes).
+    pub fn into_anthropic_response(self) -> Response<ProxyBody> {
+        let body = self.anthropic_body();
+        self.respond_with(body)
+    }
+
     /// The whole response.
     pub fn into_response(self) -> Response<ProxyBody> {
-        let mut res = Response::new(full(self.body()));
+        let body = self.body();
+        self.respond_with(body)
+    }
+
+    fn respond_with(self, body: Bytes) -> Response<ProxyBody> {
+        let mut res = Response::new(full(body));
         *res.status_mut() = self.status();
         res.headers_mut().insert(
             header::CONTENT_TYPE,

@@ -24,6 +24,10 @@ pub enum Endpoint {
     ChatCompletions,
     /// `POST /v1/responses`.
     Responses,
+    /// `POST /v1/messages` (Anthropic).
+    Messages,
+    /// `POST /v1/messages/count_tokens` (Anthropic).
+    CountTokens,
 }
 
 /// An API route the proxy judges (or will judge).
@@ -61,15 +65,15 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         path: "/v1/messages",
-        endpoint: None,
-        passes: &[],
+        endpoint: Some(Endpoint::Messages),
+        passes: &["HEAD", "OPTIONS"],
         // `/v1/threads/ID/messages` is another API (Assistants).
         any_prefix: false,
     },
     Route {
         path: "/v1/messages/count_tokens",
-        endpoint: None,
-        passes: &[],
+        endpoint: Some(Endpoint::CountTokens),
+        passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },
 ];
@@ -343,9 +347,19 @@ mod tests {
                 preset: None
             })
         );
+        for (path, endpoint) in [
+            ("/v1/messages", Endpoint::Messages),
+            ("/v1/messages/count_tokens", Endpoint::CountTokens),
+        ] {
+            assert_eq!(
+                code("POST", path),
+                Ok(Routed::Intercept {
+                    endpoint,
+                    preset: None
+                })
+            );
+        }
         for (method, path) in [
-            ("POST", "/v1/messages"),
-            ("POST", "/v1/messages/count_tokens"),
             ("GET", "/v1/responses/resp_1"),
             ("GET", "/v1/models"),
             ("GET", "/v1/models/meta-llama%2FLlama-3"),

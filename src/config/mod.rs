@@ -31,6 +31,10 @@ pub const CONFIG: &str = "CODEMODE_CONFIG";
 pub const MAX_REPAIRS: &str = "CODEMODE_MAX_REPAIRS";
 /// Bearer token sent upstream in place of the client's.
 pub const UPSTREAM_API_KEY: &str = "CODEMODE_UPSTREAM_API_KEY";
+/// Anthropic Messages API base URL.
+pub const ANTHROPIC_UPSTREAM: &str = "CODEMODE_ANTHROPIC_UPSTREAM";
+/// Key sent to the Anthropic upstream as `x-api-key` in place of the client's.
+pub const ANTHROPIC_API_KEY: &str = "CODEMODE_ANTHROPIC_API_KEY";
 /// Whether clients may pick preset or mode per request.
 pub const CLIENT_SELECT: &str = "CODEMODE_CLIENT_SELECT";
 /// Largest chat-completions request body the proxy reads.
@@ -100,6 +104,12 @@ pub struct Config {
     pub max_repairs: u32,
     /// Replaces the client's `Authorization` upstream when set (marked sensitive).
     pub upstream_api_key: Option<HeaderValue>,
+    /// The Anthropic Messages API base (`/v1/messages` and what carries
+    /// `anthropic-version` go there).
+    pub anthropic_upstream: UpstreamBase,
+    /// Sent to the Anthropic upstream as `x-api-key` in place of the
+    /// client's key and authorization (marked sensitive).
+    pub anthropic_api_key: Option<HeaderValue>,
     /// Per-request selection policy.
     pub client_select: ClientSelect,
     /// Largest chat-completions body read.
@@ -254,6 +264,28 @@ impl Config {
                 }
             }
         });
+        let default_anthropic = UpstreamBase::parse("https://api.anthropic.com/v1").ok();
+        let anthropic_upstream = parse_or(
+            &get,
+            ANTHROPIC_UPSTREAM,
+            default_anthropic,
+            &mut fail,
+            UpstreamBase::parse,
+        );
+        let anthropic_api_key =
+            get(ANTHROPIC_API_KEY).and_then(|key| match HeaderValue::try_from(key.trim()) {
+                Ok(mut h) => {
+                    h.set_sensitive(true);
+                    Some(h)
+                }
+                Err(_) => {
+                    fail(
+                        ANTHROPIC_API_KEY,
+                        "the key holds characters a header cannot carry (value not shown)".into(),
+                    );
+                    None
+                }
+            });
         let client_select = parse_or(
             &get,
             CLIENT_SELECT,
@@ -452,6 +484,7 @@ impl Config {
                 upstream_idle,
                 max_upstream_body,
                 budgets,
+                anthropic_upstream,
             ),
         ) {
             (
@@ -475,6 +508,7 @@ impl Config {
                     Some(upstream_idle),
                     Some(max_upstream_body_bytes),
                     Some(budgets),
+                    Some(anthropic_upstream),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -484,6 +518,8 @@ impl Config {
                 catalog,
                 max_repairs,
                 upstream_api_key,
+                anthropic_upstream,
+                anthropic_api_key,
                 client_select,
                 max_body_bytes,
                 upstream_timeout: Duration::from_secs(upstream_timeout),

@@ -45,6 +45,16 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// `rewritten` drops the body's length and asks for `accept-encoding:
 /// identity`: the proxy must be able to read what comes back.
 pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
+    headers_for(state, client, rewritten, is_anthropic(client))
+}
+
+/// The headers sent to the Anthropic upstream (a Messages route, whatever
+/// the client's headers say).
+pub(crate) fn anthropic_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
+    headers_for(state, client, rewritten, true)
+}
+
+fn headers_for(state: &State, client: &HeaderMap, rewritten: bool, anthropic: bool) -> HeaderMap {
     let mut headers = client.clone();
     strip_hop_by_hop(&mut headers);
     headers.remove(header::HOST);
@@ -68,10 +78,32 @@ pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: boo
             HeaderValue::from_static("application/json"),
         );
     }
-    if let Some(key) = &state.config.upstream_api_key {
+    if anthropic {
+        if let Some(key) = &state.config.anthropic_api_key {
+            headers.remove(header::AUTHORIZATION);
+            headers.insert("x-api-key", key.clone());
+        }
+    } else if let Some(key) = &state.config.upstream_api_key {
         headers.insert(header::AUTHORIZATION, key.clone());
     }
     headers
+}
+
+/// Whether a request is for the Anthropic upstream: it carries
+/// `anthropic-version` (design.md section 11).
+pub(crate) fn is_anthropic(client: &HeaderMap) -> bool {
+    client.contains_key("anthropic-version")
+}
+
+/// The Anthropic upstream URI for proxy path `path` with the request's query.
+pub(crate) fn anthropic_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, ProxyError> {
+    state
+        .config
+        .anthropic_upstream
+        .uri_for(path, uri.query())
+        .map_err(|e| {
+            ProxyError::InvalidRequest(format!("the request path cannot be forwarded: {e}"))
+        })
 }
 
 /// The upstream URI for proxy path `path` with the request's query.
@@ -184,7 +216,11 @@ pub(crate) async fn passthrough(
     let (parts, body) = req.into_parts();
     let mut up = Request::new(body);
     *up.method_mut() = parts.method;
-    *up.uri_mut() = upstream_uri(state, &path, &parts.uri)?;
+    *up.uri_mut() = if is_anthropic(&parts.headers) {
+        anthropic_uri(state, &path, &parts.uri)?
+    } else {
+        upstream_uri(state, &path, &parts.uri)?
+    };
     *up.headers_mut() = upstream_headers(state, &parts.headers, false);
     let res = send(inner, up, state.config.upstream_timeout).await?;
     Ok(relay(res))

@@ -18,6 +18,7 @@ mod admin;
 mod chat;
 mod embedded;
 mod forward;
+mod messages;
 mod responses;
 mod round;
 mod service;

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Method, Request, Response};
 
-use super::{admin, chat, forward, responses, State, Upstream};
+use super::{admin, chat, forward, messages, responses, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
 use crate::route::{classify, Endpoint, Routed};
@@ -53,10 +53,15 @@ where
         let inner = self.inner.clone();
         let state = self.state.clone();
         let req = req.map(boxed);
+        let anthropic = speaks_anthropic(&req);
         Box::pin(async move {
-            Ok(route(state, inner, req)
-                .await
-                .unwrap_or_else(error_response))
+            Ok(route(state, inner, req).await.unwrap_or_else(|e| {
+                if anthropic {
+                    e.into_anthropic_response()
+                } else {
+                    error_response(e)
+                }
+            }))
         })
     }
 }
@@ -107,6 +112,19 @@ async fn route(
             )?;
             return responses::responses(&state, inner, selection, req).await;
         }
+        Routed::Intercept {
+            endpoint: endpoint @ (Endpoint::Messages | Endpoint::CountTokens),
+            preset,
+        } => {
+            let selection = select(
+                req.headers(),
+                preset,
+                &state.config.catalog,
+                state.config.client_select,
+            )?;
+            let counting = endpoint == Endpoint::CountTokens;
+            return messages::messages(&state, inner, selection, counting, req).await;
+        }
         Routed::Other => {}
     }
     let (path_preset, path) = match split_preset_path(&full_path) {
@@ -149,4 +167,14 @@ fn minted_response(path: &str) -> bool {
     let id = path.trim_start_matches("/v1/responses/");
     let id = id.split('/').next().unwrap_or("");
     id.starts_with(crate::responses::embedded::MINTED_RESPONSE_PREFIX)
+}
+
+/// Whether a request speaks Anthropic's API (a Messages path, or an
+/// `anthropic-version` header): the errors the proxy writes for it are
+/// Anthropic-shaped.
+fn speaks_anthropic<B>(req: &Request<B>) -> bool {
+    let path = req.uri().path().trim_end_matches('/');
+    forward::is_anthropic(req.headers())
+        || path.ends_with("/v1/messages")
+        || path.ends_with("/v1/messages/count_tokens")
 }

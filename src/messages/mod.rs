@@ -2,6 +2,12 @@
 //! (design.md section 11): its tools, its `tool_use` blocks and their
 //! `tool_result`s, its stream events.
 
+/// A whole response, judged.
+pub mod completion;
+/// Programs: nested `tool_use` blocks, minted messages, the model's turn.
+pub mod embedded;
+/// Programs in a Messages conversation.
+pub mod history;
 /// Content blocks: calls, their answers, repairs.
 pub mod items;
 /// The request: parse, and rewrite for the plan.

@@ -10,9 +10,7 @@ use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, Trailing};
-use crate::runtime::{
-    minted_for, now_ms, resolve_call_id, Execution, ExecutionStore, Limits, MINTED_PREFIX,
-};
+use crate::runtime::{resolve_call_id, Execution, ExecutionStore, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -319,18 +317,7 @@ fn run_code_turn(e: &Execution) -> Vec<Value> {
 /// What the model is told of a program whose record the tenant lacks.
 fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
     let id = format!("{MINTED_PREFIX}{exec_id}");
-    let content = match minted_for(exec_id, tenant) {
-        Some(created) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
-            "Error: the proxy lost the record of this program (it restarted, or ran short of \
-             memory) before the program finished; its result is unknown. Run the program again \
-             if its result is still needed."
-        }
-        Some(_) => {
-            "Error: the record of this program has expired; its result is no longer available. \
-             Run the program again if its result is still needed."
-        }
-        None => "Error: this program's record is not available; its result is unknown.",
-    };
+    let content = crate::runtime::history::missing_text(exec_id, tenant, lifetime);
     vec![
         json!({"type": "function_call", "call_id": id, "name": RUN_CODE,
                "arguments": "{\"code\":\"/* no longer available */\"}"}),

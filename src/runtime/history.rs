@@ -354,7 +354,18 @@ pub fn pair(e: &Execution) -> Vec<Value> {
 /// have: a `run_code` call and an error it can act on (run it again).
 pub fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
     let id = format!("{MINTED_PREFIX}{exec_id}");
-    let content = match minted_for(exec_id, tenant) {
+    let content = missing_text(exec_id, tenant, lifetime);
+    vec![
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": RUN_CODE, "arguments": "{\"code\":\"/* no longer available */\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": id, "content": content}),
+    ]
+}
+
+/// What the model is told of a program whose record `tenant` does not
+/// have, in any dialect: an error it can act on (run it again).
+pub fn missing_text(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> &'static str {
+    match minted_for(exec_id, tenant) {
         Some(created) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
             "Error: the proxy lost the record of this program (it restarted, or ran short of \
              memory) before the program finished; its result is unknown. Run the program again \
@@ -365,12 +376,7 @@ pub fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duratio
              Run the program again if its result is still needed."
         }
         None => "Error: this program's record is not available; its result is unknown.",
-    };
-    vec![
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
-               "function": {"name": RUN_CODE, "arguments": "{\"code\":\"/* no longer available */\"}"}}]}),
-        json!({"role": "tool", "tool_call_id": id, "content": content}),
-    ]
+    }
 }
 
 /// The assistant turn with the model's `run_code` call, as the model made

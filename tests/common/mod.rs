@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod codex;
+pub mod messages_model;
 pub mod raw_provider;
 pub mod responses_model;
 pub mod scripted;

@@ -1,0 +1,78 @@
+//! A whole (non-streamed) Messages response, judged: the same rule as a
+//! chat completion, on content blocks.
+
+use serde_json::{json, Value};
+
+use super::items::{is_call_block, judge_block};
+use crate::plan::ToolPlan;
+use crate::turn::{Fate, JudgedCall};
+
+/// The model's turn after judging.
+#[derive(Debug, Default)]
+pub struct JudgedMessage {
+    /// The model's message as it came, withheld calls included (its
+    /// thinking blocks with their signatures untouched): the turn a repair
+    /// or a program's history replays.
+    pub assistant: Value,
+    /// The `tool_use` blocks, judged, in order.
+    pub calls: Vec<JudgedCall>,
+}
+
+impl JudgedMessage {
+    /// The text of the turn's text blocks.
+    pub fn text(&self) -> Option<String> {
+        let text: String = self.assistant["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+/// Judges every `tool_use` block of `message` and withholds from its
+/// `content` every call that does not pass.
+pub fn judge_message(message: &mut Value, plan: &ToolPlan) -> JudgedMessage {
+    let mut turn = JudgedMessage::default();
+    let content = match message.get("content") {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => Vec::new(),
+    };
+    turn.assistant = json!({"role": "assistant", "content": content});
+    let mut keep = Vec::with_capacity(content.len());
+    for block in &content {
+        match judge_block(block, plan) {
+            Some(call) => {
+                keep.push(call.passed());
+                if let Fate::Denied(d) = &call.fate {
+                    tracing::info!(target: "codemode::denial", tool = %call.name, code = %d.code, "tool call denied");
+                }
+                turn.calls.push(call);
+            }
+            None => keep.push(true),
+        }
+    }
+    if let Some(Value::Array(blocks)) = message.get_mut("content") {
+        let mut keep = keep.into_iter();
+        blocks.retain(|_| keep.next().unwrap_or(false));
+    }
+    turn
+}
+
+/// Ends the turn without calls: the model's text stays, and a note when
+/// there is none; `stop_reason` is `end_turn`.
+pub fn give_up(message: &mut Value, note: &str) {
+    if let Some(Value::Array(blocks)) = message.get_mut("content") {
+        blocks.retain(|b| !is_call_block(b));
+        let has_text = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .any(|b| b["text"].as_str().is_some_and(|t| !t.trim().is_empty()));
+        if !has_text {
+            blocks.push(json!({"type": "text", "text": note}));
+        }
+    }
+    message["stop_reason"] = json!("end_turn");
+}

@@ -1,0 +1,213 @@
+//! Programs in a Messages conversation: the client's history holds the
+//! nested traffic (`tool_use` blocks with minted ids and their
+//! `tool_result`s); the model sees its own `run_code` turn and one result
+//! instead, on every request.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::embedded::pair;
+use crate::runtime::history::{interrupted, missing_text, Trailing};
+use crate::runtime::{resolve_call_id, Execution, ExecutionStore, Limits, MINTED_PREFIX};
+use crate::tenant::Tenant;
+use crate::wire::to_raw;
+
+#[derive(Deserialize)]
+struct MessageView {
+    role: Option<String>,
+    content: Option<Value>,
+}
+
+/// A message's relation to executions.
+#[derive(Debug)]
+enum Kind {
+    /// An assistant turn carrying calls minted for this execution: their
+    /// numbers and names.
+    Nested(String, Vec<(usize, String)>),
+    /// A user message with results for this execution's calls, and the
+    /// blocks it holds beside them.
+    Results(String, Vec<(usize, String)>, Vec<Value>),
+    /// A user message with a result whose id has the proxy's prefix but
+    /// was not minted by it.
+    Unplaced(Vec<String>),
+    Other,
+}
+
+/// Finds executions' calls in one tenant's Messages conversation.
+pub struct MessageReader<'a> {
+    store: &'a dyn ExecutionStore,
+    tenant: &'a Tenant,
+}
+
+impl<'a> MessageReader<'a> {
+    /// A reader of `tenant`'s conversations, finding executions in `store`.
+    pub fn new(store: &'a dyn ExecutionStore, tenant: &'a Tenant) -> MessageReader<'a> {
+        MessageReader { store, tenant }
+    }
+
+    fn kind(&self, raw: &RawValue) -> Kind {
+        let text = raw.get();
+        if !text.contains("\"cm") {
+            return Kind::Other;
+        }
+        let Ok(m) = serde_json::from_str::<MessageView>(text) else {
+            return Kind::Other;
+        };
+        let Some(Value::Array(blocks)) = m.content else {
+            return Kind::Other;
+        };
+        match m.role.as_deref() {
+            Some("assistant") => {
+                let mut exec = None;
+                let mut calls = Vec::new();
+                for b in blocks.iter().filter(|b| b["type"] == "tool_use") {
+                    let Some((e, n)) = b["id"].as_str().and_then(|id| self.resolve(id)) else {
+                        continue;
+                    };
+                    if exec.get_or_insert_with(|| e.clone()) == &e {
+                        calls.push((n, b["name"].as_str().unwrap_or("").to_owned()));
+                    }
+                }
+                exec.map_or(Kind::Other, |e| Kind::Nested(e, calls))
+            }
+            Some("user") => {
+                let mut exec = None;
+                let mut results = Vec::new();
+                let mut others = Vec::new();
+                let mut unplaced = Vec::new();
+                for b in blocks {
+                    let id = (b["type"] == "tool_result")
+                        .then(|| b["tool_use_id"].as_str().map(str::to_owned))
+                        .flatten();
+                    match id.as_deref().map(|id| (id, self.resolve(id))) {
+                        Some((_, Some((e, n)))) if exec.get_or_insert_with(|| e.clone()) == &e => {
+                            results.push((n, result_text(&b["content"])));
+                        }
+                        Some((id, None)) if id.starts_with(MINTED_PREFIX) => {
+                            unplaced.push(id.to_owned());
+                        }
+                        _ => others.push(b),
+                    }
+                }
+                match exec {
+                    _ if !unplaced.is_empty() => Kind::Unplaced(unplaced),
+                    Some(e) => Kind::Results(e, results, others),
+                    None => Kind::Other,
+                }
+            }
+            _ => Kind::Other,
+        }
+    }
+
+    fn resolve(&self, id: &str) -> Option<(String, usize)> {
+        resolve_call_id(id, self.tenant, self.store)
+    }
+
+    /// The results the client returns now: the last message's `tool_result`
+    /// blocks, when the assistant turn before it carries minted calls.
+    /// `Err` names results the proxy cannot place (refused, not guessed).
+    pub fn trailing_results(
+        &self,
+        messages: &[Box<RawValue>],
+    ) -> Result<Option<Trailing>, Vec<String>> {
+        let Some(last) = messages.last() else {
+            return Ok(None);
+        };
+        let (exec, results) = match self.kind(last) {
+            Kind::Unplaced(ids) => return Err(ids),
+            Kind::Results(e, r, _) => (e, r),
+            _ => return Ok(None),
+        };
+        let calls = match messages
+            .len()
+            .checked_sub(2)
+            .map(|i| self.kind(&messages[i]))
+        {
+            Some(Kind::Nested(e, calls)) if e == exec => calls,
+            _ => Vec::new(),
+        };
+        Ok(Some(Trailing {
+            exec,
+            results,
+            calls,
+        }))
+    }
+
+    /// Replaces each execution's nested traffic by the model's `run_code`
+    /// turn and its result; a program the conversation moved past before
+    /// it finished is recorded as interrupted.
+    pub fn rewrite(&self, messages: &mut Vec<Box<RawValue>>, limits: &Limits) {
+        if !messages.iter().any(|m| m.get().contains("\"cm")) {
+            return;
+        }
+        let kinds: Vec<Kind> = messages.iter().map(|m| self.kind(m)).collect();
+        let mut out = Vec::with_capacity(messages.len());
+        let mut i = 0;
+        while i < messages.len() {
+            let Kind::Nested(exec_id, _) = &kinds[i] else {
+                out.push(messages[i].clone());
+                i += 1;
+                continue;
+            };
+            let mut sent = BTreeMap::new();
+            let mut carried = Vec::new();
+            let mut j = i + 1;
+            while j < messages.len() {
+                match &kinds[j] {
+                    Kind::Nested(e, _) if e == exec_id => {}
+                    Kind::Results(e, results, others) if e == exec_id => {
+                        for (n, text) in results {
+                            sent.insert(*n, text.as_str());
+                        }
+                        carried.extend(others.iter().cloned());
+                    }
+                    _ => break,
+                }
+                j += 1;
+            }
+            let pair = match self.store.get(self.tenant, exec_id) {
+                Some(e) if e.outcome.is_some() => pair(&e, &carried),
+                Some(e) => {
+                    let mut e = Execution::clone(&e);
+                    e.outcome = Some(interrupted(&e, &sent, limits));
+                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
+                    let v = pair(&e, &carried);
+                    self.store.put(std::sync::Arc::new(e));
+                    v
+                }
+                None => {
+                    let id = format!("{MINTED_PREFIX}{exec_id}");
+                    let text = missing_text(exec_id, self.tenant, limits.lifetime);
+                    let mut result = vec![json!({"type": "tool_result", "tool_use_id": id,
+                        "is_error": true, "content": [{"type": "text", "text": text}]})];
+                    result.extend(carried);
+                    vec![
+                        json!({"role": "assistant", "content": [{"type": "tool_use", "id": id,
+                            "name": crate::mode::RUN_CODE, "input": {"code": "/* no longer available */"}}]}),
+                        json!({"role": "user", "content": result}),
+                    ]
+                }
+            };
+            out.extend(pair.iter().map(to_raw));
+            i = j;
+        }
+        *messages = out;
+    }
+}
+
+/// The text of a `tool_result`'s content: a string, or its text blocks.
+fn result_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}

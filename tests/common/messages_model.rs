@@ -1,0 +1,322 @@
+//! A scripted model behind Anthropic's `POST /v1/messages`: it answers each
+//! request with the next list of content blocks, as a message or as the
+//! event stream the API sends, and enforces the API's rules on what it gets
+//! (a 400 like Anthropic's when one is broken):
+//! - every `tool_use` is answered by a `tool_result` in the next user
+//!   message, and every `tool_result` answers a `tool_use` just before it;
+//! - a turn the model made with thinking comes back with its thinking
+//!   blocks, signatures byte for byte.
+//!
+//! `/v1/messages/count_tokens` answers `{"input_tokens": <body bytes / 4>}`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// What the model got, and what it answered.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// The request body.
+    pub body: Value,
+    /// The request headers.
+    pub headers: HashMap<String, String>,
+    /// The path and query it was sent to.
+    pub path: String,
+    /// 200, or 400 with the rule broken.
+    pub status: u16,
+    /// The rule broken, if any.
+    pub refusal: String,
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Vec<Value>>,
+    seen: Vec<Seen>,
+    /// The thinking blocks each tool_use the model made came with.
+    thinking_of: HashMap<String, Vec<Value>>,
+    n: usize,
+}
+
+/// The scripted model; clones share it.
+#[derive(Clone, Default)]
+pub struct MessagesModel(Arc<Mutex<State>>);
+
+impl MessagesModel {
+    /// A model that answers with these content-block lists, in order.
+    pub fn new(script: impl IntoIterator<Item = Vec<Value>>) -> MessagesModel {
+        MessagesModel(Arc::new(Mutex::new(State {
+            script: script.into_iter().collect(),
+            ..State::default()
+        })))
+    }
+
+    /// Every request it got.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.0.lock().unwrap().seen.clone()
+    }
+
+    /// Mounts it on a new fake provider (`/v1/messages` and `count_tokens`).
+    pub async fn serve(&self) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(self.clone())
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages/count_tokens"))
+            .respond_with(self.clone())
+            .mount(&server)
+            .await;
+        server
+    }
+}
+
+/// The API's rules on a conversation; the first one broken.
+pub fn messages_rules(
+    messages: &[Value],
+    thinking_of: &HashMap<String, Vec<Value>>,
+) -> Option<String> {
+    let blocks = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+    for (i, m) in messages.iter().enumerate() {
+        let content = blocks(m);
+        if m["role"] == "assistant" {
+            let uses: Vec<&Value> = content.iter().filter(|b| b["type"] == "tool_use").collect();
+            if uses.is_empty() {
+                continue;
+            }
+            let next = messages.get(i + 1).map(blocks).unwrap_or_default();
+            for u in &uses {
+                let id = u["id"].as_str().unwrap_or("");
+                if !next
+                    .iter()
+                    .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+                {
+                    return Some(format!("messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i + 1));
+                }
+                if let Some(thinking) = thinking_of.get(id) {
+                    let replayed: Vec<&Value> = content
+                        .iter()
+                        .filter(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking")
+                        .collect();
+                    if replayed.len() != thinking.len()
+                        || replayed.iter().zip(thinking).any(|(a, b)| *a != b)
+                    {
+                        return Some(format!("messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).", content.first().and_then(|b| b["type"].as_str()).unwrap_or("?")));
+                    }
+                }
+            }
+        } else {
+            let results: Vec<&Value> = content
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .collect();
+            if results.is_empty() {
+                continue;
+            }
+            let before = i
+                .checked_sub(1)
+                .map(|p| blocks(&messages[p]))
+                .unwrap_or_default();
+            for r in &results {
+                let id = r["tool_use_id"].as_str().unwrap_or("");
+                if !before
+                    .iter()
+                    .any(|b| b["type"] == "tool_use" && b["id"] == id)
+                {
+                    return Some(format!("messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."));
+                }
+            }
+            let first_other = content.iter().position(|b| b["type"] != "tool_result");
+            let last_result = content.iter().rposition(|b| b["type"] == "tool_result");
+            if let (Some(o), Some(r)) = (first_other, last_result) {
+                if o < r {
+                    return Some(format!(
+                        "messages.{i}: `tool_result` blocks must come first in the user message"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Anthropic's usage.
+pub fn anthropic_usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "output_tokens": output,
+           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+}
+
+/// The event stream of `message`, as the API sends it.
+pub fn message_events(message: &Value) -> String {
+    let mut out = String::new();
+    let mut push = |data: Value| {
+        out += &format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap()
+        );
+    };
+    let mut head = message.clone();
+    head["content"] = json!([]);
+    head["stop_reason"] = Value::Null;
+    head["usage"] = json!({"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1});
+    push(json!({"type": "message_start", "message": head}));
+    for (i, block) in message["content"].as_array().unwrap().iter().enumerate() {
+        let mut start = block.clone();
+        match block["type"].as_str().unwrap_or("") {
+            "tool_use" => {
+                start["input"] = json!({});
+                push(json!({"type": "content_block_start", "index": i, "content_block": start}));
+                let text = block["input"].to_string();
+                let (a, b) = text.split_at(text.len() / 2);
+                for part in [a, b] {
+                    push(json!({"type": "content_block_delta", "index": i,
+                                "delta": {"type": "input_json_delta", "partial_json": part}}));
+                }
+            }
+            "text" => {
+                start["text"] = json!("");
+                push(json!({"type": "content_block_start", "index": i, "content_block": start}));
+                push(json!({"type": "content_block_delta", "index": i,
+                            "delta": {"type": "text_delta", "text": block["text"]}}));
+            }
+            "thinking" => {
+                start["thinking"] = json!("");
+                start["signature"] = json!("");
+                push(json!({"type": "content_block_start", "index": i, "content_block": start}));
+                push(json!({"type": "content_block_delta", "index": i,
+                            "delta": {"type": "thinking_delta", "thinking": block["thinking"]}}));
+                push(json!({"type": "content_block_delta", "index": i,
+                            "delta": {"type": "signature_delta", "signature": block["signature"]}}));
+            }
+            _ => push(json!({"type": "content_block_start", "index": i, "content_block": start})),
+        }
+        push(json!({"type": "content_block_stop", "index": i}));
+        push(json!({"type": "ping"}));
+    }
+    push(
+        json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+    );
+    push(json!({"type": "message_stop"}));
+    out
+}
+
+impl Respond for MessagesModel {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let headers: HashMap<String, String> = req
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        let path = match req.url.query() {
+            Some(q) => format!("{}?{q}", req.url.path()),
+            None => req.url.path().to_owned(),
+        };
+        let mut st = self.0.lock().unwrap();
+        let mut seen = Seen {
+            body: body.clone(),
+            headers,
+            path: path.clone(),
+            status: 200,
+            refusal: String::new(),
+        };
+        if path.starts_with("/v1/messages/count_tokens") {
+            st.seen.push(seen);
+            return ResponseTemplate::new(200)
+                .set_body_json(json!({"input_tokens": req.body.len() / 4}));
+        }
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        if let Some(rule) = messages_rules(&messages, &st.thinking_of) {
+            seen.status = 400;
+            seen.refusal = rule.clone();
+            st.seen.push(seen);
+            return ResponseTemplate::new(400).set_body_json(json!({"type": "error",
+                "error": {"type": "invalid_request_error", "message": rule}}));
+        }
+        let Some(mut content) = st.script.pop_front() else {
+            seen.status = 500;
+            seen.refusal = "script exhausted".into();
+            st.seen.push(seen);
+            return ResponseTemplate::new(500).set_body_string("script exhausted");
+        };
+        st.n += 1;
+        for block in content.iter_mut().filter(|b| b["type"] == "echo") {
+            let last = messages
+                .iter()
+                .rev()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .find(|b| b["type"] == "tool_result")
+                .map(|b| match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => {
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect()
+                    }
+                    other => other.to_string(),
+                })
+                .unwrap_or_default();
+            *block = json!({"type": "text", "text": format!("ANSWER: {last}")});
+        }
+        let thinking: Vec<Value> = content
+            .iter()
+            .filter(|b| b["type"] == "thinking")
+            .cloned()
+            .collect();
+        for b in content.iter().filter(|b| b["type"] == "tool_use") {
+            if !thinking.is_empty() {
+                st.thinking_of
+                    .insert(b["id"].as_str().unwrap_or("").to_owned(), thinking.clone());
+            }
+        }
+        let stop = if content.iter().any(|b| b["type"] == "tool_use") {
+            "tool_use"
+        } else {
+            "end_turn"
+        };
+        let message = json!({"id": format!("msg_model_{}", st.n), "type": "message", "role": "assistant",
+            "model": "claude-test", "content": content, "stop_reason": stop, "stop_sequence": null,
+            "usage": anthropic_usage(100, 10)});
+        let stream = body["stream"] == true;
+        st.seen.push(seen);
+        if stream {
+            ResponseTemplate::new(200)
+                .set_body_raw(message_events(&message).into_bytes(), "text/event-stream")
+        } else {
+            ResponseTemplate::new(200).set_body_json(message)
+        }
+    }
+}
+
+/// A `tool_use` block the model writes.
+pub fn tool_use(id: &str, name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}
+
+/// A thinking block the model writes, with its signature.
+pub fn thinking(text: &str, signature: &str) -> Value {
+    json!({"type": "thinking", "thinking": text, "signature": signature})
+}
+
+/// A text block.
+pub fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+/// The model's `run_code` call with this program.
+pub fn run_code_use(id: &str, code: &str) -> Value {
+    tool_use(id, "run_code", json!({ "code": code }))
+}
+
+/// Client tools as a Messages request declares them.
+pub fn fs_input_schema_tools() -> Vec<Value> {
+    vec![
+        json!({"name": "Read", "description": "Read a file.",
+               "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}),
+        json!({"name": "Write", "description": "Write a file.",
+               "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}, "required": ["file_path", "content"]}}),
+    ]
+}
