@@ -322,12 +322,7 @@ fn the_rewrite_is_byte_stable_and_keeps_the_history_bytes() {
         "the messages are the client's bytes"
     );
     assert!(text.contains(r#""signature":"EqQBCkYIBxgCKkD+/==""#));
-    assert!(
-        a.len() < body.len(),
-        "{} -> {} bytes",
-        body.len(),
-        a.len()
-    );
+    assert!(a.len() < body.len(), "{} -> {} bytes", body.len(), a.len());
 }
 
 #[test]
