@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use codemode_proxy::internals::classify::{classify, Visibility};
 use codemode_proxy::internals::dialect::Dialect;
+use codemode_proxy::internals::messages::request::MessagesRequest;
 use codemode_proxy::internals::plan::{PlanCache, ToolPlan};
 use codemode_proxy::internals::preset::Catalog;
 use codemode_proxy::internals::responses::request::ResponsesRequest;
@@ -210,6 +211,146 @@ fn rewrite_codex(c: &mut Criterion) {
     group.finish();
 }
 
+/// Claude Code's two dozen tools: long prose descriptions and JSON schemas
+/// (about 60 KB in all, as Claude Code sends), MCP tools among them, the
+/// provider's web search, a cache breakpoint on the last tool.
+fn claude_code_tools() -> Vec<Value> {
+    let prose = "Use this tool when the task calls for it. It reads and writes the \
+                 workspace, reports errors plainly, and never runs anything destructive \
+                 without asking. Prefer it over shell commands for this purpose. ";
+    let names = [
+        "Task",
+        "Bash",
+        "Glob",
+        "Grep",
+        "ExitPlanMode",
+        "Read",
+        "Edit",
+        "Write",
+        "NotebookEdit",
+        "WebFetch",
+        "TodoWrite",
+        "BashOutput",
+        "KillShell",
+        "SlashCommand",
+        "Skill",
+        "AskUserQuestion",
+        "mcp__ide__getDiagnostics",
+        "mcp__ide__executeCode",
+        "mcp__github__create_issue",
+        "mcp__github__list_pull_requests",
+        "mcp__github__get_file_contents",
+        "mcp__linear__create_issue",
+        "mcp__linear__search_issues",
+        "mcp__sentry__get_issue",
+    ];
+    let mut out: Vec<Value> = names
+        .iter()
+        .map(|name| {
+            let property = |d: &str| json!({"type": "string", "description": format!("{d}. {}", &prose[..120])});
+            json!({"name": name, "description": format!("{name}: {}", prose.repeat(9)),
+                   "input_schema": {"$schema": "http://json-schema.org/draft-07/schema#",
+                       "type": "object", "additionalProperties": false,
+                       "properties": {"path": property("The absolute path"), "query": property("What to look for"),
+                           "mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
+                           "limit": {"type": "integer", "minimum": 1, "description": "At most this many"},
+                           "options": {"type": "object", "properties": {"recursive": {"type": "boolean"},
+                               "timeout_ms": {"type": "number"}}}},
+                       "required": ["path"]}})
+        })
+        .collect();
+    out.insert(
+        16,
+        json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 8}),
+    );
+    out.last_mut().unwrap()["cache_control"] = json!({"type": "ephemeral"});
+    out
+}
+
+/// A Claude Code request of about `bytes`: three system blocks (two
+/// cached), thinking on, then turns of user text, a signed thinking block
+/// with a `run_code` call, and its `tool_result`.
+fn claude_code_request(bytes: usize) -> Vec<u8> {
+    let system = json!([
+        {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.0.50"},
+        {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude.",
+         "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "You are an interactive CLI tool. ".repeat(150),
+         "cache_control": {"type": "ephemeral"}}
+    ]);
+    let turn = "lorem ipsum dolor sit amet ".repeat(20);
+    let mut messages = vec![json!({"role": "user", "content": "Fix the failing test."})];
+    let mut i = 0;
+    loop {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true,
+            "system": system, "tools": claude_code_tools(), "messages": messages,
+            "thinking": {"type": "enabled", "budget_tokens": 31999},
+            "metadata": {"user_id": "user_abc_account__session_1"}});
+        if body.to_string().len() >= bytes {
+            return serde_json::to_vec(&body).unwrap();
+        }
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": turn, "signature": "EqQBCkYIBxgCKkD".repeat(20)},
+            {"type": "tool_use", "id": format!("toolu_{i}"), "name": "run_code",
+             "input": {"code": "return await tools.Read({path: 'a.txt'})"}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{i}"), "content": turn}]}));
+        i += 1;
+    }
+}
+
+/// The rewrite of a Claude Code-sized request (80 KB, 24 tools) on the
+/// Messages API, and what the model is sent before and after it.
+fn rewrite_claude_code(c: &mut Criterion) {
+    let catalog = Catalog::builtin(Mode::Code);
+    let preset = catalog.get("code").unwrap().clone();
+    let cache = PlanCache::new(64 << 20);
+    let splices = codemode_proxy::internals::splice::TenantSplices::new(
+        std::sync::Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
+        codemode_proxy::internals::tenant::Tenant::anonymous("default"),
+    );
+    let body = claude_code_request(80_000);
+    let rewrite = |body: &[u8]| {
+        let mut request = MessagesRequest::parse(body).unwrap();
+        let plan = cache
+            .get_or_build_for(
+                Dialect::Messages,
+                request.field("tools"),
+                &preset,
+                Mode::Code,
+                codemode_proxy::Runtime::Embedded,
+            )
+            .unwrap();
+        request.rewrite(&plan, &splices).unwrap();
+        (request.to_bytes(), plan)
+    };
+    let (after, plan) = rewrite(&body);
+    let tools_bytes = serde_json::to_string(&claude_code_tools()).unwrap().len();
+    let wire_bytes = plan.wire_tools.as_ref().map_or(0, |t| t.get().len());
+    // Tokens estimated as bytes / 4 (no tokenizer here).
+    println!(
+        "claude code request: {} B (~{} tokens, bytes/4) -> {} B (~{} tokens); \
+         tools {} B (~{} tokens, 24 JSON schemas) -> wire tools {} B + sections {} B (~{} tokens)",
+        body.len(),
+        body.len() / 4,
+        after.len(),
+        after.len() / 4,
+        tools_bytes,
+        tools_bytes / 4,
+        wire_bytes,
+        plan.prompt.len(),
+        (wire_bytes + plan.prompt.len()) / 4,
+    );
+    let mut group = c.benchmark_group("rewrite_80k_24_tools");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_with_input(
+        BenchmarkId::new("messages", body.len()),
+        &body,
+        |b, body| b.iter(|| black_box(rewrite(black_box(body)).0)),
+    );
+    group.finish();
+}
+
 fn sdk(c: &mut Criterion) {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("code").unwrap().clone();
@@ -263,6 +404,6 @@ fn classifier(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = rewrite, rewrite_codex, sdk, classifier
+    targets = rewrite, rewrite_codex, rewrite_claude_code, sdk, classifier
 }
 criterion_main!(benches);
