@@ -279,7 +279,11 @@ impl MessagesJudge {
         let Ok(upstream) = index.get().parse::<u64>() else {
             return false;
         };
-        let Some(pos) = self.round.by_index(upstream) else {
+        let Some(pos) = self
+            .round
+            .by_index(upstream)
+            .filter(|&p| !self.round.blocks[p].done)
+        else {
             return false;
         };
         let client = self.round.blocks[pos].client;
@@ -454,8 +458,13 @@ impl MessagesJudge {
             self.emit(event, out);
             return;
         };
-        // An event of a block that never opened goes nowhere.
-        let Some(pos) = index.as_u64().and_then(|i| self.round.by_index(i)) else {
+        // An event of a block that never opened, or that ended, goes
+        // nowhere: a client may act on a block at its stop.
+        let Some(pos) = index
+            .as_u64()
+            .and_then(|i| self.round.by_index(i))
+            .filter(|&p| !self.round.blocks[p].done)
+        else {
             return;
         };
         let block = &mut self.round.blocks[pos];

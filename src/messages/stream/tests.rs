@@ -747,9 +747,14 @@ fn events_of_withheld_blocks_leave_no_trace() {
     events.push(json!({"type": "content_block_annotation", "index": 0, "note": "toolu_1"}));
     events.push(json!({"type": "content_block_delta", "index": 7,
                        "delta": {"type": "text_delta", "text": "ghost"}}));
+    // Deltas after their block's stop: a client may have acted on it.
+    events.push(json!({"type": "content_block_delta", "index": 1,
+                       "delta": {"type": "text_delta", "text": "late"}}));
+    events.push(json!({"type": "content_block_delta", "index": 1,
+                       "delta": {"type": "citations_delta", "citation": {"cited_text": "late"}}}));
     events.extend(end("tool_use", 1));
     let run = run_every_cut(&code(), 2, &[sse(&events)], None);
-    assert_no_trace(&run.bytes, &["toolu_1", "rm -rf", "ghost"]);
+    assert_no_trace(&run.bytes, &["toolu_1", "rm -rf", "ghost", "late"]);
     let v = view(&code(), &run.bytes);
     assert_eq!(v.blocks()[0]["text"], "hi");
     assert!(matches!(run.ends[0], RoundEnd::Repair { .. }));
