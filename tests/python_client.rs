@@ -194,3 +194,80 @@ async fn openai_python_responses_agent_runs_a_program_it_never_sees() {
 async fn openai_python_responses_agent_streaming_runs_a_program_it_never_sees() {
     responses_agent(true).await;
 }
+
+/// The Python `anthropic` client (`messages.create`, and `messages.stream`)
+/// with its own tool loop, run from the agents' venv (tests/agents/
+/// requirements.txt): a program copies two files; the agent never sees
+/// `run_code`.
+async fn anthropic_agent(stream: bool) {
+    use common::messages_model::*;
+    let python = common::codex::agents_dir().join("venv/bin/python");
+    let ready = python.exists()
+        && Command::new(&python)
+            .args(["-c", "import anthropic"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ready {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have the anthropic package: run tests/agents/install.sh"
+        );
+        eprintln!("skipped: the anthropic package is not installed (tests/agents/install.sh)");
+        return;
+    }
+    let code = "const a = await tools.read({path: 'a.txt'});\n\
+                const b = await tools.read({path: 'b.txt'});\n\
+                await tools.write({path: 'c.txt', content: a + b});\n\
+                return 'copied';";
+    let model = MessagesModel::new([
+        vec![
+            thinking("One program.", "sig-PY="),
+            text("Copying."),
+            run_code_use("toolu_p", code),
+        ],
+        vec![text("c.txt now holds alphabravo.")],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let proxy = start(
+        &server,
+        &[
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
+        ],
+    )
+    .await;
+    let script = format!(
+        "{}/tests/python/anthropic_agent.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut cmd = tokio::process::Command::new(&python);
+    cmd.arg(&script)
+        .env("PROXY_BASE_URL", proxy.url("").trim_end_matches('/'));
+    if stream {
+        cmd.env("STREAM", "1");
+    }
+    let out = cmd.output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "anthropic_agent.py failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["answer"], "c.txt now holds alphabravo.");
+    assert_eq!(
+        report["executed"],
+        serde_json::json!(["read", "read", "write"])
+    );
+    assert_eq!(report["files"]["c.txt"], "alphabravo");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s.status == 200), "{seen:?}");
+}
+
+#[tokio::test]
+async fn anthropic_python_agent_runs_a_program_it_never_sees() {
+    anthropic_agent(false).await;
+}
+
+#[tokio::test]
+async fn anthropic_python_agent_streaming_runs_a_program_it_never_sees() {
+    anthropic_agent(true).await;
+}
