@@ -230,9 +230,17 @@ async fn other_methods_on_the_chat_route_are_a_405_with_allow() {
 }
 
 #[tokio::test]
-async fn future_dialect_routes_refuse_other_spellings_and_pass_the_canonical_one() {
+async fn dialect_routes_refuse_other_spellings_and_serve_the_canonical_one() {
     let p = MockServer::start().await;
-    let proxy = start(&p, &[("CODEMODE_MODE", "code")]).await;
+    let anthropic = format!("{}/v1", p.uri());
+    let proxy = start(
+        &p,
+        &[
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", anthropic.as_str()),
+        ],
+    )
+    .await;
     for canonical in ["/v1/responses", "/v1/messages", "/v1/messages/count_tokens"] {
         for variant in [
             format!("{canonical}/"),
@@ -242,7 +250,14 @@ async fn future_dialect_routes_refuse_other_spellings_and_pass_the_canonical_one
             format!("/preset/code{canonical}/"),
         ] {
             let res = raw(&proxy, "POST", &variant, &[], "{}").await;
-            let message = refused(&res, 400, "non_canonical_path");
+            let message = if canonical.contains("messages") && res.body["type"] == "error" {
+                // The Messages routes answer in Anthropic's shape.
+                assert_eq!(res.status, 400, "{}", res.body);
+                assert_eq!(res.body["error"]["type"], "invalid_request_error");
+                res.body["error"]["message"].as_str().unwrap().to_owned()
+            } else {
+                refused(&res, 400, "non_canonical_path")
+            };
             assert!(message.contains(canonical), "{variant}: {message}");
         }
     }
