@@ -205,6 +205,10 @@ impl Reader<'_> {
     }
 
     fn trailing(&self, messages: &[Box<RawValue>], unplaced: &mut Vec<String>) -> Option<Trailing> {
+        // Most requests hold no program at all: a byte scan, no parse.
+        if !messages.iter().any(|m| may_name_minted(m.get())) {
+            return None;
+        }
         let mut end = messages.len();
         while end > 0 && is_media_carrier(&messages[end - 1]) {
             end -= 1;
