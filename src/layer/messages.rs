@@ -160,7 +160,7 @@ fn message_as_sse(message: &Value) -> Bytes {
     let mut out = Vec::new();
     let mut push = |data: Value| {
         let kind = data["type"].as_str().unwrap_or("message").to_owned();
-        out.extend_from_slice(format!("event: {kind}\ndata: {data}\n\n").as_bytes());
+        out.extend_from_slice(&crate::responses::stream::frame(&kind, &data));
     };
     let mut head = message.clone();
     head["content"] = json!([]);

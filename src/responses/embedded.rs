@@ -119,22 +119,6 @@ pub fn replayable(items: &[Value], run_call_id: &str, answered: &[Value]) -> Opt
     complete.then(|| Value::Array(items.to_vec()).to_string())
 }
 
-/// One SSE event of the Responses stream: its `event:` line and data.
-pub fn event(data: &Value) -> Bytes {
-    let kind = data
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("message");
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(b"event: ");
-    out.extend_from_slice(kind.as_bytes());
-    out.extend_from_slice(b"\ndata: ");
-    // Serialising a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, data);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
-}
-
 /// A whole response as the event stream a streaming client expects.
 pub fn response_as_sse(response: &Value) -> Bytes {
     let mut seq = 0u64;
@@ -142,7 +126,8 @@ pub fn response_as_sse(response: &Value) -> Bytes {
     let mut push = |mut data: Value| {
         data["sequence_number"] = json!(seq);
         seq += 1;
-        out.extend_from_slice(&event(&data));
+        let kind = data["type"].as_str().unwrap_or("message").to_owned();
+        out.extend_from_slice(&super::stream::frame(&kind, &data));
     };
     let mut head = response.clone();
     head["status"] = json!("in_progress");
