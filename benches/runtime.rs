@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use codemode_proxy::internals::runtime::{
-    history, sandbox, CallRecord, Execution, ExecutionStore, Limits, MemoryExecutionStore,
+    history, sandbox, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, value::RawValue};
@@ -72,7 +72,7 @@ fn runtime(c: &mut Criterion) {
             .map(|c| c.name.len() + c.args.len() + c.result.as_ref().map_or(0, String::len))
             .sum::<usize>();
     println!("a suspended ten-file execution holds {bytes} bytes of record (code, calls, results)");
-    store.put(std::sync::Arc::new(exec));
+    ExecutionLookup::put(&store, std::sync::Arc::new(exec));
     let raw: Vec<Box<RawValue>> = messages
         .iter()
         .map(|m| serde_json::value::to_raw_value(m).unwrap())

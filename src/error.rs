@@ -97,11 +97,25 @@ pub enum ProxyError {
     /// Every program slot and queue place is taken; the request can be retried as it is.
     #[error("the proxy is running as many programs as it may ({0}); nothing was lost: send the same request again in a moment")]
     RuntimeBusy(String),
+    /// The shared store (`CODEMODE_STORE`) did not answer; the request can be retried as it is.
+    #[error("the proxy's shared store is out of reach ({0}); nothing was lost: send the same request again in a moment (check CODEMODE_STORE and that the store is up)")]
+    StoreUnavailable(String),
+    /// Another request moved the same program on at the same moment.
+    #[error(
+        "another request is resuming this program at the same moment; send the same request again"
+    )]
+    ResumeConflict,
     /// The upstream answered something the proxy cannot check.
     #[error(
         "the upstream provider sent a response the proxy cannot check ({0}); nothing was passed on"
     )]
     UpstreamInvalid(String),
+}
+
+impl From<crate::runtime::StoreError> for ProxyError {
+    fn from(e: crate::runtime::StoreError) -> ProxyError {
+        ProxyError::StoreUnavailable(e.0)
+    }
 }
 
 impl ProxyError {
@@ -127,7 +141,10 @@ impl ProxyError {
             | ProxyError::UpstreamInvalid(_)
             | ProxyError::UpstreamRepairRejected(..) => StatusCode::BAD_GATEWAY,
             ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            ProxyError::RuntimeBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::RuntimeBusy(_) | ProxyError::StoreUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ProxyError::ResumeConflict => StatusCode::CONFLICT,
         }
     }
 
@@ -165,6 +182,8 @@ impl ProxyError {
             ProxyError::UpstreamTimeout(_) => "upstream_timeout",
             ProxyError::UpstreamInvalid(_) => "upstream_invalid_response",
             ProxyError::RuntimeBusy(_) => "runtime_busy",
+            ProxyError::StoreUnavailable(_) => "store_unavailable",
+            ProxyError::ResumeConflict => "resume_conflict",
         }
     }
 
@@ -215,7 +234,12 @@ impl ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, ProxyError::RuntimeBusy(_)) {
+        if matches!(
+            self,
+            ProxyError::RuntimeBusy(_)
+                | ProxyError::StoreUnavailable(_)
+                | ProxyError::ResumeConflict
+        ) {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }

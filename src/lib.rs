@@ -45,8 +45,11 @@ pub use mode::{Mode, Runtime};
 /// What a shared store implements, and the in-memory ones the proxy uses
 /// when none is given (see [`CodeModeLayer::with_stores`]).
 pub mod store {
-    pub use crate::runtime::{CallRecord, Execution, ExecutionStore, MemoryExecutionStore};
-    pub use crate::splice::{MemorySpliceStore, Splice, SpliceKey, SpliceStore};
+    pub use crate::runtime::{
+        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError,
+        StoreFuture,
+    };
+    pub use crate::splice::{MemorySpliceStore, Splice, SpliceKey, SpliceLookup, SpliceStore};
     pub use crate::tenant::Tenant;
 }
 

@@ -19,7 +19,7 @@ use crate::splice::TenantSplices;
 use crate::wire::{raw_array, to_raw, ParseError, RawObject};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ChatRequest {
     object: RawObject,
     /// The messages, each still the client's bytes unless rewritten.

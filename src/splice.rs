@@ -13,18 +13,19 @@
 //! client finds nothing. Behind a trait so a shared store can serve several
 //! replicas.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use moka::sync::Cache;
 use serde_json::Value;
 
-use crate::runtime::{cache_ttl, store_weight};
+use crate::runtime::{cache_ttl, store_weight, StoreError, StoreFuture};
 use crate::tenant::{hash_parts, Tenant};
 
 /// What to splice into one assistant turn.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Splice {
     /// The denied tool-call objects, as the model emitted them.
     pub denied_calls: Vec<Value>,
@@ -49,8 +50,27 @@ impl SpliceKey {
     }
 }
 
-/// Where mixed turns' denials wait.
+impl SpliceKey {
+    /// The key's 32 bytes, for a shared store's keys.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// Where mixed turns' denials wait; a store shared by replicas does I/O.
 pub trait SpliceStore: Send + Sync + 'static {
+    /// Records `splice` under `key`.
+    fn put(&self, key: SpliceKey, splice: Arc<Splice>) -> StoreFuture<'_, ()>;
+    /// The splice recorded under `key`, if it has not expired.
+    fn get<'a>(&'a self, key: &'a SpliceKey) -> StoreFuture<'a, Option<Arc<Splice>>>;
+    /// The store itself, when it answers without waiting (in memory).
+    fn local(&self) -> Option<&dyn SpliceLookup> {
+        None
+    }
+}
+
+/// Splices as the code that rewrites a request sees them: never waits.
+pub trait SpliceLookup: Send + Sync {
     /// Records `splice` under `key`.
     fn put(&self, key: SpliceKey, splice: Arc<Splice>);
     /// The splice recorded under `key`, if it has not expired.
@@ -80,6 +100,21 @@ impl MemorySpliceStore {
 }
 
 impl SpliceStore for MemorySpliceStore {
+    fn put(&self, key: SpliceKey, splice: Arc<Splice>) -> StoreFuture<'_, ()> {
+        SpliceLookup::put(self, key, splice);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn get<'a>(&'a self, key: &'a SpliceKey) -> StoreFuture<'a, Option<Arc<Splice>>> {
+        Box::pin(std::future::ready(Ok(SpliceLookup::get(self, key))))
+    }
+
+    fn local(&self) -> Option<&dyn SpliceLookup> {
+        Some(self)
+    }
+}
+
+impl SpliceLookup for MemorySpliceStore {
     fn put(&self, key: SpliceKey, splice: Arc<Splice>) {
         self.used.store(true, Ordering::Relaxed);
         self.cache.insert(key, splice);
@@ -104,16 +139,34 @@ fn splice_bytes(s: &Splice) -> usize {
 }
 
 /// One tenant's view of a splice store: what a request reads and writes.
+///
+/// A store that answers at once (in memory) is read directly. One that
+/// does I/O (shared by replicas) is read ahead: the request's rewrite runs
+/// once on a copy, the keys it looked for are fetched together
+/// ([`TenantSplices::fetch_missing`]), and the real rewrite finds them here.
 #[derive(Clone)]
 pub struct TenantSplices {
     store: Arc<dyn SpliceStore>,
     tenant: Tenant,
+    fetched: Arc<Mutex<Fetched>>,
+}
+
+/// A remote store's splices as this request knows them.
+#[derive(Default)]
+struct Fetched {
+    known: HashMap<SpliceKey, Option<Arc<Splice>>>,
+    missing: Vec<SpliceKey>,
+    writes: Vec<tokio::task::JoinHandle<Result<(), StoreError>>>,
 }
 
 impl TenantSplices {
     /// `tenant`'s view of `store`.
     pub fn new(store: Arc<dyn SpliceStore>, tenant: Tenant) -> TenantSplices {
-        TenantSplices { store, tenant }
+        TenantSplices {
+            store,
+            tenant,
+            fetched: Arc::default(),
+        }
     }
 
     /// Whose view this is.
@@ -121,13 +174,32 @@ impl TenantSplices {
         &self.tenant
     }
 
-    /// Records the denials of a mixed turn whose allowed calls carry `allowed_ids`.
+    /// Whether the store does I/O, so lookups must be fetched ahead.
+    pub fn is_remote(&self) -> bool {
+        self.store.local().is_none()
+    }
+
+    fn fetched(&self) -> std::sync::MutexGuard<'_, Fetched> {
+        self.fetched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the denials of a mixed turn whose allowed calls carry
+    /// `allowed_ids`. A remote store's write goes out at once, on its own
+    /// task; [`TenantSplices::settle`] waits for it.
     pub fn put(&self, allowed_ids: &[String], splice: Arc<Splice>) {
         if allowed_ids.is_empty() {
             return;
         }
-        self.store
-            .put(SpliceKey::of_turn(&self.tenant, allowed_ids), splice);
+        let key = SpliceKey::of_turn(&self.tenant, allowed_ids);
+        if let Some(local) = self.store.local() {
+            local.put(key, splice);
+            return;
+        }
+        let store = self.store.clone();
+        let mut fetched = self.fetched();
+        fetched.known.insert(key, Some(splice.clone()));
+        let write = tokio::spawn(async move { store.put(key, splice).await });
+        fetched.writes.push(write);
     }
 
     /// The splice of the assistant turn whose calls carry exactly `ids`.
@@ -135,12 +207,50 @@ impl TenantSplices {
         if ids.is_empty() {
             return None;
         }
-        self.store.get(&SpliceKey::of_turn(&self.tenant, ids))
+        let key = SpliceKey::of_turn(&self.tenant, ids);
+        if let Some(local) = self.store.local() {
+            return local.get(&key);
+        }
+        let mut fetched = self.fetched();
+        match fetched.known.get(&key) {
+            Some(found) => found.clone(),
+            None => {
+                fetched.missing.push(key);
+                None
+            }
+        }
     }
 
     /// Whether the store holds nothing to look for.
     pub fn is_empty(&self) -> bool {
-        self.store.is_empty()
+        self.store.local().is_some_and(SpliceLookup::is_empty)
+    }
+
+    /// Fetches the splices looked for and not known yet; whether there were any.
+    pub async fn fetch_missing(&self) -> Result<bool, StoreError> {
+        let mut missing = std::mem::take(&mut self.fetched().missing);
+        missing.sort_unstable_by_key(|k| k.0);
+        missing.dedup();
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        let found =
+            futures_util::future::try_join_all(missing.iter().map(|k| self.store.get(k))).await?;
+        let mut fetched = self.fetched();
+        for (key, splice) in missing.into_iter().zip(found) {
+            fetched.known.insert(key, splice);
+        }
+        Ok(true)
+    }
+
+    /// Waits for this request's writes to reach the store.
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        let writes = std::mem::take(&mut self.fetched().writes);
+        for w in writes {
+            w.await
+                .map_err(|e| StoreError(format!("a store write did not finish: {e}")))??;
+        }
+        Ok(())
     }
 }
 

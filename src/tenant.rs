@@ -30,7 +30,7 @@ use ring::digest::{Context, SHA256};
 /// neither is the scope's anonymous tenant. The credential itself is never
 /// kept. No key is involved, so the same client is the same tenant across
 /// restarts and replicas.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tenant([u8; 32]);
 
 impl Tenant {
@@ -78,6 +78,32 @@ impl Tenant {
 impl fmt::Debug for Tenant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Tenant({}…)", hex(&self.0[..4]))
+    }
+}
+
+/// As 64 hex digits, for a shared store's records.
+impl serde::Serialize for Tenant {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex(&self.0))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tenant {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Tenant, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        let bytes = text.as_bytes();
+        let nibble = |b: u8| (b as char).to_digit(16).map(|v| v as u8);
+        let mut out = [0u8; 32];
+        if bytes.len() != 64 {
+            return Err(serde::de::Error::custom("a tenant is 64 hex digits"));
+        }
+        for (i, pair) in bytes.chunks(2).enumerate() {
+            match (nibble(pair[0]), nibble(pair[1])) {
+                (Some(h), Some(l)) => out[i] = h << 4 | l,
+                _ => return Err(serde::de::Error::custom("a tenant is 64 hex digits")),
+            }
+        }
+        Ok(Tenant(out))
     }
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// A JSON object with its keys in the client's order and its values unparsed.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RawObject {
     fields: Vec<(String, Box<RawValue>)>,
 }

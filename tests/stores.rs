@@ -4,9 +4,11 @@
 
 mod common;
 
+use codemode_proxy::store::{Execution, StoreFuture, Tenant};
 use common::agent::{fs_tools, FsAgent};
 use common::*;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 const ALICE: &[(&str, &str)] = &[("authorization", "Bearer sk-alice")];
 const MALLORY: &[(&str, &str)] = &[("authorization", "Bearer sk-mallory")];
@@ -429,17 +431,18 @@ async fn results_that_differ_from_the_recorded_ones_after_the_program_ended_are_
 /// An execution store under memory pressure: it keeps nothing.
 struct Forgetful;
 
-impl codemode_proxy::internals::runtime::ExecutionStore for Forgetful {
-    fn put(&self, _: std::sync::Arc<codemode_proxy::internals::runtime::Execution>) {}
-    fn get(
-        &self,
-        _: &codemode_proxy::internals::tenant::Tenant,
-        _: &str,
-    ) -> Option<std::sync::Arc<codemode_proxy::internals::runtime::Execution>> {
-        None
+impl codemode_proxy::store::ExecutionStore for Forgetful {
+    fn put(&self, _: Arc<Execution>) -> StoreFuture<'_, ()> {
+        Box::pin(std::future::ready(Ok(())))
     }
-    fn alias(&self, _: &codemode_proxy::internals::tenant::Tenant, _: &str) -> Option<String> {
-        None
+    fn replace(&self, _: Arc<Execution>, _: u64) -> StoreFuture<'_, bool> {
+        Box::pin(std::future::ready(Ok(true)))
+    }
+    fn get<'a>(&'a self, _: &'a Tenant, _: &'a str) -> StoreFuture<'a, Option<Arc<Execution>>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+    fn alias<'a>(&'a self, _: &'a Tenant, _: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(std::future::ready(Ok(None)))
     }
 }
 

@@ -70,8 +70,13 @@ pub(crate) async fn dry_run(
     )?;
     // What this client's own stored denials would add; nobody else's.
     let tenant = crate::tenant::Tenant::of(&parts.headers, &selection.scope);
-    let splices = crate::splice::TenantSplices::new(state.splices.clone(), tenant);
-    chat.rewrite(&plan, &splices)?;
+    let stores = super::stores::RequestStores::new(state, tenant);
+    stores
+        .read_ahead(|stores| {
+            let _ = chat.clone().rewrite(&plan, &stores.splices);
+        })
+        .await?;
+    chat.rewrite(&plan, &stores.splices)?;
     let request: Value = serde_json::from_slice(&chat.to_bytes())
         .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
     Ok(json_response(&json!({

@@ -11,6 +11,7 @@ use super::forward::{
     upstream_uri,
 };
 use super::round::{check_event_stream, check_identity, next_round, response_parts, tag, Target};
+use super::stores::RequestStores;
 use super::{State, Upstream};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
@@ -50,23 +51,40 @@ pub(crate) async fn chat_completions(
 
     let mut chat = ChatRequest::parse(&bytes)?;
     // Executions and stored denials belong to the client's credential and scope.
-    let tenant = Tenant::of(&parts.headers, &selection.scope);
-    let splices = TenantSplices::new(state.splices.clone(), tenant);
+    let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
     let plan = state.plans.get_or_build(
         chat.field("tools"),
         preset,
         selection.mode,
         state.config.runtime,
     )?;
+    let limits = &state.config.limits;
+    let read = |stores: &RequestStores, chat: &mut ChatRequest| {
+        if plan.runs_code {
+            history::Reader::new(&stores.executions, &stores.tenant)
+                .rewrite(&mut chat.messages, limits);
+        }
+        chat.rewrite(&plan, &stores.splices)
+    };
+    stores
+        .read_ahead(|stores| {
+            let mut copy = chat.clone();
+            if plan.runs_code {
+                let reader = history::Reader::new(&stores.executions, &stores.tenant);
+                let _ = reader.trailing_results(&copy.messages);
+            }
+            let _ = read(stores, &mut copy);
+        })
+        .await?;
     let render = Render::of(&chat);
     if plan.runs_code {
-        if let Some(res) = embedded::resume(state, &tenant, &chat, render).await? {
+        if let Some(res) = embedded::resume(state, &stores, &chat, render).await? {
             return Ok(tag(res, &selection, None));
         }
-        history::Reader::new(&*state.executions, &tenant)
-            .rewrite(&mut chat.messages, &state.config.limits);
     }
-    chat.rewrite(&plan, &splices)?;
+    read(&stores, &mut chat)?;
+    stores.flush().await?;
+    let splices = stores.splices;
 
     if !plan.can_deny() && !plan.runs_code {
         let target = Target {
@@ -186,7 +204,7 @@ impl RepairTarget for Reasker {
                 &base,
                 None,
             )
-            .await;
+            .await?;
             match ran {
                 Ran::Waiting(turn) => Ok(Next::HandOff(turn)),
                 Ran::Ended(messages) => {
@@ -241,6 +259,7 @@ async fn intercepted(
             Decision::Splice => {
                 if let Some((keys, splice)) = turn::splice(&judged.calls) {
                     splices.put(&keys, Arc::new(splice));
+                    splices.settle().await?;
                 }
             }
             Decision::Repair => {
@@ -276,7 +295,7 @@ async fn intercepted(
                     &completion,
                     usage.clone(),
                 )
-                .await;
+                .await?;
                 match ran {
                     Ran::Waiting(mut client_turn) => {
                         embedded::open_with(&mut client_turn, &opening);

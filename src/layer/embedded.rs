@@ -9,6 +9,7 @@ use http::header::{HeaderValue, CONTENT_TYPE};
 use http::Response;
 use serde_json::{json, Value};
 
+use super::stores::RequestStores;
 use super::State;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
@@ -189,18 +190,18 @@ pub(crate) fn zero_usage() -> Value {
 /// error: the rewritten history tells the model, which runs it again.
 pub(crate) async fn resume(
     state: &State,
-    tenant: &Tenant,
+    stores: &RequestStores,
     chat: &ChatRequest,
     render: Render,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
-    let reader = history::Reader::new(&*state.executions, tenant);
+    let reader = history::Reader::new(&stores.executions, &stores.tenant);
     let trailing = reader
         .trailing_results(&chat.messages)
         .map_err(|ids| not_handed_out(&ids))?;
     let Some(trailing) = trailing else {
         return Ok(None);
     };
-    match resume_with(state, tenant, trailing).await? {
+    match resume_with(state, stores, trailing).await? {
         Resumed::Hand(exec, range) => {
             let turn = client_turn(&exec, range, &json!({"model": model_of(chat)}), None);
             Ok(Some(render.respond(ok_parts(), &turn)))
@@ -218,26 +219,69 @@ pub(crate) enum Resumed {
     AskModel,
 }
 
+/// Times a resume reads the record again after another request changed it
+/// first, before the client is asked to retry.
+const RESUME_ATTEMPTS: usize = 3;
+
 /// Resumes the program the client's trailing results belong to, in any
 /// dialect: checks them against the record, records them, and runs the
 /// program until it ends or waits again.
+///
+/// The record is saved only over the revision this request read
+/// ([`crate::runtime::ExecutionStore::replace`]): of two requests resuming
+/// it at once (two replicas, a client's retry), one saves and the other
+/// reads the record again, where it finds its results already recorded
+/// (the same next step) or different ones (a 400).
 pub(crate) async fn resume_with(
     state: &State,
-    tenant: &Tenant,
+    stores: &RequestStores,
     trailing: history::Trailing,
 ) -> Result<Resumed, ProxyError> {
-    let (exec_id, results) = (trailing.exec, trailing.results);
-    let limits = &state.config.limits;
-    let Some(held) = state.executions.get(tenant, &exec_id) else {
-        if minted_for(&exec_id, tenant).is_some() {
-            return Ok(Resumed::AskModel);
+    for _ in 0..RESUME_ATTEMPTS {
+        if let Some(resumed) = resume_once(state, stores, &trailing).await? {
+            return Ok(resumed);
         }
-        let ids: Vec<String> = results
+    }
+    Err(ProxyError::ResumeConflict)
+}
+
+/// Saves `exec` over the revision it was read at; whether it was saved.
+async fn save_over(
+    state: &State,
+    stores: &RequestStores,
+    mut exec: Execution,
+) -> Result<Option<Arc<Execution>>, ProxyError> {
+    let read_at = exec.revision;
+    exec.revision += 1;
+    let exec = Arc::new(exec);
+    if !state.executions.replace(exec.clone(), read_at).await? {
+        return Ok(None);
+    }
+    stores.saved(&exec);
+    Ok(Some(exec))
+}
+
+/// One attempt of [`resume_with`]; `None` when another request saved the
+/// record first.
+async fn resume_once(
+    state: &State,
+    stores: &RequestStores,
+    trailing: &history::Trailing,
+) -> Result<Option<Resumed>, ProxyError> {
+    let (tenant, exec_id) = (&stores.tenant, &trailing.exec);
+    let limits = &state.config.limits;
+    let Some(held) = state.executions.get(tenant, exec_id).await? else {
+        if minted_for(exec_id, tenant).is_some() {
+            return Ok(Some(Resumed::AskModel));
+        }
+        let ids: Vec<String> = trailing
+            .results
             .iter()
-            .map(|(n, _)| runtime::call_id(&exec_id, *n))
+            .map(|(n, _)| runtime::call_id(exec_id, *n))
             .collect();
         return Err(not_handed_out(&ids));
     };
+    stores.saved(&held);
     // The turn the client sends back must name each call as it was handed
     // out: an agent that rewrote an id onto another call is not guessed at.
     for (n, name) in &trailing.calls {
@@ -256,14 +300,14 @@ pub(crate) async fn resume_with(
     }
     if held.outcome.is_some() {
         // A resend of a finished conversation: what it says must be what was recorded.
-        for (n, content) in &results {
+        for (n, content) in &trailing.results {
             match held.calls.get(*n).map(|c| &c.result) {
                 None => return Err(never_made(&held, *n)),
                 Some(Some(previous)) if previous != content => return Err(differs(&held, *n)),
                 Some(_) => {}
             }
         }
-        return Ok(Resumed::AskModel);
+        return Ok(Some(Resumed::AskModel));
     }
     let mut exec = Arc::unwrap_or_clone(held);
     if exec.is_expired(limits.lifetime) {
@@ -272,22 +316,23 @@ pub(crate) async fn resume_with(
              while waiting for tool results; run it again if it is still needed",
             limits.lifetime.as_secs()
         ));
-        state.executions.put(Arc::new(exec));
-        return Ok(Resumed::AskModel);
+        return Ok(save_over(state, stores, exec)
+            .await?
+            .map(|_| Resumed::AskModel));
     }
     let mut fresh = false;
-    for (n, content) in results {
-        let Some(call) = exec.calls.get_mut(n) else {
-            return Err(never_made(&exec, n));
+    for (n, content) in &trailing.results {
+        let Some(call) = exec.calls.get_mut(*n) else {
+            return Err(never_made(&exec, *n));
         };
         match &call.result {
             None => {
-                call.result = Some(content);
+                call.result = Some(content.clone());
                 fresh = true;
             }
             // A retried request resends answers the proxy already has.
-            Some(previous) if *previous == content => {}
-            Some(_) => return Err(differs(&exec, n)),
+            Some(previous) if previous == content => {}
+            Some(_) => return Err(differs(&exec, *n)),
         }
     }
     let waiting: Vec<usize> = (0..exec.calls.len())
@@ -296,7 +341,7 @@ pub(crate) async fn resume_with(
     if !fresh && !waiting.is_empty() {
         // A retry: hand out the same waiting calls again.
         let range = waiting[0]..exec.calls.len();
-        return Ok(Resumed::Hand(Arc::new(exec), range));
+        return Ok(Some(Resumed::Hand(Arc::new(exec), range)));
     }
     if !waiting.is_empty() {
         let missing: Vec<String> = waiting.iter().map(|&n| exec.call_id(n)).collect();
@@ -309,13 +354,14 @@ pub(crate) async fn resume_with(
     let (exec, step) = runtime::step(exec, limits.clone(), &state.runs)
         .await
         .map_err(|(_, busy)| ProxyError::RuntimeBusy(busy.to_string()))?;
-    let exec = Arc::new(exec);
-    state.executions.put(exec.clone());
+    let Some(exec) = save_over(state, stores, exec).await? else {
+        return Ok(None);
+    };
     log_step(&exec, &step);
-    Ok(match step {
+    Ok(Some(match step {
         Step::Waiting(range) => Resumed::Hand(exec, range),
         Step::Ended => Resumed::AskModel,
-    })
+    }))
 }
 
 /// What a run of a program came to, at `info`: counts only, never the
@@ -429,13 +475,13 @@ pub(crate) async fn start(
     denials: Vec<Value>,
     completion: &Value,
     usage: Option<Value>,
-) -> Ran {
+) -> Result<Ran, ProxyError> {
     let turn = replayable(program.turn.clone(), &program.id, &denied_calls);
-    let (exec, step) = run_new(state, tenant, plan, program, turn, denied_calls, denials).await;
-    match step {
+    let (exec, step) = run_new(state, tenant, plan, program, turn, denied_calls, denials).await?;
+    Ok(match step {
         Step::Ended => Ran::Ended(history::pair(&exec)),
         Step::Waiting(range) => Ran::Waiting(client_turn(&exec, range, completion, usage)),
-    }
+    })
 }
 
 /// Starts the model's program, owned by `tenant`, in any dialect: records
@@ -450,7 +496,7 @@ pub(crate) async fn run_new(
     model_turn: Option<String>,
     denied_calls: Vec<Value>,
     denials: Vec<Value>,
-) -> (Arc<Execution>, Step) {
+) -> Result<(Arc<Execution>, Step), ProxyError> {
     let code = serde_json::from_str::<Value>(&program.arguments)
         .ok()
         .and_then(|a| a.get("code").and_then(Value::as_str).map(str::to_owned));
@@ -486,8 +532,8 @@ pub(crate) async fn run_new(
         }
     };
     let exec = Arc::new(exec);
-    state.executions.put(exec.clone());
+    state.executions.put(exec.clone()).await?;
     tracing::info!(target: "codemode::program", run_call = %exec.run_call_id, tools = exec.tools.len(), "program started");
     log_step(&exec, &step);
-    (exec, step)
+    Ok((exec, step))
 }

@@ -16,6 +16,7 @@ use super::forward::{
     respond_with, send,
 };
 use super::round::{check_event_stream, check_identity, next_round, response_parts, tag, Target};
+use super::stores::RequestStores;
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody};
 use crate::dialect::Dialect;
@@ -69,8 +70,7 @@ pub(crate) async fn messages(
     }
 
     let mut request = MessagesRequest::parse(&bytes)?;
-    let tenant = Tenant::of(&parts.headers, &selection.scope);
-    let splices = TenantSplices::new(state.splices.clone(), tenant);
+    let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
     let plan = state.plans.get_or_build_for(
         Dialect::Messages,
         request.field("tools"),
@@ -78,16 +78,32 @@ pub(crate) async fn messages(
         selection.mode,
         state.config.runtime,
     )?;
-    if plan.runs_code {
-        if !counting {
-            if let Some(res) = resume(state, &tenant, &request).await? {
-                return Ok(tag(res, &selection, None));
-            }
+    let limits = &state.config.limits;
+    let read = |stores: &RequestStores, request: &mut MessagesRequest| {
+        if plan.runs_code {
+            MessageReader::new(&stores.executions, &stores.tenant)
+                .rewrite(request.messages_mut(), limits);
         }
-        MessageReader::new(&*state.executions, &tenant)
-            .rewrite(request.messages_mut(), &state.config.limits);
+        request.rewrite(&plan, &stores.splices)
+    };
+    stores
+        .read_ahead(|stores| {
+            let mut copy = request.clone();
+            if plan.runs_code && !counting {
+                let reader = MessageReader::new(&stores.executions, &stores.tenant);
+                let _ = reader.trailing_results(copy.messages());
+            }
+            let _ = read(stores, &mut copy);
+        })
+        .await?;
+    if plan.runs_code && !counting {
+        if let Some(res) = resume(state, &stores, &request).await? {
+            return Ok(tag(res, &selection, None));
+        }
     }
-    request.rewrite(&plan, &splices)?;
+    read(&stores, &mut request)?;
+    stores.flush().await?;
+    let splices = stores.splices;
     let target = Target {
         uri,
         headers: anthropic_headers(state, &parts.headers, true),
@@ -113,17 +129,17 @@ fn model_of(request: &MessagesRequest) -> Value {
 /// client's next message (the program's next calls).
 async fn resume(
     state: &State,
-    tenant: &Tenant,
+    stores: &RequestStores,
     request: &MessagesRequest,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
-    let reader = MessageReader::new(&*state.executions, tenant);
+    let reader = MessageReader::new(&stores.executions, &stores.tenant);
     let trailing = reader
         .trailing_results(request.messages())
         .map_err(|ids| not_handed_out(&ids))?;
     let Some(trailing) = trailing else {
         return Ok(None);
     };
-    match resume_with(state, tenant, trailing).await? {
+    match resume_with(state, stores, trailing).await? {
         Resumed::Hand(exec, range) => {
             let message = client_message(&exec, range, &model_of(request), None, true);
             Ok(Some(respond(request.stream, &message)))
@@ -218,7 +234,7 @@ async fn start_program(
         turn: None,
         response_id: None,
     };
-    Ok(run_new(state, tenant, plan, call, model_turn, denied_calls, denials).await)
+    run_new(state, tenant, plan, call, model_turn, denied_calls, denials).await
 }
 
 /// The checked path: every round's calls are judged and the turn decided
@@ -259,6 +275,7 @@ async fn intercepted(
             Decision::Splice => {
                 if let Some((keys, splice)) = items::splice(&judged.calls) {
                     splices.put(&keys, Arc::new(splice));
+                    splices.settle().await?;
                 }
             }
             Decision::Repair => {
@@ -394,7 +411,7 @@ impl RepairTarget for Reasker {
                 program.denied_calls,
                 program.denials,
             )
-            .await;
+            .await?;
             match step {
                 Step::Waiting(range) => {
                     let model = {

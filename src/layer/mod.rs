@@ -22,6 +22,7 @@ mod messages;
 mod responses;
 mod round;
 mod service;
+mod stores;
 
 use std::sync::Arc;
 

@@ -15,6 +15,7 @@ use super::forward::{
     upstream_uri,
 };
 use super::round::{check_event_stream, check_identity, next_round, response_parts, tag, Target};
+use super::stores::RequestStores;
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody};
 use crate::dialect::Dialect;
@@ -28,7 +29,7 @@ use crate::responses::history::{pair, ItemReader};
 use crate::responses::items;
 use crate::responses::request::ResponsesRequest;
 use crate::responses::stream::ResponsesJudge;
-use crate::runtime::{Step, MAX_PROGRAMS_PER_REQUEST};
+use crate::runtime::{ExecutionLookup, Step, MAX_PROGRAMS_PER_REQUEST};
 use crate::select::Selection;
 use crate::splice::TenantSplices;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
@@ -59,8 +60,7 @@ pub(crate) async fn responses(
     }
 
     let mut request = ResponsesRequest::parse(&bytes)?;
-    let tenant = Tenant::of(&parts.headers, &selection.scope);
-    let splices = TenantSplices::new(state.splices.clone(), tenant);
+    let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
     let plan = state.plans.get_or_build_for(
         Dialect::Responses,
         request.field("tools"),
@@ -68,34 +68,31 @@ pub(crate) async fn responses(
         selection.mode,
         state.config.runtime,
     )?;
+    let limits = &state.config.limits;
+    let read = |stores: &RequestStores, request: &mut ResponsesRequest| {
+        if plan.runs_code {
+            read_history(stores, request, limits)?;
+        }
+        request.rewrite(&plan, &stores.splices)
+    };
+    stores
+        .read_ahead(|stores| {
+            let mut copy = request.clone();
+            if plan.runs_code {
+                let reader = ItemReader::new(&stores.executions, &stores.tenant);
+                let _ = reader.trailing_results(copy.input_items());
+            }
+            let _ = read(stores, &mut copy);
+        })
+        .await?;
     if plan.runs_code {
-        if let Some(res) = resume(state, &tenant, &request, &plan).await? {
+        if let Some(res) = resume(state, &stores, &request, &plan).await? {
             return Ok(tag(res, &selection, None));
         }
-        let reader = ItemReader::new(&*state.executions, &tenant);
-        match minted_previous(&request) {
-            // The client continues a response the proxy minted: the
-            // provider's conversation goes on from the program's own turn.
-            Some(exec_id) => {
-                let exec = state
-                    .executions
-                    .get(&tenant, &exec_id)
-                    .filter(|e| e.upstream_response.is_some())
-                    .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
-                if let Some(input) = request.input_mut() {
-                    reader.rewrite_continued(input, &exec, &state.config.limits);
-                }
-                let previous = exec.upstream_response.clone().unwrap_or_default();
-                request.set_field("previous_response_id", &Value::String(previous));
-            }
-            None => {
-                if let Some(input) = request.input_mut() {
-                    reader.rewrite(input, &state.config.limits);
-                }
-            }
-        }
     }
-    request.rewrite(&plan, &splices)?;
+    read(&stores, &mut request)?;
+    stores.flush().await?;
+    let splices = stores.splices;
     let target = Target {
         uri,
         headers: upstream_headers(state, &parts.headers, true),
@@ -110,11 +107,42 @@ pub(crate) async fn responses(
     intercepted(state, inner, &target, request, &plan, &selection, &splices).await
 }
 
+/// Shows the model its programs in the history: a continuation of a
+/// minted response goes on from the program's own turn in the provider's
+/// stored conversation.
+fn read_history(
+    stores: &RequestStores,
+    request: &mut ResponsesRequest,
+    limits: &crate::runtime::Limits,
+) -> Result<(), ProxyError> {
+    let reader = ItemReader::new(&stores.executions, &stores.tenant);
+    match minted_previous(request) {
+        Some(exec_id) => {
+            let exec = stores
+                .executions
+                .get(&stores.tenant, &exec_id)
+                .filter(|e| e.upstream_response.is_some())
+                .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
+            if let Some(input) = request.input_mut() {
+                reader.rewrite_continued(input, &exec, limits);
+            }
+            let previous = exec.upstream_response.clone().unwrap_or_default();
+            request.set_field("previous_response_id", &Value::String(previous));
+        }
+        None => {
+            if let Some(input) = request.input_mut() {
+                reader.rewrite(input, limits);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Outputs the client returns for a program: resume it. `Some` is the
 /// client's next response (the program's next calls).
 async fn resume(
     state: &State,
-    tenant: &Tenant,
+    stores: &RequestStores,
     request: &ResponsesRequest,
     plan: &ToolPlan,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
@@ -122,14 +150,14 @@ async fn resume(
     if input.is_empty() {
         return Ok(None);
     }
-    let reader = ItemReader::new(&*state.executions, tenant);
+    let reader = ItemReader::new(&stores.executions, &stores.tenant);
     let trailing = reader
         .trailing_results(input)
         .map_err(|ids| not_handed_out(&ids))?;
     let Some(trailing) = trailing else {
         return Ok(None);
     };
-    match resume_with(state, tenant, trailing).await? {
+    match resume_with(state, stores, trailing).await? {
         Resumed::Hand(exec, range) => {
             let model = request
                 .field("model")
@@ -208,7 +236,7 @@ async fn start_program(
         turn: None,
         response_id,
     };
-    Ok(run_new(state, tenant, plan, call, model_turn, denied_calls, denials).await)
+    run_new(state, tenant, plan, call, model_turn, denied_calls, denials).await
 }
 
 /// The checked path: every round's calls are judged and the turn decided
@@ -249,6 +277,7 @@ async fn intercepted(
             Decision::Splice => {
                 if let Some((keys, splice)) = items::splice(&judged.calls) {
                     splices.put(&keys, Arc::new(splice));
+                    splices.settle().await?;
                 }
             }
             Decision::Repair => {
@@ -394,7 +423,7 @@ impl RepairTarget for Reasker {
                 program.denied_calls,
                 program.denials,
             )
-            .await;
+            .await?;
             match step {
                 Step::Waiting(range) => {
                     let model = {

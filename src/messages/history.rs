@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::embedded::pair;
 use crate::runtime::history::{interrupted, missing_text, Trailing};
-use crate::runtime::{resolve_call_id, Execution, ExecutionStore, Limits, MINTED_PREFIX};
+use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -38,13 +38,13 @@ enum Kind {
 
 /// Finds executions' calls in one tenant's Messages conversation.
 pub struct MessageReader<'a> {
-    store: &'a dyn ExecutionStore,
+    store: &'a dyn ExecutionLookup,
     tenant: &'a Tenant,
 }
 
 impl<'a> MessageReader<'a> {
     /// A reader of `tenant`'s conversations, finding executions in `store`.
-    pub fn new(store: &'a dyn ExecutionStore, tenant: &'a Tenant) -> MessageReader<'a> {
+    pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> MessageReader<'a> {
         MessageReader { store, tenant }
     }
 

@@ -24,7 +24,7 @@ use crate::splice::TenantSplices;
 use crate::wire::{raw_array, to_raw, ParseError, RawObject};
 
 /// A Messages request.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct MessagesRequest {
     object: RawObject,
     /// The messages, each still the client's bytes unless rewritten; `None`

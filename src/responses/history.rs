@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, Trailing};
-use crate::runtime::{resolve_call_id, Execution, ExecutionStore, Limits, MINTED_PREFIX};
+use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -38,13 +38,13 @@ enum Kind {
 
 /// Finds executions' calls in one tenant's Responses input.
 pub struct ItemReader<'a> {
-    store: &'a dyn ExecutionStore,
+    store: &'a dyn ExecutionLookup,
     tenant: &'a Tenant,
 }
 
 impl<'a> ItemReader<'a> {
     /// A reader of `tenant`'s inputs, finding executions in `store`.
-    pub fn new(store: &'a dyn ExecutionStore, tenant: &'a Tenant) -> ItemReader<'a> {
+    pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> ItemReader<'a> {
         ItemReader { store, tenant }
     }
 

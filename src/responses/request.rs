@@ -23,7 +23,7 @@ use crate::splice::{Splice, TenantSplices};
 use crate::wire::{raw_array, to_raw, ParseError, RawObject};
 
 /// A Responses request.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ResponsesRequest {
     object: RawObject,
     /// The input items, each still the client's bytes unless rewritten;

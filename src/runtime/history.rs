@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{
-    limit_output, minted_for, now_ms, resolve_call_id, Execution, ExecutionStore, Limits,
+    limit_output, minted_for, now_ms, resolve_call_id, Execution, ExecutionLookup, Limits,
     MINTED_PREFIX,
 };
 use crate::mode::RUN_CODE;
@@ -57,13 +57,13 @@ enum Kind {
 
 /// Finds executions' calls in one tenant's history.
 pub struct Reader<'a> {
-    store: &'a dyn ExecutionStore,
+    store: &'a dyn ExecutionLookup,
     tenant: &'a Tenant,
 }
 
 impl<'a> Reader<'a> {
     /// A reader of `tenant`'s histories, finding executions in `store`.
-    pub fn new(store: &'a dyn ExecutionStore, tenant: &'a Tenant) -> Reader<'a> {
+    pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> Reader<'a> {
         Reader { store, tenant }
     }
 

@@ -13,13 +13,15 @@ pub mod history;
 pub mod pool;
 pub mod sandbox;
 mod store;
+mod view;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use pool::{PoolError, RunPool};
 pub use sandbox::{CallRecord, RunOutcome};
 pub(crate) use store::{cache_ttl, weight as store_weight};
-pub use store::{ExecutionStore, MemoryExecutionStore};
+pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError, StoreFuture};
+pub use view::ExecView;
 
 use crate::tenant::{os_random, unguessable, Tenant};
 
@@ -67,7 +69,10 @@ impl Limits {
 }
 
 /// One `run_code` call the proxy executes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialized as JSON for a shared store (its fields by name, so a record
+/// written by an older replica still reads: new fields take defaults).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Execution {
     /// Whose execution this is: only this tenant can resume it or see it
     /// in its history.
@@ -108,6 +113,11 @@ pub struct Execution {
     pub upstream_response: Option<String>,
     /// Their denials.
     pub denials: Vec<serde_json::Value>,
+    /// Bumped on every save: a resume saves only over the revision it
+    /// read ([`ExecutionStore::replace`]), so two requests resuming one
+    /// program at once cannot both move it on.
+    #[serde(default)]
+    pub revision: u64,
 }
 
 /// The `run_code` tool the proxy announces when it runs programs itself.
@@ -147,6 +157,7 @@ impl Execution {
             denied_calls: Vec::new(),
             upstream_response: None,
             denials: Vec::new(),
+            revision: 0,
         }
     }
 
@@ -263,7 +274,7 @@ pub fn short_form(id: &str) -> Option<String> {
 pub fn resolve_call_id(
     id: &str,
     tenant: &Tenant,
-    store: &dyn ExecutionStore,
+    store: &dyn ExecutionLookup,
 ) -> Option<(String, usize)> {
     if let Some((exec, n)) = parse_call_id(id) {
         return Some((exec.to_owned(), n));

@@ -23,7 +23,7 @@ use super::Limits;
 const PRELUDE: &str = include_str!("prelude.js");
 
 /// A call the program made, with its result once the client answered.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallRecord {
     /// The tool's name.
     pub name: String,

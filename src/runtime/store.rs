@@ -1,6 +1,8 @@
 //! Where executions wait for the client's results.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use moka::sync::Cache;
@@ -8,19 +10,60 @@ use moka::sync::Cache;
 use super::Execution;
 use crate::tenant::Tenant;
 
-/// Executions by tenant and id. Behind a trait so a shared store can serve
-/// replicas: an execution is plain data, replayed from the start on every run.
+/// Why a store could not answer (a shared store out of reach): the
+/// request that needed it gets a 503 its client retries.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// What a store's operations return: a boxed future, so the traits stay
+/// object-safe and a shared store can do I/O.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Executions by tenant and id: where programs wait for their client's
+/// results. An execution is plain data, replayed from the start on every
+/// run, so a store shared by replicas lets any of them continue any
+/// program ([`MemoryExecutionStore`] is the default, one process's own).
 pub trait ExecutionStore: Send + Sync + 'static {
-    /// Saves (or replaces) an execution under its tenant and id.
-    fn put(&self, exec: Arc<Execution>);
     /// The execution `id` of `tenant`, if held. Another tenant's execution
     /// is not found, exactly as one never minted.
-    fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>>;
+    fn get<'a>(
+        &'a self,
+        tenant: &'a Tenant,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<Arc<Execution>>>;
     /// The whole id of `tenant`'s call whose id begins, in letters and
     /// digits, with `short` ([`super::alias_key`]): how a call is found
     /// again after an agent shortened its id. Every call of a stored
     /// execution has its alias for as long as the execution is kept.
+    fn alias<'a>(&'a self, tenant: &'a Tenant, short: &'a str) -> StoreFuture<'a, Option<String>>;
+    /// Saves (or replaces) an execution under its tenant and id.
+    fn put(&self, exec: Arc<Execution>) -> StoreFuture<'_, ()>;
+    /// Saves `exec` only if the record held under its id is at revision
+    /// `expected` (a compare-and-set): `false` when another request
+    /// changed it first, and nothing is written.
+    fn replace(&self, exec: Arc<Execution>, expected: u64) -> StoreFuture<'_, bool>;
+    /// Whether the store can serve now (`/readyz`).
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// The store itself, when it answers without waiting (in memory): a
+    /// request then reads it directly instead of fetching ahead.
+    fn local(&self) -> Option<&dyn ExecutionLookup> {
+        None
+    }
+}
+
+/// Executions as the code that reads a request's history sees them: a
+/// lookup that never waits (the in-memory store, or a request's view of a
+/// shared one, fetched ahead).
+pub trait ExecutionLookup: Send + Sync {
+    /// The execution `id` of `tenant`, if held.
+    fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>>;
+    /// The whole id of `tenant`'s call shortened to `short`, if held.
     fn alias(&self, tenant: &Tenant, short: &str) -> Option<String>;
+    /// Saves a new state of an execution (an interrupted program closed).
+    fn put(&self, exec: Arc<Execution>);
 }
 
 type Key = (Tenant, Box<str>);
@@ -35,6 +78,9 @@ pub struct MemoryExecutionStore {
     waiting: Cache<Key, Arc<Execution>>,
     ended: Cache<Key, Arc<Execution>>,
     aliases: Cache<Key, Arc<str>>,
+    /// Held while a compare-and-set reads and writes, so two of them on
+    /// one record cannot both win.
+    replacing: Mutex<()>,
 }
 
 impl MemoryExecutionStore {
@@ -60,11 +106,12 @@ impl MemoryExecutionStore {
                 .weigher(|k: &Key, id: &Arc<str>| weight(64 + k.1.len() + id.len()))
                 .time_to_live(cache_ttl(lifetime.max(keep)))
                 .build(),
+            replacing: Mutex::new(()),
         }
     }
 }
 
-impl ExecutionStore for MemoryExecutionStore {
+impl ExecutionLookup for MemoryExecutionStore {
     fn put(&self, exec: Arc<Execution>) {
         for n in 0..exec.calls.len() {
             let id = exec.call_id(n);
@@ -91,6 +138,43 @@ impl ExecutionStore for MemoryExecutionStore {
         self.aliases
             .get(&(*tenant, short.into()))
             .map(|id| id.to_string())
+    }
+}
+
+impl ExecutionStore for MemoryExecutionStore {
+    fn get<'a>(
+        &'a self,
+        tenant: &'a Tenant,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<Arc<Execution>>> {
+        Box::pin(std::future::ready(Ok(ExecutionLookup::get(
+            self, tenant, id,
+        ))))
+    }
+
+    fn alias<'a>(&'a self, tenant: &'a Tenant, short: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(std::future::ready(Ok(ExecutionLookup::alias(
+            self, tenant, short,
+        ))))
+    }
+
+    fn put(&self, exec: Arc<Execution>) -> StoreFuture<'_, ()> {
+        ExecutionLookup::put(self, exec);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn replace(&self, exec: Arc<Execution>, expected: u64) -> StoreFuture<'_, bool> {
+        let _held = self.replacing.lock().unwrap_or_else(|e| e.into_inner());
+        let current = ExecutionLookup::get(self, &exec.tenant, &exec.id).map(|e| e.revision);
+        let won = current.is_none_or(|r| r == expected);
+        if won {
+            ExecutionLookup::put(self, exec);
+        }
+        Box::pin(std::future::ready(Ok(won)))
+    }
+
+    fn local(&self) -> Option<&dyn ExecutionLookup> {
+        Some(self)
     }
 }
 
@@ -137,7 +221,9 @@ pub(crate) fn weight(bytes: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Execution, ExecutionLookup, MemoryExecutionStore, Tenant};
+    use std::sync::Arc;
+    use std::time::Duration;
 
     fn exec(tenant: &Tenant, code: &str) -> Execution {
         Execution::new(*tenant, "call_1".into(), code.into(), None, vec![])

@@ -276,7 +276,7 @@ fn shortened_call_ids_stay_distinct_and_are_found_again() {
             result: None,
         })
         .collect();
-    store.put(std::sync::Arc::new(e.clone()));
+    ExecutionLookup::put(&store, std::sync::Arc::new(e.clone()));
     let mut seen = HashSet::new();
     for n in 0..100 {
         let id = e.call_id(n);
