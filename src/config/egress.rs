@@ -98,9 +98,9 @@ impl ProxyUrl {
             format!("http://{text}")
         };
         let usage = "use http://[user:pass@]host:port";
-        let uri: Uri = full
-            .parse()
-            .map_err(|_| format!("is not a URL (value not shown: it may hold a password); {usage}"))?;
+        let uri: Uri = full.parse().map_err(|_| {
+            format!("is not a URL (value not shown: it may hold a password); {usage}")
+        })?;
         let Some(authority) = uri.authority() else {
             return Err(format!("names no host; {usage}"));
         };
@@ -209,7 +209,10 @@ mod tests {
     #[test]
     fn a_proxy_without_a_scheme_is_http() {
         let e = egress(&[("HTTPS_PROXY", "proxy.internal:3128")]).unwrap();
-        assert_eq!(shown(&e.https).as_deref(), Some("http://proxy.internal:3128"));
+        assert_eq!(
+            shown(&e.https).as_deref(),
+            Some("http://proxy.internal:3128")
+        );
     }
 
     #[test]

@@ -458,8 +458,14 @@ mod tests {
     #[test]
     fn each_scheme_takes_its_own_proxy() {
         let r = routes("http://tls:3128", "http://plain:8080", "");
-        assert_eq!(via(&r, "https://api.openai.com/v1"), "tunnel http://tls:3128");
-        assert_eq!(via(&r, "http://10.0.0.5:9000/v1"), "forward http://plain:8080");
+        assert_eq!(
+            via(&r, "https://api.openai.com/v1"),
+            "tunnel http://tls:3128"
+        );
+        assert_eq!(
+            via(&r, "http://10.0.0.5:9000/v1"),
+            "forward http://plain:8080"
+        );
         let only_https = routes("http://tls:3128", "", "");
         assert_eq!(via(&only_https, "http://10.0.0.5/v1"), "direct");
     }
@@ -520,7 +526,10 @@ mod tests {
         let mut io = TcpStream::connect(addr).await.unwrap();
         let auth = HeaderValue::from_static("Basic YTpi");
         let got = handshake(&mut io, "api.example.com:443", Some(&auth)).await;
-        assert!(matches!(got, Err(Refusal::Status(StatusCode::FORBIDDEN))), "{got:?}");
+        assert!(
+            matches!(got, Err(Refusal::Status(StatusCode::FORBIDDEN))),
+            "{got:?}"
+        );
         assert_eq!(
             proxy.await.unwrap(),
             "CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\
