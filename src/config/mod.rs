@@ -4,6 +4,7 @@
 //! environment. Every variable is parsed before any error is returned, so a
 //! user sees every mistake at once, each naming its variable.
 
+mod egress;
 mod upstream;
 
 use std::fmt;
@@ -15,6 +16,7 @@ use http::HeaderValue;
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile};
 
+pub use egress::{Egress, ProxyUrl};
 pub use upstream::UpstreamBase;
 
 /// Address to bind.
@@ -136,6 +138,8 @@ pub struct Config {
     pub max_upstream_body_bytes: usize,
     /// Byte budgets of the in-memory stores and caches.
     pub budgets: StoreBudgets,
+    /// The egress proxy for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
+    pub egress: Egress,
 }
 
 /// Concurrency of the embedded runtime: slots, then a bounded queue.
@@ -435,6 +439,7 @@ impl Config {
             }
             _ => None,
         };
+        let egress = Egress::from_lookup(&get, &mut fail);
         let file = match get(CONFIG) {
             None => Some(ConfigFile::default()),
             Some(path) => match read_config_file(&path) {
@@ -485,6 +490,7 @@ impl Config {
                 max_upstream_body,
                 budgets,
                 anthropic_upstream,
+                egress,
             ),
         ) {
             (
@@ -509,6 +515,7 @@ impl Config {
                     Some(max_upstream_body_bytes),
                     Some(budgets),
                     Some(anthropic_upstream),
+                    Some(egress),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -533,6 +540,7 @@ impl Config {
                 upstream_idle_timeout: Duration::from_secs(upstream_idle),
                 max_upstream_body_bytes,
                 budgets,
+                egress,
             }),
             _ => Err(ConfigErrors(errors)),
         }

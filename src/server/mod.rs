@@ -1,12 +1,13 @@
 //! The binary's shell: an HTTP client for the upstream and a hyper server.
 
+pub mod egress;
 mod guard;
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -16,12 +17,12 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::Layer;
 
-use crate::body::ProxyBody;
 use crate::config::Config;
 use crate::layer::{CodeModeLayer, CodeModeService};
 
-/// The pooled upstream client: rustls with the system's roots for `https`, plain `http` too.
-pub type HttpClient = Client<HttpsConnector<HttpConnector>, ProxyBody>;
+/// The pooled upstream client: rustls with the system's roots for `https`,
+/// plain `http` too, through the egress proxy when one is configured.
+pub type HttpClient = egress::EgressClient;
 
 /// Builds the upstream client; fails when the system has no TLS roots.
 pub fn http_client(config: &Config) -> io::Result<HttpClient> {
@@ -29,15 +30,18 @@ pub fn http_client(config: &Config) -> io::Result<HttpClient> {
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(config.connect_timeout));
+    let routes = Arc::new(egress::Routes::new(&config.egress));
+    let tcp = egress::EgressConnector::new(http, routes.clone(), config.connect_timeout);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()?
         .https_or_http()
         .enable_http1()
         .enable_http2()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
+        .wrap_connector(tcp);
+    let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
-        .build(https))
+        .build(https);
+    Ok(egress::EgressClient::new(client, routes))
 }
 
 /// The whole stack: the Code Mode layer over the upstream client.
