@@ -235,6 +235,26 @@ mod tests {
         let _ = crate::splice::MemorySpliceStore::new(Duration::MAX, 1 << 20);
     }
 
+    #[tokio::test]
+    async fn of_two_replaces_over_one_revision_only_the_first_is_saved() {
+        use super::ExecutionStore;
+        let store =
+            MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+        let t = Tenant::anonymous("s");
+        let read = exec(&t, "return 1");
+        ExecutionLookup::put(&store, Arc::new(read.clone()));
+        let mut a = read.clone();
+        a.revision += 1;
+        a.code = "a".into();
+        let mut b = read.clone();
+        b.revision += 1;
+        b.code = "b".into();
+        assert!(store.replace(Arc::new(a), read.revision).await.unwrap());
+        assert!(!store.replace(Arc::new(b), read.revision).await.unwrap());
+        let held = ExecutionLookup::get(&store, &t, &read.id).unwrap();
+        assert_eq!((held.code.as_str(), held.revision), ("a", 1));
+    }
+
     #[test]
     fn lookups_are_by_tenant_and_id() {
         let store =

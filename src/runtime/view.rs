@@ -146,3 +146,125 @@ impl ExecutionLookup for ExecView {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use super::ExecView;
+    use crate::runtime::{Execution, ExecutionLookup, ExecutionStore, StoreError, StoreFuture};
+    use crate::tenant::Tenant;
+
+    /// A store that does I/O: it counts the records asked for.
+    #[derive(Default)]
+    struct Remote {
+        records: Mutex<HashMap<String, Arc<Execution>>>,
+        asked: Mutex<Vec<String>>,
+        down: bool,
+    }
+
+    impl ExecutionStore for Remote {
+        fn get<'a>(
+            &'a self,
+            _: &'a Tenant,
+            id: &'a str,
+        ) -> StoreFuture<'a, Option<Arc<Execution>>> {
+            self.asked.lock().unwrap().push(id.to_owned());
+            let found = self.records.lock().unwrap().get(id).cloned();
+            let down = self.down;
+            Box::pin(async move {
+                if down {
+                    return Err(StoreError("down".into()));
+                }
+                Ok(found)
+            })
+        }
+        fn alias<'a>(&'a self, _: &'a Tenant, _: &'a str) -> StoreFuture<'a, Option<String>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn put(&self, exec: Arc<Execution>) -> StoreFuture<'_, ()> {
+            self.records.lock().unwrap().insert(exec.id.clone(), exec);
+            Box::pin(async { Ok(()) })
+        }
+        fn replace(&self, exec: Arc<Execution>, _: u64) -> StoreFuture<'_, bool> {
+            self.records.lock().unwrap().insert(exec.id.clone(), exec);
+            Box::pin(async { Ok(true) })
+        }
+    }
+
+    fn exec(tenant: Tenant) -> Arc<Execution> {
+        Arc::new(Execution::new(
+            tenant,
+            "c".into(),
+            "return 1".into(),
+            None,
+            vec![],
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_remote_lookup_is_noted_fetched_once_and_then_found() {
+        let t = Tenant::anonymous("s");
+        let e = exec(t);
+        let remote = Arc::new(Remote::default());
+        remote
+            .records
+            .lock()
+            .unwrap()
+            .insert(e.id.clone(), e.clone());
+        let view = ExecView::new(remote.clone());
+        assert!(view.get(&t, &e.id).is_none(), "not fetched yet");
+        assert!(view.get(&t, "gone").is_none());
+        assert!(view.fetch_missing().await.unwrap());
+        assert_eq!(
+            view.get(&t, &e.id).map(|x| x.id.clone()),
+            Some(e.id.clone())
+        );
+        assert!(
+            view.get(&t, "gone").is_none(),
+            "a record not held stays unknown"
+        );
+        assert!(!view.fetch_missing().await.unwrap(), "nothing new to fetch");
+        assert_eq!(
+            remote.asked.lock().unwrap().len(),
+            2,
+            "each id asked for once"
+        );
+    }
+
+    #[tokio::test]
+    async fn writes_wait_in_the_view_are_seen_by_its_reads_and_reach_the_store_on_flush() {
+        let t = Tenant::anonymous("s");
+        let e = exec(t);
+        let remote = Arc::new(Remote::default());
+        let view = ExecView::new(remote.clone());
+        view.put(e.clone());
+        assert_eq!(
+            view.get(&t, &e.id).map(|x| x.revision),
+            Some(1),
+            "a write is a new revision"
+        );
+        assert!(remote.records.lock().unwrap().is_empty());
+        view.discard_writes();
+        assert!(
+            view.get(&t, &e.id).is_none(),
+            "a read-ahead pass's writes are forgotten"
+        );
+        view.put(e.clone());
+        view.flush().await.unwrap();
+        assert!(remote.records.lock().unwrap().contains_key(&e.id));
+    }
+
+    #[tokio::test]
+    async fn a_store_out_of_reach_is_an_error_not_a_missing_record() {
+        let t = Tenant::anonymous("s");
+        let remote = Arc::new(Remote {
+            down: true,
+            ..Remote::default()
+        });
+        let view = ExecView::new(remote);
+        assert!(view.get(&t, "x").is_none());
+        assert!(view.fetch_missing().await.is_err());
+    }
+}

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::judge::{HeldProgram, RoundEnd};
 use crate::body::{BoxedError, ProxyBody, UpstreamIdle};
 use crate::error::ProxyError;
+use crate::runtime::StoreError;
 use crate::splice::TenantSplices;
 use crate::sse::{SseEvent, SseParser};
 
@@ -75,6 +76,10 @@ enum Pending {
 enum Phase {
     Reading(ProxyBody),
     Asking(RepairFuture, Pending),
+    /// A mixed turn's denials on their way to a shared store: the stream's
+    /// last events wait, so the client cannot send the turn back (to
+    /// another replica) before they are there.
+    Saving(Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>),
     Done,
 }
 
@@ -89,6 +94,8 @@ pub struct InterceptBody<J> {
     emitted: Vec<Bytes>,
     repair: Box<dyn RepairTarget>,
     splices: TenantSplices,
+    /// The last events, held while [`Phase::Saving`].
+    held: Vec<Bytes>,
 }
 
 /// The client's response for an upstream stream: its status and headers,
@@ -112,6 +119,7 @@ pub fn intercept_stream<J: RoundJudge>(
         emitted: Vec::new(),
         repair,
         splices,
+        held: Vec::new(),
     };
     Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body))
 }
@@ -144,10 +152,16 @@ impl<J: RoundJudge> InterceptBody<J> {
                 self.phase = Phase::Asking(self.repair.run_program(program), Pending::Program);
             }
             RoundEnd::Done { splice } => {
+                self.phase = Phase::Done;
                 if let Some((keys, splice)) = splice {
                     self.splices.put(&keys, Arc::new(splice));
+                    if self.splices.is_remote() {
+                        let splices = self.splices.clone();
+                        self.phase = Phase::Saving(Box::pin(async move { splices.settle().await }));
+                        self.held.append(&mut self.emitted);
+                        return;
+                    }
                 }
-                self.phase = Phase::Done;
             }
         }
         self.out.extend(self.emitted.drain(..));
@@ -211,6 +225,15 @@ impl<J: RoundJudge> Body for InterceptBody<J> {
                         this.fail(&message, e.code());
                     }
                 },
+                Phase::Saving(saving) => {
+                    if let Err(e) = ready!(saving.as_mut().poll(cx)) {
+                        // The turn's calls already went out; the model will
+                        // see the turn without its denials.
+                        tracing::warn!(target: "codemode::store", error = %e, "a mixed turn's denials could not be stored");
+                    }
+                    this.out.extend(this.held.drain(..));
+                    this.phase = Phase::Done;
+                }
             }
         }
     }
