@@ -590,3 +590,63 @@ async fn every_key_the_proxy_writes_has_a_ttl_and_the_prefix() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_stalled_redis_is_a_503_not_a_hang_and_the_program_goes_on_after_it() {
+    // SIGSTOP keeps the connection open and answers nothing: only the
+    // store's own time limit turns the wait into a 503. Once Redis thaws,
+    // the same resume goes on (nothing was lost).
+    let redis = RedisServer::start();
+    let p = provider([
+        run_code("c", TWO_READS),
+        text_completion("alpha bravo", usage(1, 1)),
+    ])
+    .await;
+    let a = replica(&p, &redis, &[]).await;
+    let mut messages = conversation("read both");
+    let first = turn(&a, &messages).await;
+    let (id, _) = handed(&first);
+    messages.push(first);
+    messages.push(result(&id, "alpha"));
+
+    redis.pause();
+    let stalled = tokio::time::timeout(Duration::from_secs(30), ask(&a, &messages)).await;
+    let ready = get(&a, "/readyz").await.0;
+    redis.unpause();
+    let (status, body) = stalled.expect("the proxy answered while Redis was frozen");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "store_unavailable", "{body}");
+    assert_eq!(ready, 503);
+
+    wait_ready(&a).await;
+    let second = turn(&a, &messages).await;
+    let (id, path) = handed(&second);
+    assert_eq!(path, "b.txt");
+    messages.push(second);
+    messages.push(result(&id, "bravo"));
+    assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
+}
+
+#[tokio::test]
+async fn a_rediss_url_to_a_server_without_tls_is_not_ready_and_does_not_crash() {
+    // rediss:// goes through rustls: against a plain-text Redis the
+    // handshake fails, which must read as an unreachable store.
+    let redis = RedisServer::start();
+    let p = provider([]).await;
+    let url = redis.url(0).replace("redis://", "rediss://");
+    let a = start(
+        &p,
+        &[("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_STORE", &url)],
+    )
+    .await;
+    let (status, retry, body) = get(&a, "/readyz").await;
+    assert_eq!((status, retry.as_deref()), (503, Some("1")), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rediss://127.0.0.1"),
+        "{body}"
+    );
+    assert_eq!(get(&a, "/healthz").await.0, 200);
+}

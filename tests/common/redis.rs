@@ -116,6 +116,25 @@ impl RedisServer {
         }
     }
 
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn unpause(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill")
+            .args([which, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {which} {pid}");
+    }
+
     /// Starts it again on the same port.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "stop it first");
@@ -126,6 +145,10 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A paused server must be able to die.
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
