@@ -20,7 +20,7 @@ use codemode_proxy::internals::runtime::{CallRecord, Execution, ExecutionStore};
 use codemode_proxy::internals::splice::MemorySpliceStore;
 use codemode_proxy::internals::store_redis::{Keys, RedisStore};
 use codemode_proxy::internals::tenant::Tenant;
-use codemode_proxy::store::MemoryExecutionStore;
+use codemode_proxy::store::{MemoryExecutionStore, StoreFuture};
 use codemode_proxy::{server, CodeModeLayer, Config};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde_json::{json, Value};
@@ -80,6 +80,25 @@ fn resume_body(e: &Execution) -> Value {
     json!({"model": "m", "messages": messages, "tools": tools()})
 }
 
+/// The memory store behind the shared-store path (`local()` is `None`):
+/// requests read ahead exactly as with Redis, without its I/O.
+struct ReadAhead(Arc<MemoryExecutionStore>);
+
+impl ExecutionStore for ReadAhead {
+    fn get<'a>(&'a self, t: &'a Tenant, id: &'a str) -> StoreFuture<'a, Option<Arc<Execution>>> {
+        ExecutionStore::get(&*self.0, t, id)
+    }
+    fn alias<'a>(&'a self, t: &'a Tenant, short: &'a str) -> StoreFuture<'a, Option<String>> {
+        ExecutionStore::alias(&*self.0, t, short)
+    }
+    fn put(&self, exec: Arc<Execution>) -> StoreFuture<'_, ()> {
+        ExecutionStore::put(&*self.0, exec)
+    }
+    fn replace(&self, exec: Arc<Execution>, expected: u64) -> StoreFuture<'_, bool> {
+        self.0.replace(exec, expected)
+    }
+}
+
 fn config(store: &str) -> Config {
     let vars = [
         ("CODEMODE_LISTEN", "127.0.0.1:0"),
@@ -114,11 +133,15 @@ fn resume(c: &mut Criterion) {
         .unwrap();
     let redis = redis_server::RedisServer::start();
     let http = reqwest::Client::new();
-    let memory: Arc<dyn ExecutionStore> = Arc::new(MemoryExecutionStore::new(
-        Duration::from_secs(600),
-        Duration::from_secs(3600),
-        256 << 20,
-    ));
+    let in_memory = || {
+        Arc::new(MemoryExecutionStore::new(
+            Duration::from_secs(600),
+            Duration::from_secs(3600),
+            256 << 20,
+        ))
+    };
+    let memory: Arc<dyn ExecutionStore> = in_memory();
+    let read_ahead: Arc<dyn ExecutionStore> = Arc::new(ReadAhead(in_memory()));
     let url = redis.url(0);
     let shared: Arc<dyn ExecutionStore> = Arc::new(RedisStore::new(
         &url,
@@ -130,15 +153,18 @@ fn resume(c: &mut Criterion) {
     ));
     let mut group = c.benchmark_group("resume_ten_results");
     let memory_store = memory.clone();
+    let mut endpoints = Vec::new();
     let mut redis_endpoint = None;
     for (name, store, kind) in [
         ("memory", memory, "memory"),
+        ("memory_read_ahead", read_ahead, "memory"),
         ("redis", shared.clone(), url.as_str()),
     ] {
         let endpoint = rt.block_on(serve(config(kind), store.clone()));
         if name == "redis" {
             redis_endpoint = Some(endpoint.clone());
         }
+        endpoints.push((name, store.clone(), endpoint.clone()));
         group.bench_function(name, |b| {
             b.iter_batched(
                 || {
@@ -161,21 +187,63 @@ fn resume(c: &mut Criterion) {
     }
     group.finish();
 
+    // The same, interleaved (memory, Redis, memory, ...), so the machine's
+    // load drifts alike for both: p50 of each and the difference.
+    const ROUNDS: usize = 1000;
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(ROUNDS); endpoints.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, store, endpoint)) in endpoints.iter().enumerate() {
+            let e = Arc::new(waiting());
+            rt.block_on(store.put(e.clone())).expect("stored");
+            let body = resume_body(&e);
+            let took = rt.block_on(async {
+                let start = std::time::Instant::now();
+                let res = http.post(endpoint).json(&body).send().await.unwrap();
+                assert_eq!(res.status(), 200);
+                res.bytes().await.unwrap();
+                start.elapsed()
+            });
+            times[i].push(took);
+        }
+    }
+    let pct = |t: &mut Vec<Duration>, p: f64| {
+        t.sort_unstable();
+        t[((t.len() - 1) as f64 * p) as usize]
+    };
+    let mut p50 = Vec::new();
+    for (i, (name, _, _)) in endpoints.iter().enumerate() {
+        let (m, n) = (pct(&mut times[i], 0.5), pct(&mut times[i], 0.9));
+        eprintln!("interleaved resume {name}: p50 {m:?} p90 {n:?} ({ROUNDS} requests)");
+        p50.push(m);
+    }
+    eprintln!(
+        "interleaved: reading ahead adds {:?} at p50, Redis {:?} more",
+        p50[1].saturating_sub(p50[0]),
+        p50[2].saturating_sub(p50[1])
+    );
+
     // The store's own operations a resume makes, without HTTP or the program.
     let mut group = c.benchmark_group("store_get_and_replace");
     for (name, store) in [("memory", memory_store.clone()), ("redis", shared.clone())] {
         let e = Arc::new(waiting());
         rt.block_on(store.put(e.clone())).expect("stored");
-        let mut at = 0u64;
+        let at = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        // On a runtime worker, as a request handler runs them.
         group.bench_function(name, |b| {
-            b.iter(|| {
-                rt.block_on(async {
-                    let held = store.get(&e.tenant, &e.id).await.unwrap().unwrap();
-                    let mut next = (*held).clone();
-                    next.revision = at + 1;
-                    assert!(store.replace(Arc::new(next), at).await.unwrap());
-                    at += 1;
-                })
+            b.iter_custom(|iters| {
+                let (store, e, at) = (store.clone(), e.clone(), at.clone());
+                rt.block_on(rt.spawn(async move {
+                    let start = std::time::Instant::now();
+                    for _ in 0..iters {
+                        let held = store.get(&e.tenant, &e.id).await.unwrap().unwrap();
+                        let mut next = (*held).clone();
+                        let read_at = at.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        next.revision = read_at + 1;
+                        assert!(store.replace(Arc::new(next), read_at).await.unwrap());
+                    }
+                    start.elapsed()
+                }))
+                .unwrap()
             })
         });
     }
