@@ -650,3 +650,17 @@ async fn a_rediss_url_to_a_server_without_tls_is_not_ready_and_does_not_crash() 
     );
     assert_eq!(get(&a, "/healthz").await.0, 200);
 }
+
+#[tokio::test]
+async fn readyz_says_ready_with_either_store_and_takes_only_get() {
+    let redis = RedisServer::start();
+    let p = provider([]).await;
+    let memory = start(&p, &[("CODEMODE_RUNTIME", "embedded")]).await;
+    let shared = replica(&p, &redis, &[]).await;
+    for proxy in [&memory, &shared] {
+        let (status, _, body) = get(proxy, "/readyz").await;
+        assert_eq!((status, body), (200, json!({"status": "ready"})));
+        let res = proxy.http.post(proxy.url("/readyz")).send().await.unwrap();
+        assert_eq!(res.status(), 405);
+    }
+}
