@@ -33,6 +33,7 @@ mod sections;
 mod select;
 mod splice;
 mod sse;
+mod store_redis;
 mod stream;
 mod tenant;
 mod turn;
@@ -107,6 +108,9 @@ pub mod internals {
     }
     pub mod sse {
         pub use crate::sse::*;
+    }
+    pub mod store_redis {
+        pub use crate::store_redis::*;
     }
     pub mod stream {
         pub use crate::stream::*;

@@ -79,6 +79,10 @@ pub const EXECUTION_STORE_MB: &str = "CODEMODE_EXECUTION_STORE_MB";
 pub const SPLICE_STORE_MB: &str = "CODEMODE_SPLICE_STORE_MB";
 /// MiB of rendered tool plans kept.
 pub const PLAN_CACHE_MB: &str = "CODEMODE_PLAN_CACHE_MB";
+/// Where executions and stored denials live: `memory` or a Redis URL.
+pub const STORE: &str = "CODEMODE_STORE";
+/// Prefix of every key the proxy writes in a shared store.
+pub const STORE_PREFIX: &str = "CODEMODE_STORE_PREFIX";
 
 /// Whether a client may choose preset or mode per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +144,76 @@ pub struct Config {
     pub budgets: StoreBudgets,
     /// The egress proxy for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
     pub egress: Egress,
+    /// Where executions and stored denials live.
+    pub store: StoreKind,
+}
+
+/// Where executions and stored denials live (`CODEMODE_STORE`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreKind {
+    /// In this process, bounded by [`StoreBudgets`]: the default.
+    Memory,
+    /// A Redis server shared by replicas.
+    Redis {
+        /// `redis://` or `rediss://` URL; may hold a password, so it is
+        /// never printed whole ([`StoreKind::describe`]).
+        url: String,
+        /// Prefix of every key.
+        prefix: String,
+    },
+}
+
+impl StoreKind {
+    /// The store as logs and errors may name it: a Redis URL without its
+    /// user and password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreKind::Memory => "memory".into(),
+            StoreKind::Redis { url, .. } => redacted_url(url),
+        }
+    }
+}
+
+impl fmt::Debug for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreKind::Memory => f.write_str("Memory"),
+            StoreKind::Redis { prefix, .. } => f
+                .debug_struct("Redis")
+                .field("url", &self.describe())
+                .field("prefix", prefix)
+                .finish(),
+        }
+    }
+}
+
+/// `url` without its user and password: whatever precedes the last `@`
+/// after the scheme (a password may hold `/` or `?` unescaped).
+fn redacted_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "(not a URL)".into();
+    };
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://***@{host}"),
+        None => format!("{scheme}://{rest}"),
+    }
+}
+
+/// `CODEMODE_STORE`'s value, checked without connecting.
+fn parse_store(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    let shown = redacted_url(v);
+    if !(v.starts_with("redis://") || v.starts_with("rediss://")) {
+        return Err(format!(
+            "`{shown}` is not a store; use memory, or a Redis URL such as redis://host:6379/0 \
+             (rediss:// for TLS)"
+        ));
+    }
+    match redis::Client::open(v) {
+        // Redis' own message names what is wrong, never the URL.
+        Err(e) => Err(format!("`{shown}` is not a usable Redis URL ({e}); use redis://[user:password@]host[:port][/db]")),
+        Ok(_) => Ok(v.to_owned()),
+    }
 }
 
 /// Concurrency of the embedded runtime: slots, then a bounded queue.
@@ -440,6 +514,36 @@ impl Config {
             _ => None,
         };
         let egress = Egress::from_lookup(&get, &mut fail);
+        let store_prefix = parse_or(
+            &get,
+            STORE_PREFIX,
+            Some("codemode:".to_owned()),
+            &mut fail,
+            |v| {
+                let v = v.trim();
+                if v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()) {
+                    Ok(v.to_owned())
+                } else {
+                    Err("a key prefix is at most 64 printable characters without spaces".into())
+                }
+            },
+        );
+        let store_url = match get(STORE) {
+            None => Some(None),
+            Some(v) if v.trim() == "memory" => Some(None),
+            Some(v) => match parse_store(&v) {
+                Ok(url) => Some(Some(url)),
+                Err(e) => {
+                    fail(STORE, e);
+                    None
+                }
+            },
+        };
+        let store = match (store_url, store_prefix) {
+            (Some(None), Some(_)) => Some(StoreKind::Memory),
+            (Some(Some(url)), Some(prefix)) => Some(StoreKind::Redis { url, prefix }),
+            _ => None,
+        };
         let file = match get(CONFIG) {
             None => Some(ConfigFile::default()),
             Some(path) => match read_config_file(&path) {
@@ -491,6 +595,7 @@ impl Config {
                 budgets,
                 anthropic_upstream,
                 egress,
+                store,
             ),
         ) {
             (
@@ -516,6 +621,7 @@ impl Config {
                     Some(budgets),
                     Some(anthropic_upstream),
                     Some(egress),
+                    Some(store),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -541,6 +647,7 @@ impl Config {
                 max_upstream_body_bytes,
                 budgets,
                 egress,
+                store,
             }),
             _ => Err(ConfigErrors(errors)),
         }

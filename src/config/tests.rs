@@ -134,3 +134,40 @@ fn hardening_defaults_are_seconds_and_bytes() {
     assert!(c.run_slots.concurrency >= 1);
     assert_eq!(c.run_slots.queue, 64);
 }
+
+#[test]
+fn the_store_is_memory_or_a_redis_url() {
+    assert_eq!(from(&[]).unwrap().store, StoreKind::Memory);
+    assert_eq!(from(&[(STORE, "memory")]).unwrap().store, StoreKind::Memory);
+    let c = from(&[(STORE, "redis://:s3cret@db.internal:6380/2")]).unwrap();
+    assert_eq!(
+        c.store,
+        StoreKind::Redis {
+            url: "redis://:s3cret@db.internal:6380/2".into(),
+            prefix: "codemode:".into()
+        }
+    );
+    assert_eq!(c.store.describe(), "redis://***@db.internal:6380/2");
+    assert!(
+        !format!("{c:?}").contains("s3cret"),
+        "Debug shows no password"
+    );
+    let c = from(&[(STORE, "rediss://h"), (STORE_PREFIX, "team-a:")]).unwrap();
+    assert!(matches!(c.store, StoreKind::Redis { prefix, .. } if prefix == "team-a:"));
+}
+
+#[test]
+fn a_bad_store_is_named_without_its_password() {
+    for bad in [
+        "postgres://u:s3cret@h/0",
+        "redis://u:s3/cr?et@h:notaport/0",
+        "mem",
+    ] {
+        let errors = from(&[(STORE, bad)]).unwrap_err().0;
+        assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
+        assert_eq!(errors[0].var, STORE);
+        assert!(!errors[0].message.contains("s3"), "{}", errors[0].message);
+    }
+    let errors = from(&[(STORE_PREFIX, "a b")]).unwrap_err().0;
+    assert_eq!(errors[0].var, STORE_PREFIX);
+}

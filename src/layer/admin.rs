@@ -1,4 +1,4 @@
-//! The proxy's own endpoints: liveness, the preset list, dry-run.
+//! The proxy's own endpoints: liveness, readiness, the preset list, dry-run.
 
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
@@ -23,6 +23,13 @@ fn json_response(value: &Value) -> Response<ProxyBody> {
 /// `GET /healthz`.
 pub(crate) fn healthz() -> Response<ProxyBody> {
     json_response(&json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: 200 when the execution store answers, else the store's
+/// 503 (with `retry-after`), naming it.
+pub(crate) async fn readyz(state: &State) -> Result<Response<ProxyBody>, ProxyError> {
+    state.executions.ready().await?;
+    Ok(json_response(&json!({"status": "ready"})))
 }
 
 /// `GET /codemode/presets`: presets in picker order with their effective mode.

@@ -31,10 +31,11 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
 use crate::body::{boxed, BoxError, BoxedError, IdleBody, ProxyBody};
-use crate::config::Config;
+use crate::config::{Config, StoreKind};
 use crate::plan::PlanCache;
 use crate::runtime::{ExecutionStore, MemoryExecutionStore, RunPool};
 use crate::splice::{MemorySpliceStore, SpliceStore};
+use crate::store_redis::RedisStore;
 
 pub use service::CodeModeService;
 
@@ -58,9 +59,21 @@ pub struct CodeModeLayer {
 }
 
 impl CodeModeLayer {
-    /// A layer with the in-memory stores the config sizes (by bytes:
-    /// `config.budgets`).
+    /// A layer with the stores the config names (`config.store`): in
+    /// memory, sized by bytes (`config.budgets`), or in Redis.
     pub fn new(config: Config) -> CodeModeLayer {
+        if let StoreKind::Redis { url, prefix } = &config.store {
+            let keep = config.limits.lifetime.max(config.splice_ttl);
+            let store = Arc::new(RedisStore::new(
+                url,
+                config.store.describe(),
+                prefix,
+                config.limits.lifetime,
+                keep,
+                config.splice_ttl,
+            ));
+            return CodeModeLayer::with_stores(config, store.clone(), store);
+        }
         let splices = Arc::new(MemorySpliceStore::new(
             config.splice_ttl,
             config.budgets.splices_bytes,

@@ -134,11 +134,12 @@ async fn route(
     let is_api = path == "/v1" || path.starts_with("/v1/");
     match (req.method(), path) {
         (&Method::GET, "/healthz") if path_preset.is_none() => Ok(admin::healthz()),
+        (&Method::GET, "/readyz") if path_preset.is_none() => admin::readyz(&state).await,
         (&Method::GET, "/codemode/presets") => Ok(admin::presets(&state)),
         (&Method::POST, "/codemode/dry-run") => admin::dry_run(&state, path_preset, req).await,
-        (_, "/healthz" | "/codemode/presets" | "/codemode/dry-run") => {
+        (_, "/healthz" | "/readyz" | "/codemode/presets" | "/codemode/dry-run") => {
             Err(ProxyError::MethodNotAllowed(
-                "use GET for /healthz and /codemode/presets, POST for /codemode/dry-run",
+                "use GET for /healthz, /readyz and /codemode/presets, POST for /codemode/dry-run",
             ))
         }
         (_, p) if p.starts_with("/v1/responses/") && minted_response(p) => Err(

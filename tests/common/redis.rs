@@ -1,0 +1,157 @@
+//! A real `redis-server` for the tests: started on a free loopback port with
+//! persistence off, killed on drop; it can be stopped and started again on
+//! the same port. Without `redis-server` on the PATH a test fails, saying
+//! how to install it (CI's `.ci/run` does), rather than passing unseen.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One `redis-server` process, its port and its working directory.
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// A new server on a free port, answering before this returns.
+    pub fn start() -> RedisServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir =
+            std::env::temp_dir().join(format!("codemode-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory for redis-server");
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir,
+        };
+        server.launch();
+        server
+    }
+
+    /// `redis://127.0.0.1:<port>/<db>`.
+    pub fn url(&self, db: u8) -> String {
+        format!("redis://127.0.0.1:{}/{db}", self.port)
+    }
+
+    fn launch(&mut self) {
+        let spawned = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .args(["--dir", self.dir.to_str().expect("a UTF-8 temp dir")])
+            .args(["--dbfilename", "dump.rdb"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "these tests need a real Redis: `redis-server` is not on the PATH; install it \
+                 with `apt-get install redis-server` (.ci/run does this on CI)"
+            ),
+            Err(e) => panic!("redis-server did not start: {e}"),
+        };
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if self.ping().is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {} did not answer within 20 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn ping(&self) -> redis::RedisResult<String> {
+        let mut conn = self.connection()?;
+        redis::cmd("PING").query(&mut conn)
+    }
+
+    /// A plain connection to database 0.
+    pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url(0))?.get_connection_with_timeout(Duration::from_secs(2))
+    }
+
+    /// Runs one command on database 0.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut conn = self.connection().expect("redis-server answers");
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut conn).expect("the command succeeds")
+    }
+
+    /// Every key of database 0.
+    pub fn keys(&self) -> Vec<String> {
+        let mut conn = self.connection().expect("redis-server answers");
+        redis::cmd("KEYS")
+            .arg("*")
+            .query(&mut conn)
+            .expect("KEYS succeeds")
+    }
+
+    /// Stops the server like a crash (SIGKILL), after writing its data to
+    /// disk when `keep_data`, so [`RedisServer::restart`] reloads it.
+    pub fn stop(&mut self, keep_data: bool) {
+        if keep_data {
+            let _: () = self.cmd(&["SAVE"]);
+        } else {
+            let _ = std::fs::remove_file(self.dir.join("dump.rdb"));
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn unpause(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill")
+            .args([which, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {which} {pid}");
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop it first");
+        self.launch();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // A paused server must be able to die.
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
