@@ -237,8 +237,15 @@ pub(crate) async fn resume_with(
     stores: &RequestStores,
     trailing: history::Trailing,
 ) -> Result<Resumed, ProxyError> {
+    // The first attempt works from the record the request read ahead (a
+    // shared store's round trip saved); a lost compare-and-set reads again.
+    let mut held = stores.executions.fetched(&stores.tenant, &trailing.exec);
     for _ in 0..RESUME_ATTEMPTS {
-        if let Some(resumed) = resume_once(state, stores, &trailing).await? {
+        let record = match held.take() {
+            Some(record) => record,
+            None => state.executions.get(&stores.tenant, &trailing.exec).await?,
+        };
+        if let Some(resumed) = resume_once(state, stores, &trailing, record).await? {
             return Ok(resumed);
         }
     }
@@ -261,16 +268,17 @@ async fn save_over(
     Ok(Some(exec))
 }
 
-/// One attempt of [`resume_with`]; `None` when another request saved the
-/// record first.
+/// One attempt of [`resume_with`] on the record as read (`held`); `None`
+/// when another request saved the record first.
 async fn resume_once(
     state: &State,
     stores: &RequestStores,
     trailing: &history::Trailing,
+    held: Option<Arc<Execution>>,
 ) -> Result<Option<Resumed>, ProxyError> {
     let (tenant, exec_id) = (&stores.tenant, &trailing.exec);
     let limits = &state.config.limits;
-    let Some(held) = state.executions.get(tenant, exec_id).await? else {
+    let Some(held) = held else {
         if minted_for(exec_id, tenant).is_some() {
             return Ok(Some(Resumed::AskModel));
         }

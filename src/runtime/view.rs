@@ -78,6 +78,19 @@ impl ExecView {
         Ok(true)
     }
 
+    /// What this view fetched for execution `id` of `tenant` (`Some(None)`:
+    /// the store held none); `None` when it did not fetch it, or reads the
+    /// store directly.
+    pub fn fetched(&self, tenant: &Tenant, id: &str) -> Option<Option<Arc<Execution>>> {
+        if !self.is_remote() {
+            return None;
+        }
+        self.state()
+            .executions
+            .get(&(*tenant, id.to_owned()))
+            .cloned()
+    }
+
     /// Notes `exec` as saved by this request (its new state, for the reads that follow).
     pub fn saved(&self, exec: Arc<Execution>) {
         if self.is_remote() {
