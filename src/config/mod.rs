@@ -77,6 +77,8 @@ pub const EXECUTION_STORE_MB: &str = "CODEMODE_EXECUTION_STORE_MB";
 pub const SPLICE_STORE_MB: &str = "CODEMODE_SPLICE_STORE_MB";
 /// MiB of rendered tool plans kept.
 pub const PLAN_CACHE_MB: &str = "CODEMODE_PLAN_CACHE_MB";
+/// `text` (default) or `json`: how the binary writes its log lines.
+pub const LOG_FORMAT: &str = "CODEMODE_LOG_FORMAT";
 
 /// Whether a client may choose preset or mode per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +138,8 @@ pub struct Config {
     pub max_upstream_body_bytes: usize,
     /// Byte budgets of the in-memory stores and caches.
     pub budgets: StoreBudgets,
+    /// How the binary writes its log lines (`CODEMODE_LOG_FORMAT`).
+    pub log_format: crate::observe::LogFormat,
 }
 
 /// Concurrency of the embedded runtime: slots, then a bounded queue.
@@ -435,6 +439,13 @@ impl Config {
             }
             _ => None,
         };
+        let log_format = parse_or(
+            &get,
+            LOG_FORMAT,
+            Some(crate::observe::LogFormat::Text),
+            &mut fail,
+            crate::observe::LogFormat::parse,
+        );
         let file = match get(CONFIG) {
             None => Some(ConfigFile::default()),
             Some(path) => match read_config_file(&path) {
@@ -485,6 +496,7 @@ impl Config {
                 max_upstream_body,
                 budgets,
                 anthropic_upstream,
+                log_format,
             ),
         ) {
             (
@@ -509,6 +521,7 @@ impl Config {
                     Some(max_upstream_body_bytes),
                     Some(budgets),
                     Some(anthropic_upstream),
+                    Some(log_format),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -533,6 +546,7 @@ impl Config {
                 upstream_idle_timeout: Duration::from_secs(upstream_idle),
                 max_upstream_body_bytes,
                 budgets,
+                log_format,
             }),
             _ => Err(ConfigErrors(errors)),
         }

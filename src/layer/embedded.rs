@@ -272,6 +272,7 @@ pub(crate) async fn resume_with(
              while waiting for tool results; run it again if it is still needed",
             limits.lifetime.as_secs()
         ));
+        crate::observe::ledger::program_ended(&exec);
         state.executions.put(Arc::new(exec));
         return Ok(Resumed::AskModel);
     }
@@ -311,6 +312,10 @@ pub(crate) async fn resume_with(
         .map_err(|(_, busy)| ProxyError::RuntimeBusy(busy.to_string()))?;
     let exec = Arc::new(exec);
     state.executions.put(exec.clone());
+    if fresh {
+        // The client answered a batch and the program ran on: no model round trip.
+        crate::observe::ledger::round_trip_saved();
+    }
     log_step(&exec, &step);
     Ok(match step {
         Step::Waiting(range) => Resumed::Hand(exec, range),
@@ -332,6 +337,7 @@ pub(crate) fn log_step(exec: &Execution, step: &Step) {
                 _ => "finished",
             };
             tracing::info!(target: "codemode::program", run_call, calls = exec.calls.len(), outcome, "program ended");
+            crate::observe::ledger::program_ended(exec);
         }
     }
 }
