@@ -61,12 +61,23 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
     let code = format!("const r = await tools.read({{path: '{ARGUMENT}'}}); return r.length;");
     let p = provider([
         calls_completion(
-            vec![call("call_prog", "run_code", &json!({"code": code}).to_string())],
+            vec![call(
+                "call_prog",
+                "run_code",
+                &json!({"code": code}).to_string(),
+            )],
             usage(10, 2),
         ),
         text_completion(ANSWER, usage(20, 3)),
         // A denial and its repair.
-        calls_completion(vec![call("c1", "bash", &json!({"command": ARGUMENT}).to_string())], usage(1, 1)),
+        calls_completion(
+            vec![call(
+                "c1",
+                "bash",
+                &json!({"command": ARGUMENT}).to_string(),
+            )],
+            usage(1, 1),
+        ),
         text_completion(ANSWER, usage(1, 1)),
     ])
     .await;
@@ -118,8 +129,8 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
     let ids = ["log-req-1", "log-req-2", "log-req-3"];
     let mut access = Vec::new();
     for line in stderr.lines() {
-        let entry: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        let entry: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
         assert!(entry.is_object(), "{line}");
         for marker in [PROMPT, ARGUMENT, RESULT, ANSWER, CREDENTIAL] {
             assert!(!line.contains(marker), "`{marker}` was logged: {line}");

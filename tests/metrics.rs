@@ -143,7 +143,10 @@ async fn every_series_moves_by_exactly_what_the_sequence_did() {
             r#"codemode_requests_total{route="chat",mode="code",status="400"}"#,
             1.0,
         ),
-        (r#"codemode_request_duration_seconds_count{route="chat"}"#, 6.0),
+        (
+            r#"codemode_request_duration_seconds_count{route="chat"}"#,
+            6.0,
+        ),
         ("codemode_upstream_duration_seconds_count", 5.0),
         (r#"codemode_denials_total{code="UNKNOWN_TOOL"}"#, 1.0),
         (r#"codemode_denials_total{code="INVALID_ARGS"}"#, 0.0),
@@ -166,7 +169,12 @@ async fn every_series_moves_by_exactly_what_the_sequence_did() {
         assert_eq!(moved(&before, &after, series), by, "{series}\n{after}");
     }
     // The earlier scrape is counted too: the proxy's own route.
-    assert!(sample(&after, r#"codemode_requests_total{route="admin",mode="none",status="200"}"#) >= 1.0);
+    assert!(
+        sample(
+            &after,
+            r#"codemode_requests_total{route="admin",mode="none",status="200"}"#
+        ) >= 1.0
+    );
     for unbounded in ["scope-marker-7f3a", "test-model", "cm_", "call_prog"] {
         assert!(
             !after.contains(unbounded),
@@ -238,7 +246,11 @@ async fn messages_stream_tokens_take_input_from_message_start_and_output_from_th
     let body = json!({"model": "claude", "max_tokens": 100, "stream": true,
                       "messages": [{"role": "user", "content": "hi"}]});
     let res = proxy
-        .post("/v1/messages", &body, &[("anthropic-version", "2023-06-01")])
+        .post(
+            "/v1/messages",
+            &body,
+            &[("anthropic-version", "2023-06-01")],
+        )
         .await;
     assert_eq!(res.status(), 200);
     let _ = res.text().await.unwrap();
@@ -255,4 +267,39 @@ async fn messages_stream_tokens_take_input_from_message_start_and_output_from_th
         ),
         1.0
     );
+}
+
+#[tokio::test]
+async fn a_streamed_repair_counts_one_repair_one_denial_and_both_rounds_tokens() {
+    let first = sse_call_turn("r1", "", "read", r#"{"path":"x"}"#, 5);
+    let mut second = sse_chunk("r2", json!({"role": "assistant", "content": "done"}), None);
+    second += &sse_chunk("r2", json!({}), Some("stop"));
+    second += &sse_usage_chunk("r2", 6, 2);
+    second += "data: [DONE]\n\n";
+    let p = scripted::model_server(Script::new([
+        ResponseTemplate::new(200).set_body_raw(first.into_bytes(), "text/event-stream"),
+        ResponseTemplate::new(200).set_body_raw(second.into_bytes(), "text/event-stream"),
+    ]))
+    .await;
+    let proxy = start(&p, &[]).await;
+    let before = scrape(&proxy).await;
+    let mut body = user_chat("read x");
+    body["stream"] = json!(true);
+    let res = proxy.chat(&body, &[]).await;
+    assert!(res.text().await.unwrap().contains("done"));
+    let after = scrape(&proxy).await;
+    let expect = [
+        ("codemode_repairs_total", 1.0),
+        (r#"codemode_denials_total{code="UNKNOWN_TOOL"}"#, 1.0),
+        ("codemode_upstream_duration_seconds_count", 2.0),
+        (r#"codemode_upstream_tokens_total{type="input"}"#, 11.0),
+        (r#"codemode_upstream_tokens_total{type="output"}"#, 9.0),
+        (
+            r#"codemode_requests_total{route="chat",mode="code",status="200"}"#,
+            1.0,
+        ),
+    ];
+    for (series, by) in expect {
+        assert_eq!(moved(&before, &after, series), by, "{series}\n{after}");
+    }
 }

@@ -47,7 +47,10 @@ async fn the_clients_id_is_returned_and_sent_on_every_round_of_a_repair() {
     assert_eq!(res.headers()["x-codemode-repairs"], "1");
     assert_eq!(
         upstream_ids(&p).await,
-        vec![Some("client-id-42".to_owned()), Some("client-id-42".to_owned())],
+        vec![
+            Some("client-id-42".to_owned()),
+            Some("client-id-42".to_owned())
+        ],
         "both rounds of the repair carry the id"
     );
 }
@@ -72,7 +75,10 @@ async fn a_streamed_repair_sends_the_id_on_the_later_round_too() {
     assert!(text.contains("done"), "{text}");
     assert_eq!(
         upstream_ids(&p).await,
-        vec![Some("stream-id-7".to_owned()), Some("stream-id-7".to_owned())]
+        vec![
+            Some("stream-id-7".to_owned()),
+            Some("stream-id-7".to_owned())
+        ]
     );
 }
 
@@ -89,7 +95,10 @@ async fn a_missing_id_is_generated_differs_per_request_and_goes_upstream() {
     assert_ne!(a, b);
     for id in [&a, &b] {
         assert_eq!(id.len(), 36, "uuid-like: {id}");
-        assert!(id.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-'), "{id}");
+        assert!(
+            id.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-'),
+            "{id}"
+        );
     }
     assert_eq!(upstream_ids(&p).await, vec![Some(a), Some(b)]);
 }
@@ -99,7 +108,9 @@ async fn an_unusable_client_id_is_replaced() {
     let p = provider([text_completion("one", usage(1, 1))]).await;
     let proxy = start(&p, &[]).await;
     let long = "x".repeat(129);
-    let res = proxy.chat(&user_chat("1"), &[("x-request-id", &long)]).await;
+    let res = proxy
+        .chat(&user_chat("1"), &[("x-request-id", &long)])
+        .await;
     let id = returned_id(&res);
     assert_ne!(id, long);
     assert_eq!(id.len(), 36);

@@ -124,7 +124,8 @@ pub(crate) async fn send(
     timeout: Duration,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     if let Some(id) = crate::observe::ledger::request_id() {
-        req.headers_mut().insert(crate::observe::ledger::REQUEST_ID, id);
+        req.headers_mut()
+            .insert(crate::observe::ledger::REQUEST_ID, id);
     }
     let started = std::time::Instant::now();
     let sent = tokio::time::timeout(timeout, inner.oneshot(req)).await;

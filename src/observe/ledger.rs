@@ -410,7 +410,10 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         let mut h = HeaderMap::new();
         h.insert(REQUEST_ID, HeaderValue::from_static("abc-123_X"));
-        assert_eq!(RequestLedger::new(&h, metrics.clone()).id_str(), "abc-123_X");
+        assert_eq!(
+            RequestLedger::new(&h, metrics.clone()).id_str(),
+            "abc-123_X"
+        );
         for bad in ["has space", &"x".repeat(129)] {
             h.insert(REQUEST_ID, HeaderValue::try_from(bad).unwrap());
             let id = RequestLedger::new(&h, metrics.clone()).id_str().to_owned();
@@ -423,7 +426,10 @@ mod tests {
     fn outcomes_are_read_off_the_result_text() {
         assert_eq!(Outcome::of("Result: 3"), Outcome::Ok);
         assert_eq!(Outcome::of("Error: TimeoutError: slice"), Outcome::Timeout);
-        assert_eq!(Outcome::of("Error: InterruptedError: x"), Outcome::Interrupted);
+        assert_eq!(
+            Outcome::of("Error: InterruptedError: x"),
+            Outcome::Interrupted
+        );
         assert_eq!(Outcome::of("Error: TypeError: x"), Outcome::Error);
     }
 

@@ -24,7 +24,9 @@ impl LogFormat {
         match v.trim() {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
-            other => Err(format!("`{other}` is not a log format; use `text` or `json`")),
+            other => Err(format!(
+                "`{other}` is not a log format; use `text` or `json`"
+            )),
         }
     }
 }

@@ -223,7 +223,13 @@ mod tests {
     fn chat_completion_json_usage_is_read_at_the_end() {
         let body = br#"{"id":"x","choices":[{"message":{"content":"the \"usage\": {\"prompt_tokens\": 99}"}}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}"#;
         for t in every_split(Kind::Json, body) {
-            assert_eq!(t, Tokens { input: 12, output: 5 });
+            assert_eq!(
+                t,
+                Tokens {
+                    input: 12,
+                    output: 5
+                }
+            );
         }
     }
 
@@ -233,7 +239,13 @@ mod tests {
         let mut s = UsageScanner::new(Kind::Json);
         s.push(body);
         assert!(s.finish());
-        assert_eq!(s.tokens(), Tokens { input: 30, output: 4 });
+        assert_eq!(
+            s.tokens(),
+            Tokens {
+                input: 30,
+                output: 4
+            }
+        );
     }
 
     #[test]
@@ -241,7 +253,13 @@ mod tests {
         let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n\
 data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n";
         for t in every_split(Kind::EventStream, body) {
-            assert_eq!(t, Tokens { input: 7, output: 3 });
+            assert_eq!(
+                t,
+                Tokens {
+                    input: 7,
+                    output: 3
+                }
+            );
         }
     }
 
@@ -251,7 +269,13 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n
 event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\n\
 event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n";
         for t in every_split(Kind::EventStream, body) {
-            assert_eq!(t, Tokens { input: 25, output: 15 });
+            assert_eq!(
+                t,
+                Tokens {
+                    input: 25,
+                    output: 15
+                }
+            );
         }
     }
 
@@ -260,7 +284,13 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_toke
         let body = b"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n\
 event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":40,\"output_tokens\":8}}}\n\n";
         for t in every_split(Kind::EventStream, body) {
-            assert_eq!(t, Tokens { input: 40, output: 8 });
+            assert_eq!(
+                t,
+                Tokens {
+                    input: 40,
+                    output: 8
+                }
+            );
         }
     }
 
