@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use common::*;
 use serde_json::{json, Value};
+use wiremock::ResponseTemplate;
 
 const PROMPT: &str = "PROMPT-MARKER-q9z";
 const ARGUMENT: &str = "ARG-MARKER-k2x";
@@ -59,27 +60,43 @@ fn stop(mut running: Running) -> String {
 #[tokio::test]
 async fn json_lines_carry_the_request_id_and_never_the_conversation() {
     let code = format!("const r = await tools.read({{path: '{ARGUMENT}'}}); return r.length;");
-    let p = provider([
-        calls_completion(
+    // A streamed denial and its repair: the second round runs in the body's polls.
+    let denied = sse_call_turn(
+        "s1",
+        "",
+        "bash",
+        &json!({"command": ARGUMENT}).to_string(),
+        3,
+    );
+    let mut repair_turn = sse_chunk("s2", json!({"role": "assistant", "content": ANSWER}), None);
+    repair_turn += &sse_chunk("s2", json!({}), Some("stop"));
+    repair_turn += "data: [DONE]\n\n";
+    let json_turn = |v: Value| ResponseTemplate::new(200).set_body_json(v);
+    let sse_turn =
+        |s: String| ResponseTemplate::new(200).set_body_raw(s.into_bytes(), "text/event-stream");
+    let p = scripted::model_server(Script::new([
+        json_turn(calls_completion(
             vec![call(
                 "call_prog",
                 "run_code",
                 &json!({"code": code}).to_string(),
             )],
             usage(10, 2),
-        ),
-        text_completion(ANSWER, usage(20, 3)),
+        )),
+        json_turn(text_completion(ANSWER, usage(20, 3))),
         // A denial and its repair.
-        calls_completion(
+        json_turn(calls_completion(
             vec![call(
                 "c1",
                 "bash",
                 &json!({"command": ARGUMENT}).to_string(),
             )],
             usage(1, 1),
-        ),
-        text_completion(ANSWER, usage(1, 1)),
-    ])
+        )),
+        json_turn(text_completion(ANSWER, usage(1, 1))),
+        sse_turn(denied),
+        sse_turn(repair_turn),
+    ]))
     .await;
     let upstream = format!("{}/v1", p.uri());
     let (running, addr) = spawn(&[
@@ -124,9 +141,22 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
     )
     .await;
     assert_eq!(repaired["content"], ANSWER);
+    let streamed = http
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .header("x-request-id", "log-req-4")
+        .json(
+            &json!({"model": "m", "stream": true, "tools": agent_tools(),
+                      "messages": [{"role": "user", "content": PROMPT}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.headers()["x-request-id"], "log-req-4");
+    let _ = streamed.text().await.unwrap();
 
     let stderr = stop(running);
-    let ids = ["log-req-1", "log-req-2", "log-req-3"];
+    let ids = ["log-req-1", "log-req-2", "log-req-3", "log-req-4"];
+    let mut in_stream_repair = false;
     let mut access = Vec::new();
     for line in stderr.lines() {
         let entry: Value =
@@ -150,8 +180,15 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
             id.is_some_and(|id| ids.contains(&id)),
             "a line of a request without its id: {line}"
         );
+        if target == "codemode::repair" && id == Some("log-req-4") {
+            in_stream_repair = true;
+        }
     }
-    assert_eq!(access.len(), 3, "one access line per request:\n{stderr}");
+    assert!(
+        in_stream_repair,
+        "the stream's repair line carries its id:\n{stderr}"
+    );
+    assert_eq!(access.len(), 4, "one access line per request:\n{stderr}");
     for (line, id) in access.iter().zip(ids) {
         assert_eq!(line["request_id"], id);
         assert_eq!(line["level"], "INFO");
@@ -173,6 +210,7 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
         ] {
             assert!(line.get(field).is_some(), "`{field}` missing: {line}");
         }
+        assert_eq!(line["completed"], true, "{line}");
         assert_eq!(line["route"], "chat");
         assert_eq!(line["mode"], "code");
         assert_eq!(line["status"], 200);
@@ -184,6 +222,8 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
     assert_eq!(access[1]["input_tokens"], 20);
     assert_eq!(access[2]["repairs"], 1);
     assert_eq!(access[2]["denials"], 1);
+    assert_eq!(access[3]["repairs"], 1);
+    assert_eq!(access[3]["upstream_rounds"], 2);
     // Lines of the program itself were emitted inside its requests.
     assert!(stderr.contains("codemode::program"), "{stderr}");
 }

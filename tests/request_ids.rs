@@ -165,11 +165,15 @@ async fn errors_carry_the_id() {
 }
 
 #[tokio::test]
-async fn passthrough_sends_and_returns_the_id() {
+async fn passthrough_sends_and_returns_the_id_and_keeps_the_providers_own() {
     let p = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/v1/models"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": []})))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("x-request-id", "req_provider_9")
+                .set_body_json(json!({"data": []})),
+        )
         .mount(&p)
         .await;
     let proxy = start(&p, &[]).await;
@@ -182,5 +186,6 @@ async fn passthrough_sends_and_returns_the_id() {
         .unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(returned_id(&res), "models-1");
+    assert_eq!(res.headers()["x-upstream-request-id"], "req_provider_9");
     assert_eq!(upstream_ids(&p).await, vec![Some("models-1".to_owned())]);
 }

@@ -32,6 +32,9 @@ pub const RESPONSE_NESTED_CALLS: &str = "x-codemode-nested-calls";
 /// Response header: bytes of nested results those programs kept out of the model's context.
 pub const RESPONSE_CONTEXT_BYTES_SAVED: &str = "x-codemode-context-bytes-saved";
 
+/// Response header: the provider's own `x-request-id`, when it sent one.
+pub const UPSTREAM_REQUEST_ID: &str = "x-upstream-request-id";
+
 /// The span every log line of a request is emitted in.
 pub(crate) fn request_span(ledger: &RequestLedger) -> Span {
     tracing::info_span!("request", request_id = ledger.id_str())
@@ -55,7 +58,12 @@ pub(crate) fn respond(
 ) -> Response<ProxyBody> {
     let (mut parts, body) = res.into_parts();
     ledger.set_status(parts.status.as_u16());
-    parts.headers.insert(REQUEST_ID, ledger.id().clone());
+    // A provider's own id (OpenAI answers with one) stays readable.
+    if let Some(upstream) = parts.headers.insert(REQUEST_ID, ledger.id().clone()) {
+        if upstream != ledger.id() {
+            parts.headers.insert(UPSTREAM_REQUEST_ID, upstream);
+        }
+    }
     if let Some((nested, saved)) = ledger.savings() {
         parts
             .headers
