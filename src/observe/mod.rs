@@ -36,8 +36,17 @@ pub const RESPONSE_CONTEXT_BYTES_SAVED: &str = "x-codemode-context-bytes-saved";
 pub const UPSTREAM_REQUEST_ID: &str = "x-upstream-request-id";
 
 /// The span every log line of a request is emitted in.
+///
+/// A span's level only decides whether it is recorded; at `ERROR` it is
+/// recorded whenever any line is written (`RUST_LOG=warn` included), so
+/// every line of the request carries its id.
 pub(crate) fn request_span(ledger: &RequestLedger) -> Span {
-    tracing::info_span!("request", request_id = ledger.id_str())
+    tracing::span!(
+        target: "codemode::request",
+        tracing::Level::ERROR,
+        "request",
+        request_id = ledger.id_str()
+    )
 }
 
 /// `fut` run inside the request's span with its ledger current.
