@@ -14,6 +14,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod layer;
+pub mod observe;
 pub mod server;
 
 mod body;
@@ -72,6 +73,9 @@ pub mod internals {
     }
     pub mod messages {
         pub use crate::messages::*;
+    }
+    pub mod observe {
+        pub use crate::observe::*;
     }
     pub mod mode {
         pub use crate::mode::*;

@@ -2,17 +2,12 @@
 
 use std::process::ExitCode;
 
+use codemode_proxy::observe::logging;
 use codemode_proxy::{server, Config};
-use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     if std::env::args().nth(1).as_deref() == Some("demo") {
+        logging::init(logging::LogFormat::Text);
         return demo();
     }
     let config = match Config::from_env() {
@@ -22,6 +17,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    logging::init(config.log_format);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = config.worker_threads {
         builder.worker_threads(n);

@@ -83,6 +83,8 @@ pub const PLAN_CACHE_MB: &str = "CODEMODE_PLAN_CACHE_MB";
 pub const STORE: &str = "CODEMODE_STORE";
 /// Prefix of every key the proxy writes in a shared store.
 pub const STORE_PREFIX: &str = "CODEMODE_STORE_PREFIX";
+/// `text` (default) or `json`: how the binary writes its log lines.
+pub const LOG_FORMAT: &str = "CODEMODE_LOG_FORMAT";
 
 /// Whether a client may choose preset or mode per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +144,8 @@ pub struct Config {
     pub max_upstream_body_bytes: usize,
     /// Byte budgets of the in-memory stores and caches.
     pub budgets: StoreBudgets,
+    /// How the binary writes its log lines (`CODEMODE_LOG_FORMAT`).
+    pub log_format: crate::observe::LogFormat,
     /// The egress proxy for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
     pub egress: Egress,
     /// Where executions and stored denials live.
@@ -544,6 +548,13 @@ impl Config {
             (Some(Some(url)), Some(prefix)) => Some(StoreKind::Redis { url, prefix }),
             _ => None,
         };
+        let log_format = parse_or(
+            &get,
+            LOG_FORMAT,
+            Some(crate::observe::LogFormat::Text),
+            &mut fail,
+            crate::observe::LogFormat::parse,
+        );
         let file = match get(CONFIG) {
             None => Some(ConfigFile::default()),
             Some(path) => match read_config_file(&path) {
@@ -596,6 +607,7 @@ impl Config {
                 anthropic_upstream,
                 egress,
                 store,
+                log_format,
             ),
         ) {
             (
@@ -622,6 +634,7 @@ impl Config {
                     Some(anthropic_upstream),
                     Some(egress),
                     Some(store),
+                    Some(log_format),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -648,6 +661,7 @@ impl Config {
                 budgets,
                 egress,
                 store,
+                log_format,
             }),
             _ => Err(ConfigErrors(errors)),
         }

@@ -32,6 +32,16 @@ pub(crate) async fn readyz(state: &State) -> Result<Response<ProxyBody>, ProxyEr
     Ok(json_response(&json!({"status": "ready"})))
 }
 
+/// `GET /metrics`: the Prometheus series (see `crate::observe::metrics`).
+pub(crate) fn metrics(state: &State) -> Response<ProxyBody> {
+    let mut res = Response::new(full(state.metrics.encode()));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::observe::metrics::CONTENT_TYPE),
+    );
+    res
+}
+
 /// `GET /codemode/presets`: presets in picker order with their effective mode.
 pub(crate) fn presets(state: &State) -> Response<ProxyBody> {
     let presets: Vec<Value> = state

@@ -324,9 +324,10 @@ async fn resume_once(
              while waiting for tool results; run it again if it is still needed",
             limits.lifetime.as_secs()
         ));
-        return Ok(save_over(state, stores, exec)
-            .await?
-            .map(|_| Resumed::AskModel));
+        return Ok(save_over(state, stores, exec).await?.map(|e| {
+            crate::observe::ledger::program_ended(&e);
+            Resumed::AskModel
+        }));
     }
     let mut fresh = false;
     for (n, content) in &trailing.results {
@@ -365,6 +366,10 @@ async fn resume_once(
     let Some(exec) = save_over(state, stores, exec).await? else {
         return Ok(None);
     };
+    if fresh {
+        // The client answered a batch and the program ran on: no model round trip.
+        crate::observe::ledger::round_trip_saved();
+    }
     log_step(&exec, &step);
     Ok(Some(match step {
         Step::Waiting(range) => Resumed::Hand(exec, range),
@@ -386,6 +391,7 @@ pub(crate) fn log_step(exec: &Execution, step: &Step) {
                 _ => "finished",
             };
             tracing::info!(target: "codemode::program", run_call, calls = exec.calls.len(), outcome, "program ended");
+            crate::observe::ledger::program_ended(exec);
         }
     }
 }

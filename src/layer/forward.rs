@@ -120,10 +120,17 @@ pub(crate) fn upstream_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, 
 /// Sends `req` upstream; a missing answer within `timeout` is a 504.
 pub(crate) async fn send(
     inner: Upstream,
-    req: Request<ProxyBody>,
+    mut req: Request<ProxyBody>,
     timeout: Duration,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    match tokio::time::timeout(timeout, inner.oneshot(req)).await {
+    if let Some(id) = crate::observe::ledger::request_id() {
+        req.headers_mut()
+            .insert(crate::observe::ledger::REQUEST_ID, id);
+    }
+    let started = std::time::Instant::now();
+    let sent = tokio::time::timeout(timeout, inner.oneshot(req)).await;
+    crate::observe::ledger::upstream_round(started);
+    match sent {
         Err(_) => Err(ProxyError::UpstreamTimeout(timeout.as_secs())),
         Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(error_chain(e.inner()))),
         Ok(Ok(res)) => Ok(res),

@@ -50,6 +50,8 @@ pub(crate) struct State {
     pub(crate) executions: Arc<dyn ExecutionStore>,
     /// Slots and a bounded queue for the embedded runtime's programs.
     pub(crate) runs: RunPool,
+    /// What `GET /metrics` reports.
+    pub(crate) metrics: Arc<crate::observe::metrics::Metrics>,
 }
 
 /// Mounts Code Mode in front of an upstream service.
@@ -110,6 +112,7 @@ impl CodeModeLayer {
                 plans,
                 splices,
                 executions,
+                metrics: Default::default(),
             }),
         }
     }
@@ -130,7 +133,10 @@ where
         // provider that goes quiet cannot hold a client forever.
         let idle = self.state.config.upstream_idle_timeout;
         let upstream = inner
-            .map_response(move |r| r.map(|b| boxed(IdleBody::new(boxed(b), idle))))
+            .map_response(move |r: Response<RB>| {
+                // Token usage is read on the side of every upstream body.
+                crate::observe::body::tap_usage(r.map(|b| boxed(IdleBody::new(boxed(b), idle))))
+            })
             .map_err(BoxedError::new);
         CodeModeService::new(BoxCloneSyncService::new(upstream), self.state.clone())
     }

@@ -272,7 +272,9 @@ async fn intercepted(
             programs,
             max_programs: MAX_PROGRAMS_PER_REQUEST,
         };
-        match turn::decide(Summary::of(&judged.calls, false), bounds) {
+        let decision = turn::decide(Summary::of(&judged.calls, false), bounds);
+        crate::observe::ledger::judged(&judged.calls, decision);
+        match decision {
             Decision::Final => {}
             Decision::Splice => {
                 if let Some((keys, splice)) = items::splice(&judged.calls) {

@@ -11,6 +11,7 @@ use http::{header, HeaderValue, Method, Request, Response};
 use super::{admin, chat, forward, messages, responses, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
+use crate::observe::ledger::{RequestLedger, Route};
 use crate::route::{classify, Endpoint, Routed};
 use crate::select::{select, split_preset_path};
 
@@ -54,15 +55,21 @@ where
         let state = self.state.clone();
         let req = req.map(boxed);
         let anthropic = speaks_anthropic(&req);
-        Box::pin(async move {
-            Ok(route(state, inner, req).await.unwrap_or_else(|e| {
+        // One record and one span per request: current for the handler and
+        // for every poll of the response body.
+        let ledger = Arc::new(RequestLedger::new(req.headers(), state.metrics.clone()));
+        let span = crate::observe::request_span(&ledger);
+        let (mine, body_span) = (ledger.clone(), span.clone());
+        Box::pin(crate::observe::scoped(ledger, span, async move {
+            let res = route(state, inner, req, &mine).await.unwrap_or_else(|e| {
                 if anthropic {
                     e.into_anthropic_response()
                 } else {
                     error_response(e)
                 }
-            }))
-        })
+            });
+            Ok(crate::observe::respond(res, mine, body_span))
+        }))
     }
 }
 
@@ -83,6 +90,7 @@ async fn route(
     state: Arc<State>,
     inner: Upstream,
     req: Request<ProxyBody>,
+    ledger: &RequestLedger,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let full_path = req.uri().path().to_owned();
     // Judged routes first: the canonical spelling is intercepted, any other
@@ -92,30 +100,39 @@ async fn route(
             endpoint: Endpoint::ChatCompletions,
             preset,
         } => {
+            ledger.set_route(Route::Chat);
             let selection = select(
                 req.headers(),
                 preset,
                 &state.config.catalog,
                 state.config.client_select,
             )?;
+            ledger.select(&selection);
             return chat::chat_completions(&state, inner, selection, req).await;
         }
         Routed::Intercept {
             endpoint: Endpoint::Responses,
             preset,
         } => {
+            ledger.set_route(Route::Responses);
             let selection = select(
                 req.headers(),
                 preset,
                 &state.config.catalog,
                 state.config.client_select,
             )?;
+            ledger.select(&selection);
             return responses::responses(&state, inner, selection, req).await;
         }
         Routed::Intercept {
             endpoint: endpoint @ (Endpoint::Messages | Endpoint::CountTokens),
             preset,
         } => {
+            ledger.set_route(if endpoint == Endpoint::CountTokens {
+                Route::CountTokens
+            } else {
+                Route::Messages
+            });
             let selection = select(
                 req.headers(),
                 preset,
@@ -123,6 +140,7 @@ async fn route(
                 state.config.client_select,
             )?;
             let counting = endpoint == Endpoint::CountTokens;
+            ledger.select(&selection);
             return messages::messages(&state, inner, selection, counting, req).await;
         }
         Routed::Other => {}
@@ -133,26 +151,44 @@ async fn route(
     };
     let is_api = path == "/v1" || path.starts_with("/v1/");
     match (req.method(), path) {
-        (&Method::GET, "/healthz") if path_preset.is_none() => Ok(admin::healthz()),
-        (&Method::GET, "/readyz") if path_preset.is_none() => admin::readyz(&state).await,
-        (&Method::GET, "/codemode/presets") => Ok(admin::presets(&state)),
-        (&Method::POST, "/codemode/dry-run") => admin::dry_run(&state, path_preset, req).await,
-        (_, "/healthz" | "/readyz" | "/codemode/presets" | "/codemode/dry-run") => {
+        (&Method::GET, "/healthz") if path_preset.is_none() => {
+            ledger.set_route(Route::Admin);
+            Ok(admin::healthz())
+        }
+        (&Method::GET, "/readyz") if path_preset.is_none() => {
+            ledger.set_route(Route::Admin);
+            admin::readyz(&state).await
+        }
+        (&Method::GET, "/metrics") if path_preset.is_none() => {
+            ledger.set_route(Route::Admin);
+            Ok(admin::metrics(&state))
+        }
+        (&Method::GET, "/codemode/presets") => {
+            ledger.set_route(Route::Admin);
+            Ok(admin::presets(&state))
+        }
+        (&Method::POST, "/codemode/dry-run") => {
+            ledger.set_route(Route::Admin);
+            admin::dry_run(&state, path_preset, req).await
+        }
+        (_, "/healthz" | "/readyz" | "/metrics" | "/codemode/presets" | "/codemode/dry-run") => {
             Err(ProxyError::MethodNotAllowed(
-                "use GET for /healthz, /readyz and /codemode/presets, POST for /codemode/dry-run",
+                "use GET for /healthz, /readyz, /metrics and /codemode/presets, POST for /codemode/dry-run",
             ))
         }
         (_, p) if p.starts_with("/v1/responses/") && minted_response(p) => Err(
             ProxyError::MintedResponse(p.trim_start_matches("/v1/responses/").to_owned()),
         ),
         _ if is_api => {
+            ledger.set_route(Route::Passthrough);
             // Selection is checked so a mistyped preset path fails loudly here too.
-            select(
+            let selection = select(
                 req.headers(),
                 path_preset,
                 &state.config.catalog,
                 state.config.client_select,
             )?;
+            ledger.select(&selection);
             forward::passthrough(&state, inner, path.to_owned(), req).await
         }
         _ => Err(ProxyError::NotFound(format!(

@@ -579,7 +579,8 @@ impl MessagesJudge {
                 block.call = Some(refine(block.call.take(), call));
             }
         }
-        let summary = Summary::of(&self.round.calls(), self.errored);
+        let calls = self.round.calls();
+        let summary = Summary::of(&calls, self.errored);
         let decision = turn::decide(
             summary,
             Bounds {
@@ -589,6 +590,7 @@ impl MessagesJudge {
                 max_programs: MAX_PROGRAMS_PER_REQUEST,
             },
         );
+        crate::observe::ledger::judged(&calls, decision);
         self.round.decision = Some(decision);
         decision
     }

@@ -560,7 +560,8 @@ impl ResponsesJudge {
                 slot.call = Some(refine(slot.call.take(), call));
             }
         }
-        let summary = Summary::of(&self.round.calls(), self.errored);
+        let calls = self.round.calls();
+        let summary = Summary::of(&calls, self.errored);
         let decision = turn::decide(
             summary,
             Bounds {
@@ -570,6 +571,7 @@ impl ResponsesJudge {
                 max_programs: MAX_PROGRAMS_PER_REQUEST,
             },
         );
+        crate::observe::ledger::judged(&calls, decision);
         self.round.decision = Some(decision);
         decision
     }

@@ -108,7 +108,8 @@ impl ExecView {
     pub async fn flush(&self) -> Result<(), StoreError> {
         let writes = std::mem::take(&mut self.state().writes);
         for exec in writes {
-            self.store.put(exec).await?;
+            self.store.put(exec.clone()).await?;
+            closed(&exec);
         }
         Ok(())
     }
@@ -154,9 +155,20 @@ impl ExecutionLookup for ExecView {
         exec.revision += 1;
         let exec = Arc::new(exec);
         match self.store.local() {
-            Some(local) => local.put(exec),
+            Some(local) => {
+                local.put(exec.clone());
+                closed(&exec);
+            }
             None => self.state().writes.push(exec),
         }
+    }
+}
+
+/// A history's reading closed a program (interrupted: its conversation
+/// went on without it): it counts as ended, once it is saved.
+fn closed(exec: &Execution) {
+    if exec.outcome.is_some() {
+        crate::observe::ledger::program_ended(exec);
     }
 }
 

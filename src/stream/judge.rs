@@ -482,7 +482,8 @@ impl StreamJudge {
 
     fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
         self.round.calls.close(&self.plan);
-        let summary = Summary::of(&self.judged(), self.errored);
+        let calls = self.judged();
+        let summary = Summary::of(&calls, self.errored);
         let decision = turn::decide(
             summary,
             Bounds {
@@ -492,6 +493,7 @@ impl StreamJudge {
                 max_programs: MAX_PROGRAMS_PER_REQUEST,
             },
         );
+        crate::observe::ledger::judged(&calls, decision);
         self.round.decision = Some(decision);
         if decision == Decision::GiveUp && synthesize_finish {
             // No finish chunk came: the client still gets one, and the note.

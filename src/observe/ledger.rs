@@ -1,0 +1,441 @@
+//! The record of one request: what it was, what it cost, what it saved.
+//!
+//! The service creates one per request and makes it the task-local
+//! [`current`] ledger of everything the request runs: the handler's future
+//! and every poll of the response body (a stream's later rounds run there).
+//! The code that does something worth counting (an upstream round, a
+//! denial, a program's end) adds it with a one-line call; none of it takes
+//! a ledger parameter. When the response body ends (or is dropped), the
+//! ledger writes the one access-log line and updates the metrics.
+
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use http::{HeaderMap, HeaderValue};
+
+use super::metrics::{Finished, Metrics};
+use crate::classify::DenialCode;
+use crate::runtime::Execution;
+use crate::select::Selection;
+use crate::turn::{Decision, Fate, JudgedCall};
+
+/// The request-id header, read from the client and sent upstream and back.
+pub const REQUEST_ID: &str = "x-request-id";
+/// Longest client request id the proxy keeps.
+pub const MAX_REQUEST_ID: usize = 128;
+
+/// Every denial code, as the `code` label spells it.
+/// (In the order of the ledger's counters: see [`judged`].)
+pub const DENIAL_CODES: [&str; 2] = ["UNKNOWN_TOOL", "INVALID_ARGS"];
+
+tokio::task_local! {
+    static LEDGER: Arc<RequestLedger>;
+}
+
+/// What a program came to, as the `outcome` label spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It returned.
+    Ok,
+    /// It threw, or could not start.
+    Error,
+    /// It ran past its CPU slice or its lifetime.
+    Timeout,
+    /// The client moved on before it finished.
+    Interrupted,
+}
+
+impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Ok,
+        Outcome::Error,
+        Outcome::Timeout,
+        Outcome::Interrupted,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Timeout => "timeout",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+
+    /// The outcome of a `run_code` result text.
+    pub fn of(result: &str) -> Outcome {
+        match result.strip_prefix("Error: ") {
+            None => Outcome::Ok,
+            Some(e) if e.starts_with("TimeoutError") => Outcome::Timeout,
+            Some(e) if e.starts_with("InterruptedError") => Outcome::Interrupted,
+            Some(_) => Outcome::Error,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which endpoint served a request, as the `route` label spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/responses`.
+    Responses,
+    /// `/v1/messages`.
+    Messages,
+    /// `/v1/messages/count_tokens`.
+    CountTokens,
+    /// Any other `/v1/*` request.
+    Passthrough,
+    /// The proxy's own endpoints.
+    Admin,
+    /// Anything refused before it was routed.
+    Other,
+}
+
+impl Route {
+    const ALL: [Route; 7] = [
+        Route::Chat,
+        Route::Responses,
+        Route::Messages,
+        Route::CountTokens,
+        Route::Passthrough,
+        Route::Admin,
+        Route::Other,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Chat => "chat",
+            Route::Responses => "responses",
+            Route::Messages => "messages",
+            Route::CountTokens => "count_tokens",
+            Route::Passthrough => "passthrough",
+            Route::Admin => "admin",
+            Route::Other => "other",
+        }
+    }
+}
+
+struct Selected {
+    scope: String,
+    preset: String,
+    mode: &'static str,
+}
+
+/// One request's record; counters are atomics, since a stream's later
+/// rounds add to it from the body's polls.
+pub struct RequestLedger {
+    id: HeaderValue,
+    started: Instant,
+    route: AtomicU8,
+    selected: OnceLock<Selected>,
+    status: AtomicU16,
+    rounds: AtomicU64,
+    upstream_micros: AtomicU64,
+    tokens_in: AtomicU64,
+    tokens_out: AtomicU64,
+    repairs: AtomicU64,
+    denials: [AtomicU64; 2],
+    executions: [AtomicU64; 4],
+    nested_calls: AtomicU64,
+    round_trips_saved: AtomicU64,
+    context_bytes_saved: AtomicU64,
+    finished: AtomicBool,
+    metrics: Arc<Metrics>,
+}
+
+impl RequestLedger {
+    /// A ledger for a request with `headers`: its id is the client's
+    /// `x-request-id` when that is a sane token, else a new one.
+    pub fn new(headers: &HeaderMap, metrics: Arc<Metrics>) -> RequestLedger {
+        let id = headers
+            .get(REQUEST_ID)
+            .filter(|v| sane_id(v.as_bytes()))
+            .cloned()
+            .unwrap_or_else(new_id);
+        RequestLedger {
+            id,
+            started: Instant::now(),
+            route: AtomicU8::new(Route::Other as u8),
+            selected: OnceLock::new(),
+            status: AtomicU16::new(0),
+            rounds: AtomicU64::new(0),
+            upstream_micros: AtomicU64::new(0),
+            tokens_in: AtomicU64::new(0),
+            tokens_out: AtomicU64::new(0),
+            repairs: AtomicU64::new(0),
+            denials: Default::default(),
+            executions: Default::default(),
+            nested_calls: AtomicU64::new(0),
+            round_trips_saved: AtomicU64::new(0),
+            context_bytes_saved: AtomicU64::new(0),
+            finished: AtomicBool::new(false),
+            metrics,
+        }
+    }
+
+    /// The request id, as the header carries it.
+    pub fn id(&self) -> &HeaderValue {
+        &self.id
+    }
+
+    /// The request id as text (always ASCII: see [`sane_id`]).
+    pub fn id_str(&self) -> &str {
+        self.id.to_str().unwrap_or("")
+    }
+
+    /// Records the endpoint that serves the request.
+    pub fn set_route(&self, route: Route) {
+        self.route.store(route as u8, Relaxed);
+    }
+
+    fn route(&self) -> Route {
+        let n = self.route.load(Relaxed) as usize;
+        Route::ALL.get(n).copied().unwrap_or(Route::Other)
+    }
+
+    /// Records the scope, preset and mode that govern the request.
+    pub fn select(&self, selection: &Selection) {
+        let _ = self.selected.set(Selected {
+            scope: selection.scope.clone(),
+            preset: selection.preset.name.clone(),
+            mode: selection.mode.as_str(),
+        });
+    }
+
+    /// Records the response status.
+    pub fn set_status(&self, status: u16) {
+        self.status.store(status, Relaxed);
+    }
+
+    /// Programs that ended during this request: their nested calls and the
+    /// context bytes they saved, for the response headers.
+    pub fn savings(&self) -> Option<(u64, u64)> {
+        let ended: u64 = self.executions.iter().map(|n| n.load(Relaxed)).sum();
+        (ended > 0).then(|| {
+            (
+                self.nested_calls.load(Relaxed),
+                self.context_bytes_saved.load(Relaxed),
+            )
+        })
+    }
+
+    /// Adds tokens an upstream body reported.
+    pub fn add_tokens(&self, input: u64, output: u64) {
+        self.tokens_in.fetch_add(input, Relaxed);
+        self.tokens_out.fetch_add(output, Relaxed);
+    }
+
+    /// The response is done (`completed`) or was dropped before its end:
+    /// writes the access-log line and counts the request, once.
+    pub fn finish(&self, completed: bool) {
+        if self.finished.swap(true, Relaxed) {
+            return;
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        let route = self.route().as_str();
+        let (scope, preset, mode) = match self.selected.get() {
+            Some(s) => (s.scope.as_str(), s.preset.as_str(), s.mode),
+            None => ("", "", "none"),
+        };
+        let status = self.status.load(Relaxed);
+        let denials: Vec<(&'static str, u64)> = DENIAL_CODES
+            .iter()
+            .zip(&self.denials)
+            .map(|(code, n)| (*code, n.load(Relaxed)))
+            .collect();
+        let executions: Vec<(Outcome, u64)> = Outcome::ALL
+            .iter()
+            .map(|o| (*o, self.executions[o.index()].load(Relaxed)))
+            .collect();
+        let finished = Finished {
+            route,
+            mode,
+            status,
+            seconds,
+            denials: &denials,
+            repairs: self.repairs.load(Relaxed),
+            executions: &executions,
+            nested_calls: self.nested_calls.load(Relaxed),
+            tokens: (self.tokens_in.load(Relaxed), self.tokens_out.load(Relaxed)),
+            round_trips_saved: self.round_trips_saved.load(Relaxed),
+            context_bytes_saved: self.context_bytes_saved.load(Relaxed),
+        };
+        self.metrics.finished(&finished);
+        tracing::info!(
+            target: "codemode::access",
+            request_id = self.id_str(),
+            route,
+            scope,
+            preset,
+            mode,
+            status,
+            duration_ms = seconds * 1000.0,
+            upstream_rounds = self.rounds.load(Relaxed),
+            upstream_ms = self.upstream_micros.load(Relaxed) as f64 / 1000.0,
+            repairs = finished.repairs,
+            denials = denials.iter().map(|(_, n)| n).sum::<u64>(),
+            executions = executions.iter().map(|(_, n)| n).sum::<u64>(),
+            input_tokens = finished.tokens.0,
+            output_tokens = finished.tokens.1,
+            nested_calls = finished.nested_calls,
+            round_trips_saved = finished.round_trips_saved,
+            context_bytes_saved = finished.context_bytes_saved,
+            completed,
+            "request"
+        );
+    }
+}
+
+/// Whether a client's request id is kept: printable ASCII, at most
+/// [`MAX_REQUEST_ID`] bytes, not empty.
+pub fn sane_id(id: &[u8]) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID && id.iter().all(|b| (0x21..0x7f).contains(b))
+}
+
+/// A new request id: 128 bits from the OS random source, spelled like a
+/// UUID (8-4-4-4-12 hex digits).
+pub fn new_id() -> HeaderValue {
+    let hex = crate::tenant::unguessable();
+    let id = format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    );
+    HeaderValue::try_from(id).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+}
+
+// ---- The current request's ledger ----
+
+/// The ledger of the request this code runs for, if any.
+pub fn current() -> Option<Arc<RequestLedger>> {
+    LEDGER.try_with(Arc::clone).ok()
+}
+
+/// Runs `f` with `ledger` as the current one (a body's poll).
+pub fn sync_scope<R>(ledger: &Arc<RequestLedger>, f: impl FnOnce() -> R) -> R {
+    LEDGER.sync_scope(ledger.clone(), f)
+}
+
+/// `fut` with `ledger` as the current one.
+pub fn scope<F: std::future::Future>(
+    ledger: Arc<RequestLedger>,
+    fut: F,
+) -> impl std::future::Future<Output = F::Output> {
+    LEDGER.scope(ledger, fut)
+}
+
+fn with(f: impl FnOnce(&RequestLedger)) {
+    let _ = LEDGER.try_with(|l| f(l));
+}
+
+/// The current request's id, for a request sent upstream.
+pub fn request_id() -> Option<HeaderValue> {
+    LEDGER.try_with(|l| l.id.clone()).ok()
+}
+
+/// An upstream round that started at `started` got its response head.
+pub fn upstream_round(started: Instant) {
+    let elapsed = started.elapsed();
+    with(|l| {
+        l.rounds.fetch_add(1, Relaxed);
+        l.upstream_micros
+            .fetch_add(elapsed.as_micros() as u64, Relaxed);
+        l.metrics.upstream_round(elapsed.as_secs_f64());
+    });
+}
+
+/// A model turn was judged: counts its denials, and a repair when the
+/// decision re-asks the model.
+pub fn judged(calls: &[JudgedCall], decision: Decision) {
+    with(|l| {
+        for c in calls {
+            if let Fate::Denied(d) = &c.fate {
+                let n = match d.code {
+                    DenialCode::UnknownTool => 0,
+                    DenialCode::InvalidArgs => 1,
+                };
+                l.denials[n].fetch_add(1, Relaxed);
+            }
+        }
+        if decision == Decision::Repair {
+            l.repairs.fetch_add(1, Relaxed);
+        }
+    });
+}
+
+/// A program ended in this request: counts its outcome, its nested calls
+/// and the bytes of results that stayed out of the model's context.
+pub fn program_ended(exec: &Execution) {
+    let result = exec.outcome.as_deref().unwrap_or("");
+    let nested: u64 = exec
+        .calls
+        .iter()
+        .map(|c| c.result.as_ref().map_or(0, |r| r.len() as u64))
+        .sum();
+    let saved = nested.saturating_sub(result.len() as u64);
+    let outcome = Outcome::of(result);
+    with(|l| {
+        l.executions[outcome.index()].fetch_add(1, Relaxed);
+        l.nested_calls.fetch_add(exec.calls.len() as u64, Relaxed);
+        l.context_bytes_saved.fetch_add(saved, Relaxed);
+    });
+}
+
+/// A batch of nested calls came back and the program ran on without
+/// asking the model.
+pub fn round_trip_saved() {
+    with(|l| {
+        l.round_trips_saved.fetch_add(1, Relaxed);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sane_client_id_is_kept_and_others_replaced() {
+        let metrics = Arc::new(Metrics::new());
+        let mut h = HeaderMap::new();
+        h.insert(REQUEST_ID, HeaderValue::from_static("abc-123_X"));
+        assert_eq!(
+            RequestLedger::new(&h, metrics.clone()).id_str(),
+            "abc-123_X"
+        );
+        for bad in ["has space", &"x".repeat(129)] {
+            h.insert(REQUEST_ID, HeaderValue::try_from(bad).unwrap());
+            let id = RequestLedger::new(&h, metrics.clone()).id_str().to_owned();
+            assert_ne!(id, bad);
+            assert_eq!(id.len(), 36);
+        }
+    }
+
+    #[test]
+    fn outcomes_are_read_off_the_result_text() {
+        assert_eq!(Outcome::of("Result: 3"), Outcome::Ok);
+        assert_eq!(Outcome::of("Error: TimeoutError: slice"), Outcome::Timeout);
+        assert_eq!(
+            Outcome::of("Error: InterruptedError: x"),
+            Outcome::Interrupted
+        );
+        assert_eq!(Outcome::of("Error: TypeError: x"), Outcome::Error);
+    }
+
+    #[test]
+    fn denial_codes_are_spelled_as_the_model_reads_them() {
+        assert_eq!(DENIAL_CODES[0], DenialCode::UnknownTool.as_str());
+        assert_eq!(DENIAL_CODES[1], DenialCode::InvalidArgs.as_str());
+    }
+}

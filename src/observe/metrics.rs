@@ -1,0 +1,242 @@
+//! The proxy's Prometheus metrics (design.md section 12), in one explicit
+//! registry the layer's state holds.
+//!
+//! Every label has a small fixed set of values (a route, a mode, a status
+//! code, a denial code, an outcome): never a scope, a model or an id, so a
+//! client cannot grow the series without bound.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use super::ledger::Outcome;
+
+/// The content type of [`Metrics::encode`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    mode: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabel {
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TypeLabel {
+    r#type: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn request_histogram() -> Histogram {
+    // 5 ms to about 82 s: a proxy answer to a long model turn.
+    Histogram::new(exponential_buckets(0.005, 2.0, 15))
+}
+
+/// The series, and the registry that encodes them.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_duration: HistogramFamily<RouteLabel>,
+    upstream_duration: Histogram,
+    denials: Family<CodeLabel, Counter>,
+    repairs: Counter,
+    executions: Family<OutcomeLabel, Counter>,
+    nested_calls: Counter,
+    tokens: Family<TypeLabel, Counter>,
+    round_trips_saved: Counter,
+    context_bytes_saved: Counter,
+}
+
+/// One finished request, as the metrics count it.
+pub(crate) struct Finished<'a> {
+    pub(crate) route: &'static str,
+    pub(crate) mode: &'static str,
+    pub(crate) status: u16,
+    pub(crate) seconds: f64,
+    pub(crate) denials: &'a [(&'static str, u64)],
+    pub(crate) repairs: u64,
+    pub(crate) executions: &'a [(Outcome, u64)],
+    pub(crate) nested_calls: u64,
+    pub(crate) tokens: (u64, u64),
+    pub(crate) round_trips_saved: u64,
+    pub(crate) context_bytes_saved: u64,
+}
+
+impl Metrics {
+    /// The series, registered and at zero.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "codemode_requests",
+            "Requests served, by route, mode and response status",
+            requests.clone(),
+        );
+        let request_duration: HistogramFamily<RouteLabel> =
+            Family::new_with_constructor(request_histogram);
+        registry.register(
+            "codemode_request_duration_seconds",
+            "Time from a request's arrival to the end of its response body",
+            request_duration.clone(),
+        );
+        let upstream_duration = request_histogram();
+        registry.register(
+            "codemode_upstream_duration_seconds",
+            "Time each upstream round took until its response head arrived",
+            upstream_duration.clone(),
+        );
+        let denials = Family::<CodeLabel, Counter>::default();
+        registry.register(
+            "codemode_denials",
+            "Tool calls the rule denied, by denial code",
+            denials.clone(),
+        );
+        let repairs = Counter::default();
+        registry.register(
+            "codemode_repairs",
+            "Repair rounds: the model re-asked after every call of its turn was denied",
+            repairs.clone(),
+        );
+        let executions = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "codemode_executions",
+            "Programs the embedded runtime ran to their end, by outcome",
+            executions.clone(),
+        );
+        let nested_calls = Counter::default();
+        registry.register(
+            "codemode_nested_calls",
+            "Tool calls programs made (counted when their program ends)",
+            nested_calls.clone(),
+        );
+        let tokens = Family::<TypeLabel, Counter>::default();
+        registry.register(
+            "codemode_upstream_tokens",
+            "Tokens the upstream reported in its usage, every mode",
+            tokens.clone(),
+        );
+        let round_trips_saved = Counter::default();
+        registry.register(
+            "codemode_model_round_trips_saved",
+            "Batches of nested calls answered by the client without asking the model",
+            round_trips_saved.clone(),
+        );
+        let context_bytes_saved = Counter::default();
+        registry.register(
+            "codemode_context_bytes_saved",
+            "Bytes of nested results kept out of the model's context",
+            context_bytes_saved.clone(),
+        );
+        // Series a dashboard expects from the start, before any traffic.
+        for code in super::ledger::DENIAL_CODES {
+            let _ = denials.get_or_create(&CodeLabel { code });
+        }
+        for outcome in Outcome::ALL {
+            let _ = executions.get_or_create(&OutcomeLabel {
+                outcome: outcome.as_str(),
+            });
+        }
+        for r#type in ["input", "output"] {
+            let _ = tokens.get_or_create(&TypeLabel { r#type });
+        }
+        Metrics {
+            registry,
+            requests,
+            request_duration,
+            upstream_duration,
+            denials,
+            repairs,
+            executions,
+            nested_calls,
+            tokens,
+            round_trips_saved,
+            context_bytes_saved,
+        }
+    }
+
+    /// The metrics in the text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// One upstream round's time to its response head.
+    pub(crate) fn upstream_round(&self, seconds: f64) {
+        self.upstream_duration.observe(seconds);
+    }
+
+    /// Counts a finished request.
+    pub(crate) fn finished(&self, f: &Finished<'_>) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route: f.route,
+                mode: f.mode,
+                status: f.status,
+            })
+            .inc();
+        self.request_duration
+            .get_or_create(&RouteLabel { route: f.route })
+            .observe(f.seconds);
+        for &(code, n) in f.denials {
+            if n > 0 {
+                self.denials.get_or_create(&CodeLabel { code }).inc_by(n);
+            }
+        }
+        add(&self.repairs, f.repairs);
+        for &(outcome, n) in f.executions {
+            if n > 0 {
+                self.executions
+                    .get_or_create(&OutcomeLabel {
+                        outcome: outcome.as_str(),
+                    })
+                    .inc_by(n);
+            }
+        }
+        add(&self.nested_calls, f.nested_calls);
+        let (input, output) = f.tokens;
+        if input > 0 {
+            self.tokens
+                .get_or_create(&TypeLabel { r#type: "input" })
+                .inc_by(input);
+        }
+        if output > 0 {
+            self.tokens
+                .get_or_create(&TypeLabel { r#type: "output" })
+                .inc_by(output);
+        }
+        add(&self.round_trips_saved, f.round_trips_saved);
+        add(&self.context_bytes_saved, f.context_bytes_saved);
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+fn add(counter: &Counter, n: u64) {
+    if n > 0 {
+        counter.inc_by(n);
+    }
+}

@@ -1,0 +1,86 @@
+//! Operations: per-request ids and records, the access log, metrics, log
+//! format (design.md section 12).
+//!
+//! The service gives each request a [`ledger::RequestLedger`] and a tracing
+//! span carrying its `request_id`; both stay current for the handler and
+//! for every poll of the response body, so the code that counts something
+//! calls a free function ([`ledger::judged`], [`ledger::program_ended`],
+//! ...) without a ledger parameter. The response body's end writes the
+//! one access-log line (target `codemode::access`) and updates
+//! [`metrics::Metrics`], which `GET /metrics` encodes.
+
+pub(crate) mod body;
+pub(crate) mod ledger;
+pub mod logging;
+pub(crate) mod metrics;
+pub(crate) mod usage;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use http::{HeaderValue, Response};
+use http_body_util::combinators::UnsyncBoxBody;
+use tracing::{Instrument, Span};
+
+use crate::body::ProxyBody;
+use ledger::{RequestLedger, REQUEST_ID};
+
+pub use logging::LogFormat;
+
+/// Response header: the nested calls of the programs that ended during the request.
+pub const RESPONSE_NESTED_CALLS: &str = "x-codemode-nested-calls";
+/// Response header: bytes of nested results those programs kept out of the model's context.
+pub const RESPONSE_CONTEXT_BYTES_SAVED: &str = "x-codemode-context-bytes-saved";
+
+/// Response header: the provider's own `x-request-id`, when it sent one.
+pub const UPSTREAM_REQUEST_ID: &str = "x-upstream-request-id";
+
+/// The span every log line of a request is emitted in.
+///
+/// A span's level only decides whether it is recorded; at `ERROR` it is
+/// recorded whenever any line is written (`RUST_LOG=warn` included), so
+/// every line of the request carries its id.
+pub(crate) fn request_span(ledger: &RequestLedger) -> Span {
+    tracing::span!(
+        target: "codemode::request",
+        tracing::Level::ERROR,
+        "request",
+        request_id = ledger.id_str()
+    )
+}
+
+/// `fut` run inside the request's span with its ledger current.
+pub(crate) fn scoped<F: Future>(
+    ledger: Arc<RequestLedger>,
+    span: Span,
+    fut: F,
+) -> impl Future<Output = F::Output> {
+    ledger::scope(ledger, fut.instrument(span))
+}
+
+/// The response as the client gets it: its id and savings headers, and a
+/// body that finishes the ledger when it ends.
+pub(crate) fn respond(
+    res: Response<ProxyBody>,
+    ledger: Arc<RequestLedger>,
+    span: Span,
+) -> Response<ProxyBody> {
+    let (mut parts, body) = res.into_parts();
+    ledger.set_status(parts.status.as_u16());
+    // A provider's own id (OpenAI answers with one) stays readable.
+    if let Some(upstream) = parts.headers.insert(REQUEST_ID, ledger.id().clone()) {
+        if upstream != ledger.id() {
+            parts.headers.insert(UPSTREAM_REQUEST_ID, upstream);
+        }
+    }
+    if let Some((nested, saved)) = ledger.savings() {
+        parts
+            .headers
+            .insert(RESPONSE_NESTED_CALLS, HeaderValue::from(nested));
+        parts
+            .headers
+            .insert(RESPONSE_CONTEXT_BYTES_SAVED, HeaderValue::from(saved));
+    }
+    let body = UnsyncBoxBody::new(body::ObservedBody::new(body, ledger, span));
+    Response::from_parts(parts, body)
+}
