@@ -15,6 +15,7 @@ pub mod demo;
 pub mod error;
 pub mod layer;
 pub mod server;
+pub mod telemetry;
 
 mod body;
 mod classify;

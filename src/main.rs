@@ -2,16 +2,24 @@
 
 use std::process::ExitCode;
 
-use codemode_proxy::{server, Config};
-use tracing_subscriber::EnvFilter;
+use codemode_proxy::{server, telemetry, Config};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+    // Before any runtime: the OTLP exporter runs on threads of its own.
+    let (otel, traces) = match telemetry::otel_layer(|k| std::env::var(k).ok()) {
+        Ok(otel) => otel.unzip(),
+        Err(e) => {
+            eprintln!("codemode-proxy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .init();
+        .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")));
+    tracing_subscriber::registry().with(logs).with(otel).init();
     if std::env::args().nth(1).as_deref() == Some("demo") {
         return demo();
     }
@@ -33,7 +41,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    let served = runtime.block_on(run(config));
+    // Graceful shutdown: the spans still queued are exported before exit.
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("codemode-proxy: {e}");

@@ -93,7 +93,10 @@ pub fn fate(verdict: Verdict, name: &str, arguments: &str, plan: &ToolPlan) -> F
         Denial::for_call(verdict, name, arguments)
     };
     match denial {
-        Some(denial) => Fate::Denied(denial),
+        Some(denial) => {
+            crate::telemetry::denied(name, denial.code);
+            Fate::Denied(denial)
+        }
         None if plan.runs_code && name == RUN_CODE => Fate::Program,
         None => Fate::Passed,
     }

@@ -118,16 +118,21 @@ pub(crate) fn upstream_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, 
 }
 
 /// Sends `req` upstream; a missing answer within `timeout` is a 504.
+/// The call runs in the request's `chat` span, if it has one
+/// ([`crate::telemetry::Round`]).
 pub(crate) async fn send(
     inner: Upstream,
-    req: Request<ProxyBody>,
+    mut req: Request<ProxyBody>,
     timeout: Duration,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    match tokio::time::timeout(timeout, inner.oneshot(req)).await {
+    let round = crate::telemetry::Round::take(&mut req);
+    let call = tokio::time::timeout(timeout, inner.oneshot(req));
+    let sent = match tracing::Instrument::instrument(call, round.span().clone()).await {
         Err(_) => Err(ProxyError::UpstreamTimeout(timeout.as_secs())),
         Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(error_chain(e.inner()))),
         Ok(Ok(res)) => Ok(res),
-    }
+    };
+    round.finish(sent)
 }
 
 /// Reads a whole upstream body of at most `limit` bytes within `timeout`.
