@@ -147,7 +147,7 @@ impl Round {
             Ok(res) => {
                 let status = res.status();
                 self.0
-                    .record("http.response.status_code", u64::from(status.as_u16()));
+                    .record("http.response.status_code", i64::from(status.as_u16()));
                 if !status.is_success() {
                     self.0.record("otel.status_code", "error");
                     self.0.record("error.type", status.as_str());
@@ -171,7 +171,8 @@ impl Round {
             return;
         }
         let Some(usage) = usage else { return };
-        let count = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k)?.as_u64());
+        // i64: the exporter sends a u64 as a string.
+        let count = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k)?.as_i64());
         if let Some(n) = count(["input_tokens", "prompt_tokens"]) {
             self.0.record("gen_ai.usage.input_tokens", n);
         }
@@ -506,6 +507,7 @@ mod export {
         let layer = tracing_opentelemetry::layer()
             .with_tracer(tracer)
             .with_tracked_inactivity(false)
+            .with_threads(false)
             .with_filter(filter);
         Ok(Some((
             layer,
@@ -565,7 +567,10 @@ mod tests {
         assert!(grpc.contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc"), "{grpc}");
         assert!(grpc.contains("http/protobuf"), "{grpc}");
         let other = encoding(vars(&[(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "udp")])).unwrap_err();
-        assert!(other.contains("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "{other}");
+        assert!(
+            other.contains("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+            "{other}"
+        );
     }
 
     #[test]
@@ -594,7 +599,10 @@ mod tests {
     #[test]
     fn the_provider_follows_the_upstream_api() {
         let uri = |s: &str| s.parse::<Uri>().unwrap();
-        assert_eq!(provider_of(&uri("https://api.anthropic.com/v1/messages")), "anthropic");
+        assert_eq!(
+            provider_of(&uri("https://api.anthropic.com/v1/messages")),
+            "anthropic"
+        );
         assert_eq!(provider_of(&uri("http://h/v1/chat/completions")), "openai");
         assert_eq!(provider_of(&uri("http://h/openai/v1/responses")), "openai");
     }

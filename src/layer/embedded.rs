@@ -18,8 +18,8 @@ use crate::rewrite::ChatRequest;
 use crate::runtime::{self, history, minted_for, Execution, Step};
 use crate::stream::judge::sse_data;
 use crate::telemetry;
-use tracing::Instrument;
 use crate::tenant::Tenant;
+use tracing::Instrument;
 
 /// How the client wants its answer.
 #[derive(Clone, Copy, Debug)]
@@ -399,7 +399,10 @@ fn trace_step(span: &tracing::Span, exec: &Execution, step: &Step) {
                 .map(|n| (exec.calls[n].name.as_str(), exec.call_id(n))),
         ),
         Step::Ended => {
-            let failed = exec.outcome.as_deref().is_some_and(|o| o.starts_with("Error:"));
+            let failed = exec
+                .outcome
+                .as_deref()
+                .is_some_and(|o| o.starts_with("Error:"));
             telemetry::program_ended(span, failed);
         }
     }
