@@ -93,10 +93,7 @@ pub fn fate(verdict: Verdict, name: &str, arguments: &str, plan: &ToolPlan) -> F
         Denial::for_call(verdict, name, arguments)
     };
     match denial {
-        Some(denial) => {
-            crate::telemetry::denied(name, denial.code);
-            Fate::Denied(denial)
-        }
+        Some(denial) => Fate::Denied(denial),
         None if plan.runs_code && name == RUN_CODE => Fate::Program,
         None => Fate::Passed,
     }
@@ -157,16 +154,21 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Counts `calls`.
+    /// Counts `calls`. Every path summarises a round's calls once, when it
+    /// decides the round, so this is also where each denied call becomes a
+    /// `codemode.denial` event of the current (the round's) span.
     pub fn of(calls: &[JudgedCall], errored: bool) -> Summary {
         let mut s = Summary {
             errored,
             ..Summary::default()
         };
         for c in calls {
-            match c.fate {
+            match &c.fate {
                 Fate::Passed => s.passed += 1,
-                Fate::Denied(_) => s.denied += 1,
+                Fate::Denied(d) => {
+                    s.denied += 1;
+                    crate::telemetry::denied(&c.name, d.code);
+                }
                 Fate::Program => s.programs += 1,
             }
         }

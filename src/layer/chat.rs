@@ -250,7 +250,11 @@ async fn intercepted(
         add_usage(&mut usage, completion.get("usage"));
         round.usage(completion.get("usage"));
         // Denials are events of the round that made them; the round ends here.
-        let judged = round.in_scope(|| judge_completion(&mut completion, plan));
+        let (judged, summary) = round.in_scope(|| {
+            let judged = judge_completion(&mut completion, plan);
+            let summary = Summary::of(&judged.calls, false);
+            (judged, summary)
+        });
         drop(round);
         let bounds = Bounds {
             repairs,
@@ -258,7 +262,7 @@ async fn intercepted(
             programs,
             max_programs: MAX_PROGRAMS_PER_REQUEST,
         };
-        match turn::decide(Summary::of(&judged.calls, false), bounds) {
+        match turn::decide(summary, bounds) {
             Decision::Final => {}
             Decision::Splice => {
                 if let Some((keys, splice)) = turn::splice(&judged.calls) {

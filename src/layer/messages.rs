@@ -266,7 +266,11 @@ async fn intercepted(
         add_usage(&mut usage, message.get("usage"));
         round.usage(message.get("usage"));
         // Denials are events of the round that made them; the round ends here.
-        let judged = round.in_scope(|| judge_message(&mut message, plan));
+        let (judged, summary) = round.in_scope(|| {
+            let judged = judge_message(&mut message, plan);
+            let summary = Summary::of(&judged.calls, false);
+            (judged, summary)
+        });
         drop(round);
         let bounds = Bounds {
             repairs,
@@ -274,7 +278,7 @@ async fn intercepted(
             programs,
             max_programs: MAX_PROGRAMS_PER_REQUEST,
         };
-        match turn::decide(Summary::of(&judged.calls, false), bounds) {
+        match turn::decide(summary, bounds) {
             Decision::Final => {}
             Decision::Splice => {
                 if let Some((keys, splice)) = items::splice(&judged.calls) {
