@@ -16,6 +16,7 @@ pub mod error;
 pub mod layer;
 pub mod observe;
 pub mod server;
+pub mod telemetry;
 
 mod body;
 mod classify;

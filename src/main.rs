@@ -3,11 +3,22 @@
 use std::process::ExitCode;
 
 use codemode_proxy::observe::logging;
-use codemode_proxy::{server, Config};
+use codemode_proxy::{server, telemetry, Config};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 fn main() -> ExitCode {
+    // Before any runtime: the OTLP exporter runs on threads of its own.
+    let (otel, traces) = match telemetry::otel_layer(|k| std::env::var(k).ok()) {
+        Ok(otel) => otel.unzip(),
+        Err(e) => {
+            eprintln!("codemode-proxy: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if std::env::args().nth(1).as_deref() == Some("demo") {
-        logging::init(logging::LogFormat::Text);
+        let logs = logging::layer(logging::LogFormat::Text);
+        tracing_subscriber::registry().with(logs).with(otel).init();
         return demo();
     }
     let config = match Config::from_env() {
@@ -17,7 +28,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    logging::init(config.log_format);
+    let logs = logging::layer(config.log_format);
+    tracing_subscriber::registry().with(logs).with(otel).init();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = config.worker_threads {
         builder.worker_threads(n);
@@ -29,7 +41,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    let served = runtime.block_on(run(config));
+    // Graceful shutdown: the spans still queued are exported before exit.
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("codemode-proxy: {e}");

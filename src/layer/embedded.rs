@@ -17,7 +17,9 @@ use crate::plan::ToolPlan;
 use crate::rewrite::ChatRequest;
 use crate::runtime::{self, history, minted_for, Execution, Step};
 use crate::stream::judge::sse_data;
+use crate::telemetry;
 use crate::tenant::Tenant;
+use tracing::Instrument;
 
 /// How the client wants its answer.
 #[derive(Clone, Copy, Debug)]
@@ -360,9 +362,12 @@ async fn resume_once(
         )));
     }
     // Busy: the results are not recorded, so the client's retry resumes.
+    let span = telemetry::program_span(&exec.run_call_id);
     let (exec, step) = runtime::step(exec, limits.clone(), &state.runs)
+        .instrument(span.clone())
         .await
         .map_err(|(_, busy)| ProxyError::RuntimeBusy(busy.to_string()))?;
+    trace_step(&span, &exec, &step);
     let Some(exec) = save_over(state, stores, exec).await? else {
         return Ok(None);
     };
@@ -392,6 +397,27 @@ pub(crate) fn log_step(exec: &Execution, step: &Step) {
             };
             tracing::info!(target: "codemode::program", run_call, calls = exec.calls.len(), outcome, "program ended");
             crate::observe::ledger::program_ended(exec);
+        }
+    }
+}
+
+/// What a run came to, on its `execute_tool run_code` span: a child span
+/// per call handed to the client (names and ids only), an error status
+/// for a program that failed.
+fn trace_step(span: &tracing::Span, exec: &Execution, step: &Step) {
+    match step {
+        Step::Waiting(range) => telemetry::handed_out(
+            span,
+            range
+                .clone()
+                .map(|n| (exec.calls[n].name.as_str(), exec.call_id(n))),
+        ),
+        Step::Ended => {
+            let failed = exec
+                .outcome
+                .as_deref()
+                .is_some_and(|o| o.starts_with("Error:"));
+            telemetry::program_ended(span, failed);
         }
     }
 }
@@ -527,8 +553,12 @@ pub(crate) async fn run_new(
     exec.freeform.sort();
     exec.denied_calls = denied_calls;
     exec.denials = denials;
+    let span = telemetry::program_span(&exec.run_call_id);
     let (exec, step) = match code {
-        Some(_) => match runtime::step(exec, state.config.limits.clone(), &state.runs).await {
+        Some(_) => match runtime::step(exec, state.config.limits.clone(), &state.runs)
+            .instrument(span.clone())
+            .await
+        {
             Ok(stepped) => stepped,
             // A program that never started: the model may run it again.
             Err((mut exec, busy)) => {
@@ -545,6 +575,8 @@ pub(crate) async fn run_new(
             (exec, Step::Ended)
         }
     };
+    trace_step(&span, &exec, &step);
+    drop(span);
     let exec = Arc::new(exec);
     state.executions.put(exec.clone()).await?;
     tracing::info!(target: "codemode::program", run_call = %exec.run_call_id, tools = exec.tools.len(), "program started");

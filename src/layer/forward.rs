@@ -118,6 +118,8 @@ pub(crate) fn upstream_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, 
 }
 
 /// Sends `req` upstream; a missing answer within `timeout` is a 504.
+/// The call runs in the request's `chat` span, if it has one
+/// ([`crate::telemetry::Round`]).
 pub(crate) async fn send(
     inner: Upstream,
     mut req: Request<ProxyBody>,
@@ -127,14 +129,17 @@ pub(crate) async fn send(
         req.headers_mut()
             .insert(crate::observe::ledger::REQUEST_ID, id);
     }
+    let round = crate::telemetry::Round::take(&mut req);
     let started = std::time::Instant::now();
-    let sent = tokio::time::timeout(timeout, inner.oneshot(req)).await;
+    let call = tokio::time::timeout(timeout, inner.oneshot(req));
+    let sent = tracing::Instrument::instrument(call, round.span().clone()).await;
     crate::observe::ledger::upstream_round(started);
-    match sent {
+    let sent = match sent {
         Err(_) => Err(ProxyError::UpstreamTimeout(timeout.as_secs())),
         Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(error_chain(e.inner()))),
         Ok(Ok(res)) => Ok(res),
-    }
+    };
+    round.finish(sent)
 }
 
 /// Reads a whole upstream body of at most `limit` bytes within `timeout`.

@@ -254,7 +254,8 @@ async fn intercepted(
     let mut programs = 0u32;
     loop {
         let res = send(inner.clone(), target.request(request.to_bytes()), timeout).await?;
-        let (parts, body) = res.into_parts();
+        let (mut parts, body) = res.into_parts();
+        let round = crate::telemetry::Round::of_response(&mut parts.extensions);
         let body = read_upstream_body(body, timeout, state.config.max_upstream_body_bytes).await?;
         if !parts.status.is_success() {
             return Ok(tag(respond_with(parts, body), selection, Some(repairs)));
@@ -263,14 +264,21 @@ async fn intercepted(
         let mut message: Value = serde_json::from_slice(&body)
             .map_err(|e| ProxyError::UpstreamInvalid(format!("the message is not JSON: {e}")))?;
         add_usage(&mut usage, message.get("usage"));
-        let judged = judge_message(&mut message, plan);
+        round.usage(message.get("usage"));
+        // Denials are events of the round that made them; the round ends here.
+        let (judged, summary) = round.in_scope(|| {
+            let judged = judge_message(&mut message, plan);
+            let summary = Summary::of(&judged.calls, false);
+            (judged, summary)
+        });
+        drop(round);
         let bounds = Bounds {
             repairs,
             max_repairs: state.config.max_repairs,
             programs,
             max_programs: MAX_PROGRAMS_PER_REQUEST,
         };
-        let decision = turn::decide(Summary::of(&judged.calls, false), bounds);
+        let decision = turn::decide(summary, bounds);
         crate::observe::ledger::judged(&judged.calls, decision);
         match decision {
             Decision::Final => {}

@@ -28,7 +28,9 @@ pub(crate) struct Target {
 
 impl Target {
     pub(crate) fn request(&self, body: Bytes) -> Request<ProxyBody> {
+        let round = crate::telemetry::Round::start(&self.uri, &body);
         let mut req = Request::new(full(body));
+        round.attach(&mut req);
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();

@@ -762,6 +762,10 @@ impl RoundJudge for MessagesJudge {
     fn repairs(&self) -> u32 {
         self.repairs
     }
+
+    fn round_usage(&self) -> Option<&Value> {
+        self.round.usage.as_ref()
+    }
 }
 
 /// Whether an event's data is a `message_stop`.

@@ -4,7 +4,8 @@
 //! Arguments, results, prompts and credentials are never logged at any
 //! level: the proxy's own events carry counts, names and codes only.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{filter_fn, FilterExt};
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,19 +32,26 @@ impl LogFormat {
     }
 }
 
-/// Installs the process's subscriber, writing to stderr.
-pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+/// The process's log layer, writing to stderr and filtered by `RUST_LOG`
+/// on its own, so other layers (trace export) see every span whatever the
+/// log level.
+///
+/// The trace spans (`chat {model}`, `execute_tool ...`) are for export
+/// only: a log line's span stays the request's, so it carries its id.
+pub fn layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
+    let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = env.and(filter_fn(|meta| {
+        !(meta.is_span() && meta.target() == crate::telemetry::TARGET)
+    }));
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .init(),
+            .with_filter(filter)
+            .boxed(),
     }
 }

@@ -765,6 +765,10 @@ impl RoundJudge for ResponsesJudge {
     fn repairs(&self) -> u32 {
         self.repairs
     }
+
+    fn round_usage(&self) -> Option<&Value> {
+        self.round.usage.as_ref()
+    }
 }
 
 /// A withheld call judged again on more of it: the new judgment, except

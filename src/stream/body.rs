@@ -23,6 +23,7 @@ use crate::error::ProxyError;
 use crate::runtime::StoreError;
 use crate::splice::TenantSplices;
 use crate::sse::{SseEvent, SseParser};
+use crate::telemetry::Round;
 
 /// What comes after a round the client does not see the end of.
 pub enum Next {
@@ -64,6 +65,10 @@ pub trait RoundJudge: Send + Unpin + 'static {
     fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>);
     /// Repair rounds started so far.
     fn repairs(&self) -> u32;
+    /// The provider's usage for the round so far (for its trace span).
+    fn round_usage(&self) -> Option<&Value> {
+        None
+    }
 }
 
 /// Which kind of round is being started.
@@ -96,6 +101,8 @@ pub struct InterceptBody<J> {
     splices: TenantSplices,
     /// The last events, held while [`Phase::Saving`].
     held: Vec<Bytes>,
+    /// The current upstream round's trace span: the judge's denials are its events.
+    round: Round,
 }
 
 /// The client's response for an upstream stream: its status and headers,
@@ -109,6 +116,7 @@ pub fn intercept_stream<J: RoundJudge>(
 ) -> Response<ProxyBody> {
     let (mut parts, body) = first.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
+    let round = Round::of_response(&mut parts.extensions);
     let body = InterceptBody {
         phase: Phase::Reading(body),
         parser: SseParser::new(max_event),
@@ -120,6 +128,7 @@ pub fn intercept_stream<J: RoundJudge>(
         repair,
         splices,
         held: Vec::new(),
+        round,
     };
     Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body))
 }
@@ -133,6 +142,7 @@ impl<J: RoundJudge> InterceptBody<J> {
     }
 
     fn feed(&mut self, data: &[u8]) {
+        let _round = self.round.entered();
         let pushed = self.parser.push(data, &mut self.events);
         self.judge_events();
         if let Err(e) = pushed {
@@ -141,8 +151,11 @@ impl<J: RoundJudge> InterceptBody<J> {
     }
 
     fn end_of_round(&mut self) {
+        let round = std::mem::replace(&mut self.round, Round::none());
+        let _round = round.entered();
         self.parser.finish(&mut self.events);
         self.judge_events();
+        round.usage(self.judge.round_usage());
         match self.judge.end_round(&mut self.emitted) {
             RoundEnd::Repair { messages } => {
                 tracing::info!(target: "codemode::repair", round = self.judge.repairs() + 1, "re-asking the model inside the stream");
@@ -213,7 +226,9 @@ impl<J: RoundJudge> Body for InterceptBody<J> {
                             Pending::Program => this.judge.start_program_round(),
                         }
                         this.parser = SseParser::new(this.max_event);
-                        this.phase = Phase::Reading(res.into_body());
+                        let (mut parts, body) = res.into_parts();
+                        this.round = Round::of_response(&mut parts.extensions);
+                        this.phase = Phase::Reading(body);
                     }
                     Ok(Next::HandOff(turn)) => {
                         this.judge.hand_off(&turn, &mut this.emitted);

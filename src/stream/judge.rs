@@ -561,6 +561,10 @@ impl super::RoundJudge for StreamJudge {
     fn repairs(&self) -> u32 {
         self.repairs
     }
+
+    fn round_usage(&self) -> Option<&Value> {
+        self.round.usage.as_ref()
+    }
 }
 
 /// Whether a client could read a tool call out of `data`, however it is
