@@ -3,12 +3,17 @@
 # (native and code mode) against the same fast fake provider, in one run.
 #
 #   bench/load.sh            # RUNS=3 DURATION=8 by default
+#   PROXY_LOG=info bench/load.sh                   # access log on (to $WORK/proxy.log)
+#   PROXY_BIN=/path/to/old/codemode-proxy bench/load.sh   # another build, same run setup
 #
 # Prints markdown tables (medians of RUNS) and ratios. Needs root for
 # apt-get on a fresh machine; everything else it starts itself and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
+# The proxy's RUST_LOG: `info` writes one access-log line per request.
+PROXY_LOG=${PROXY_LOG:-warn}
+PROXY_BIN=${PROXY_BIN:-./target/release/codemode-proxy}
 DURATION=${DURATION:-8}
 STREAM_RUNS=${STREAM_RUNS:-7}
 if [ "$(nproc)" -lt 2 ]; then echo "needs 2 CPUs for the pinned scenarios" >&2; exit 1; fi
@@ -58,11 +63,11 @@ NGINX
 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' &
 PIDS+=($!)
 # One worker thread each, as nginx runs one worker process.
-RUST_LOG=warn CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=$NATIVE CODEMODE_UPSTREAM=http://$PROVIDER/v1 CODEMODE_MODE=native \
-    ./target/release/codemode-proxy >/dev/null &
+RUST_LOG=$PROXY_LOG CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=$NATIVE CODEMODE_UPSTREAM=http://$PROVIDER/v1 CODEMODE_MODE=native \
+    "$PROXY_BIN" >/dev/null 2>>"$WORK/proxy.log" &
 PIDS+=($!)
-RUST_LOG=warn CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=$CODE CODEMODE_UPSTREAM=http://$PROVIDER/v1 CODEMODE_MODE=code \
-    ./target/release/codemode-proxy >/dev/null &
+RUST_LOG=$PROXY_LOG CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=$CODE CODEMODE_UPSTREAM=http://$PROVIDER/v1 CODEMODE_MODE=code \
+    "$PROXY_BIN" >/dev/null 2>>"$WORK/proxy.log" &
 PIDS+=($!)
 sleep 1
 
