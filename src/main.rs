@@ -17,8 +17,7 @@ fn main() -> ExitCode {
         }
     };
     if std::env::args().nth(1).as_deref() == Some("demo") {
-        let logs = logging::layer(logging::LogFormat::Text);
-        tracing_subscriber::registry().with(logs).with(otel).init();
+        init_subscriber(logging::LogFormat::Text, otel);
         return demo();
     }
     let config = match Config::from_env() {
@@ -28,8 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let logs = logging::layer(config.log_format);
-    tracing_subscriber::registry().with(logs).with(otel).init();
+    init_subscriber(config.log_format, otel);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = config.worker_threads {
         builder.worker_threads(n);
@@ -52,6 +50,27 @@ fn main() -> ExitCode {
             eprintln!("codemode-proxy: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs, and trace export when configured. Without an exporter no layer
+/// is added for it: an absent layer would count as interested in every
+/// span, and each request would build the trace spans for nothing.
+fn init_subscriber<L>(format: logging::LogFormat, otel: Option<L>)
+where
+    L: tracing_subscriber::Layer<
+            tracing_subscriber::layer::Layered<
+                Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>,
+                tracing_subscriber::Registry,
+            >,
+        > + Send
+        + Sync
+        + 'static,
+{
+    let logs = tracing_subscriber::registry().with(logging::layer(format));
+    match otel {
+        Some(otel) => logs.with(otel).init(),
+        None => logs.init(),
     }
 }
 
