@@ -175,8 +175,9 @@ fn resume(c: &mut Criterion) {
                 |body| {
                     rt.block_on(async {
                         let res = http.post(&endpoint).json(&body).send().await.unwrap();
-                        assert_eq!(res.status(), 200);
+                        let status = res.status();
                         let v: Value = res.json().await.unwrap();
+                        assert_eq!(status, 200, "{v}");
                         let name = &v["choices"][0]["message"]["tool_calls"][0]["function"]["name"];
                         assert_eq!(name, "done", "{v}");
                     })
