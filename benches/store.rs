@@ -137,7 +137,10 @@ fn resume(c: &mut Criterion) {
         Arc::new(MemoryExecutionStore::new(
             Duration::from_secs(600),
             Duration::from_secs(3600),
-            256 << 20,
+            // Room for every execution criterion makes (thousands of 25 KB
+            // records): a full store would refuse new ones and the resume
+            // would ask the (absent) model.
+            4 << 30,
         ))
     };
     let memory: Arc<dyn ExecutionStore> = in_memory();
