@@ -84,6 +84,7 @@ async fn run(config: Config) -> std::io::Result<()> {
         upstream = %config.upstream,
         mode = %config.default_mode,
         runtime = config.runtime.as_str(),
+        store = %config.store.describe(),
         "codemode-proxy listening on http://{addr}"
     );
     // Tests and scripts read this line to find a port-0 listener.
