@@ -18,7 +18,9 @@ fn main() -> ExitCode {
     };
     if std::env::args().nth(1).as_deref() == Some("demo") {
         init_subscriber(logging::LogFormat::Text, otel);
-        return demo();
+        let code = demo();
+        logging::flush();
+        return code;
     }
     let config = match Config::from_env() {
         Ok(c) => c,
@@ -35,15 +37,18 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
+            logging::flush();
             eprintln!("codemode-proxy: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     let served = runtime.block_on(run(config));
-    // Graceful shutdown: the spans still queued are exported before exit.
+    // Graceful shutdown: the spans still queued are exported before exit,
+    // the log lines still buffered written.
     if let Some(traces) = traces {
         traces.shutdown();
     }
+    logging::flush();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -68,6 +73,12 @@ where
         + 'static,
 {
     let logs = tracing_subscriber::registry().with(logging::layer(format));
+    // Buffered lines go out before a panic's message, and before an abort.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        logging::flush();
+        report(info);
+    }));
     match otel {
         Some(otel) => logs.with(otel).init(),
         None => logs.init(),

@@ -174,8 +174,7 @@ async fn programs_are_logged_at_the_default_level_without_their_data() {
     );
     let end = http.post(&url).json(&body(&messages)).send().await.unwrap();
     assert_eq!(end.status(), 200);
-    let _ = child.0.kill();
-    let _ = child.0.wait();
+    terminate(&mut child.0);
     let mut log = String::new();
     std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut log).unwrap();
     for line in [

@@ -232,10 +232,9 @@ async fn an_https_upstream_is_tunnelled_with_tls_end_to_end() {
         .unwrap();
     let status = res.status();
     let got: Value = res.json().await.unwrap();
-    let _ = child.kill();
+    terminate(&mut child);
     let mut log = String::new();
     let _ = child.stderr.take().unwrap().read_to_string(&mut log);
-    let _ = child.wait();
 
     assert_eq!(status, 200, "{got}\n{log}");
     assert_eq!(answer_text(&got), "through the tunnel");

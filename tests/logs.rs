@@ -49,12 +49,15 @@ fn spawn(vars: &[(&str, &str)]) -> (Running, String) {
 
 /// Stops the binary and returns what it wrote to stderr.
 fn stop(mut running: Running) -> String {
-    let _ = running.0.kill();
-    let mut err = String::new();
-    if let Some(mut stderr) = running.0.stderr.take() {
+    // Read while it shuts down: more than a pipe's buffer may still come.
+    let mut stderr = running.0.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut err = String::new();
         stderr.read_to_string(&mut err).unwrap();
-    }
-    err
+        err
+    });
+    terminate(&mut running.0);
+    reader.join().unwrap()
 }
 
 #[tokio::test]
@@ -239,4 +242,104 @@ fn an_unknown_log_format_stops_start_up_naming_the_variable() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("CODEMODE_LOG_FORMAT"), "{err}");
     assert!(err.contains("`text` or `json`"), "{err}");
+}
+
+#[tokio::test]
+async fn text_lines_carry_the_request_id_and_no_colours_off_a_terminal() {
+    let p = scripted::model_server(Script::new([
+        ResponseTemplate::new(200).set_body_json(calls_completion(
+            vec![call(
+                "c1",
+                "bash",
+                &json!({"command": ARGUMENT}).to_string(),
+            )],
+            usage(1, 1),
+        )),
+        ResponseTemplate::new(200).set_body_json(text_completion(ANSWER, usage(1, 1))),
+    ]))
+    .await;
+    let upstream = format!("{}/v1", p.uri());
+    let (running, addr) = spawn(&[
+        ("CODEMODE_LISTEN", "127.0.0.1:0"),
+        ("CODEMODE_UPSTREAM", &upstream),
+        ("RUST_LOG", "info,codemode=trace,codemode_proxy=trace"),
+    ]);
+    let res = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .header("x-request-id", "log-\"text\"-1")
+        .json(&chat_body(json!([{"role": "user", "content": PROMPT}])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let _ = res.text().await.unwrap();
+
+    let stderr = stop(running);
+    assert!(!stderr.contains('\x1b'), "colours in a pipe:\n{stderr}");
+    let prefix = r#" request{request_id="log-\"text\"-1"}: "#;
+    let repair = stderr
+        .lines()
+        .find(|l| l.contains("codemode::repair"))
+        .unwrap_or_else(|| panic!("no repair line:\n{stderr}"));
+    assert!(repair.contains(prefix), "{repair}");
+    let access = stderr
+        .lines()
+        .find(|l| l.contains("codemode::access"))
+        .unwrap_or_else(|| panic!("no access line:\n{stderr}"));
+    assert!(access.contains(prefix), "{access}");
+    assert!(access.contains(" INFO "), "{access}");
+    for field in [
+        r#"route="chat""#,
+        "status=200",
+        "repairs=1",
+        "denials=1",
+        "completed=true",
+    ] {
+        assert!(access.contains(field), "`{field}` missing: {access}");
+    }
+}
+
+#[tokio::test]
+async fn a_burst_of_requests_writes_every_access_line_by_shutdown() {
+    const REQUESTS: usize = 400;
+    let p = scripted::model_server(Script::new((0..REQUESTS).map(|_| {
+        ResponseTemplate::new(200).set_body_json(text_completion(ANSWER, usage(1, 1)))
+    })))
+    .await;
+    let upstream = format!("{}/v1", p.uri());
+    let (running, addr) = spawn(&[
+        ("CODEMODE_LISTEN", "127.0.0.1:0"),
+        ("CODEMODE_UPSTREAM", &upstream),
+        ("CODEMODE_LOG_FORMAT", "json"),
+        ("RUST_LOG", "info"),
+    ]);
+    let http = reqwest::Client::new();
+    let sent = futures_util::future::join_all((0..REQUESTS).map(|n| {
+        let http = http.clone();
+        let url = format!("http://{addr}/v1/chat/completions");
+        async move {
+            let res = http
+                .post(url)
+                .header("x-request-id", format!("burst-{n}"))
+                .json(&chat_body(json!([{"role": "user", "content": "hi"}])))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            res.bytes().await.unwrap();
+        }
+    }));
+    sent.await;
+
+    let stderr = stop(running);
+    let mut ids: Vec<String> = stderr
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .filter(|l| l["target"] == "codemode::access")
+        .map(|l| l["request_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    let mut want: Vec<String> = (0..REQUESTS).map(|n| format!("burst-{n}")).collect();
+    want.sort();
+    assert_eq!(ids, want);
 }

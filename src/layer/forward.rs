@@ -127,7 +127,7 @@ pub(crate) async fn send(
 ) -> Result<Response<ProxyBody>, ProxyError> {
     if let Some(id) = crate::observe::ledger::request_id() {
         req.headers_mut()
-            .insert(crate::observe::ledger::REQUEST_ID, id);
+            .insert(&crate::observe::ledger::REQUEST_ID, id);
     }
     let round = crate::telemetry::Round::take(&mut req);
     let started = std::time::Instant::now();

@@ -48,14 +48,16 @@ impl Body for ObservedBody {
         let this = &mut *self;
         let _entered = this.span.enter();
         let inner = &mut this.inner;
-        let polled = ledger::sync_scope(&this.ledger, || Pin::new(inner).poll_frame(cx));
-        match &polled {
-            Poll::Ready(None) => this.ledger.finish(true),
-            Poll::Ready(Some(Err(_))) => this.ledger.finish(false),
-            Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.ledger.finish(true),
-            _ => {}
-        }
-        polled
+        ledger::sync_scope(&this.ledger, || {
+            let polled = Pin::new(&mut *inner).poll_frame(cx);
+            match &polled {
+                Poll::Ready(None) => this.ledger.finish(true),
+                Poll::Ready(Some(Err(_))) => this.ledger.finish(false),
+                Poll::Ready(Some(Ok(_))) if inner.is_end_stream() => this.ledger.finish(true),
+                _ => {}
+            }
+            polled
+        })
     }
 
     fn is_end_stream(&self) -> bool {
@@ -72,7 +74,8 @@ impl Drop for ObservedBody {
         // A body the server never had to poll (empty) ended all the same;
         // any other dropped before its end means the client went away.
         let _entered = self.span.enter();
-        self.ledger.finish(self.inner.is_end_stream());
+        let completed = self.inner.is_end_stream();
+        ledger::sync_scope(&self.ledger, || self.ledger.finish(completed));
     }
 }
 

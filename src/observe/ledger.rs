@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering::Re
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::metrics::{Finished, Metrics};
 use crate::classify::DenialCode;
@@ -21,7 +21,7 @@ use crate::select::Selection;
 use crate::turn::{Decision, Fate, JudgedCall};
 
 /// The request-id header, read from the client and sent upstream and back.
-pub const REQUEST_ID: &str = "x-request-id";
+pub static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// Longest client request id the proxy keeps.
 pub const MAX_REQUEST_ID: usize = 128;
 
@@ -75,7 +75,8 @@ impl Outcome {
         }
     }
 
-    fn index(self) -> usize {
+    /// The outcome's place in [`Outcome::ALL`].
+    pub fn index(self) -> usize {
         self as usize
     }
 }
@@ -100,7 +101,8 @@ pub enum Route {
 }
 
 impl Route {
-    const ALL: [Route; 7] = [
+    /// Every route, in the order of their values.
+    pub const ALL: [Route; 7] = [
         Route::Chat,
         Route::Responses,
         Route::Messages,
@@ -157,7 +159,7 @@ impl RequestLedger {
     /// `x-request-id` when that is a sane token, else a new one.
     pub fn new(headers: &HeaderMap, metrics: Arc<Metrics>) -> RequestLedger {
         let id = headers
-            .get(REQUEST_ID)
+            .get(&REQUEST_ID)
             .filter(|v| sane_id(v.as_bytes()))
             .cloned()
             .unwrap_or_else(new_id);
@@ -240,30 +242,22 @@ impl RequestLedger {
         if self.finished.swap(true, Relaxed) {
             return;
         }
-        let seconds = self.started.elapsed().as_secs_f64();
-        let route = self.route().as_str();
+        let elapsed = self.started.elapsed();
+        let seconds = elapsed.as_secs_f64();
+        let route = self.route();
         let (scope, preset, mode) = match self.selected.get() {
             Some(s) => (s.scope.as_str(), s.preset.as_str(), s.mode),
             None => ("", "", "none"),
         };
         let status = self.status.load(Relaxed);
-        let denials: Vec<(&'static str, u64)> = DENIAL_CODES
-            .iter()
-            .zip(&self.denials)
-            .map(|(code, n)| (*code, n.load(Relaxed)))
-            .collect();
-        let executions: Vec<(Outcome, u64)> = Outcome::ALL
-            .iter()
-            .map(|o| (*o, self.executions[o.index()].load(Relaxed)))
-            .collect();
         let finished = Finished {
             route,
             mode,
             status,
             seconds,
-            denials: &denials,
+            denials: self.denials.each_ref().map(|n| n.load(Relaxed)),
             repairs: self.repairs.load(Relaxed),
-            executions: &executions,
+            executions: self.executions.each_ref().map(|n| n.load(Relaxed)),
             nested_calls: self.nested_calls.load(Relaxed),
             tokens: (self.tokens_in.load(Relaxed), self.tokens_out.load(Relaxed)),
             round_trips_saved: self.round_trips_saved.load(Relaxed),
@@ -273,17 +267,18 @@ impl RequestLedger {
         tracing::info!(
             target: "codemode::access",
             request_id = self.id_str(),
-            route,
+            route = route.as_str(),
             scope,
             preset,
             mode,
             status,
-            duration_ms = seconds * 1000.0,
+            // To the microsecond: a float's tail digits say nothing.
+            duration_ms = elapsed.as_micros() as f64 / 1000.0,
             upstream_rounds = self.rounds.load(Relaxed),
             upstream_ms = self.upstream_micros.load(Relaxed) as f64 / 1000.0,
             repairs = finished.repairs,
-            denials = denials.iter().map(|(_, n)| n).sum::<u64>(),
-            executions = executions.iter().map(|(_, n)| n).sum::<u64>(),
+            denials = finished.denials.iter().sum::<u64>(),
+            executions = finished.executions.iter().sum::<u64>(),
             input_tokens = finished.tokens.0,
             output_tokens = finished.tokens.1,
             nested_calls = finished.nested_calls,
@@ -306,20 +301,24 @@ pub fn sane_id(id: &[u8]) -> bool {
 /// only need to be unique (they name log lines, they grant nothing), and a
 /// system call per request costs more than the rest of the id.
 pub fn new_id() -> HeaderValue {
-    use std::sync::OnceLock;
-    static PROCESS: OnceLock<String> = OnceLock::new();
+    static PROCESS: OnceLock<u64> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let process = PROCESS.get_or_init(|| crate::tenant::unguessable()[..16].to_owned());
-    let hex = format!("{process}{:016x}", NEXT.fetch_add(1, Relaxed));
-    let id = format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    );
-    HeaderValue::try_from(id).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+    let process = *PROCESS.get_or_init(|| {
+        let hex = crate::tenant::unguessable();
+        u64::from_str_radix(&hex[..16], 16).unwrap_or_default()
+    });
+    let bits = (u128::from(process) << 64) | u128::from(NEXT.fetch_add(1, Relaxed));
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = [b'-'; 36];
+    let mut nibble = 32;
+    for (at, byte) in id.iter_mut().enumerate() {
+        if matches!(at, 8 | 13 | 18 | 23) {
+            continue;
+        }
+        nibble -= 1;
+        *byte = HEX[((bits >> (nibble * 4)) & 0xf) as usize];
+    }
+    HeaderValue::from_bytes(&id).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
 
 // ---- The current request's ledger ----
@@ -344,6 +343,11 @@ pub fn scope<F: std::future::Future>(
 
 fn with(f: impl FnOnce(&RequestLedger)) {
     let _ = LEDGER.try_with(|l| f(l));
+}
+
+/// `f` of the current request's id, if code runs for a request.
+pub fn with_current_id<R>(f: impl FnOnce(&str) -> R) -> Option<R> {
+    LEDGER.try_with(|l| f(l.id_str())).ok()
 }
 
 /// The current request's id, for a request sent upstream.
@@ -415,17 +419,31 @@ mod tests {
     fn a_sane_client_id_is_kept_and_others_replaced() {
         let metrics = Arc::new(Metrics::new());
         let mut h = HeaderMap::new();
-        h.insert(REQUEST_ID, HeaderValue::from_static("abc-123_X"));
+        h.insert(&REQUEST_ID, HeaderValue::from_static("abc-123_X"));
         assert_eq!(
             RequestLedger::new(&h, metrics.clone()).id_str(),
             "abc-123_X"
         );
         for bad in ["has space", &"x".repeat(129)] {
-            h.insert(REQUEST_ID, HeaderValue::try_from(bad).unwrap());
+            h.insert(&REQUEST_ID, HeaderValue::try_from(bad).unwrap());
             let id = RequestLedger::new(&h, metrics.clone()).id_str().to_owned();
             assert_ne!(id, bad);
             assert_eq!(id.len(), 36);
         }
+    }
+
+    #[test]
+    fn new_ids_are_spelled_like_uuids_and_differ() {
+        let (a, b) = (new_id(), new_id());
+        for id in [&a, &b] {
+            let id = id.to_str().unwrap();
+            let groups: Vec<usize> = id.split('-').map(str::len).collect();
+            assert_eq!(groups, [8, 4, 4, 4, 12], "{id}");
+            assert!(id.bytes().all(|c| c == b'-' || c.is_ascii_hexdigit()));
+        }
+        assert_ne!(a, b);
+        // One process prefix: the ids differ in their counter only.
+        assert_eq!(a.to_str().unwrap()[..19], b.to_str().unwrap()[..19]);
     }
 
     #[test]

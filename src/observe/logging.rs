@@ -3,19 +3,31 @@
 //!
 //! Arguments, results, prompts and credentials are never logged at any
 //! level: the proxy's own events carry counts, names and codes only.
+//!
+//! A line written for a request carries its id, read from the request's
+//! ledger (current for the handler and every poll of its body) when the
+//! line is written. No span is built per request for it: a span costs its
+//! creation, field formatting and an enter per poll on every request,
+//! where the ledger lookup costs only the lines actually written.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::filter::{filter_fn, FilterExt};
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
+pub use super::log_writer::flush;
+
+use super::lines::{JsonFields, JsonLine, TextFields, TextLine};
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogFormat {
-    /// Human-readable lines; a request's span prefixes its lines as
-    /// `request{request_id=...}`.
+    /// Human-readable lines; a request's lines start with
+    /// `request{request_id="..."}:`.
     #[default]
     Text,
-    /// One JSON object a line; the request's span fields (`request_id`)
-    /// are listed under `span` on every line of the request.
+    /// One JSON object a line; a request's lines list its id under
+    /// `span` (`"span": {"request_id": ..., "name": "request"}`).
     Json,
 }
 
@@ -36,21 +48,32 @@ impl LogFormat {
 /// on its own, so other layers (trace export) see every span whatever the
 /// log level.
 ///
-/// The trace spans (`chat {model}`, `execute_tool ...`) are for export
-/// only: a log line's span stays the request's, so it carries its id.
+/// The trace spans (`chat {model}`, `execute_tool ...`) and the request
+/// span are for export only: this layer never sees them, so without an
+/// exporter they are never built.
+///
+/// Lines are written in batches ([`super::log_writer`]): call [`flush`]
+/// before the process exits.
 pub fn layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
     let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let filter = env.and(filter_fn(|meta| {
-        !(meta.is_span() && meta.target() == crate::telemetry::TARGET)
+        !(meta.is_span()
+            && (meta.target() == crate::telemetry::TARGET
+                || meta.target() == super::REQUEST_TARGET))
     }));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only for a terminal: a file or a collector gets plain text.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(super::log_writer::batched_stderr())
+        .with_ansi(std::io::stderr().is_terminal());
     match format {
-        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Text => fmt
+            .event_format(TextLine)
+            .fmt_fields(TextFields)
+            .with_filter(filter)
+            .boxed(),
         LogFormat::Json => fmt
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
+            .event_format(JsonLine)
+            .fmt_fields(JsonFields)
             .with_filter(filter)
             .boxed(),
     }

@@ -11,7 +11,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use super::ledger::Outcome;
+use std::sync::OnceLock;
+
+use super::ledger::{Outcome, Route, DENIAL_CODES};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -51,29 +53,42 @@ fn request_histogram() -> Histogram {
 }
 
 /// The series, and the registry that encodes them.
+///
+/// A labelled series is looked up (hashed, under a lock) once and its
+/// handle kept, since every request counts into several of them; only
+/// `codemode_requests`, whose status label is open, is looked up per
+/// request.
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     request_duration: HistogramFamily<RouteLabel>,
+    /// `request_duration`'s series by route, made on first use so an
+    /// unused route shows no series.
+    route_durations: [OnceLock<Histogram>; Route::ALL.len()],
     upstream_duration: Histogram,
-    denials: Family<CodeLabel, Counter>,
+    /// By [`DENIAL_CODES`].
+    denials: [Counter; DENIAL_CODES.len()],
     repairs: Counter,
-    executions: Family<OutcomeLabel, Counter>,
+    /// By [`Outcome::index`].
+    executions: [Counter; Outcome::ALL.len()],
     nested_calls: Counter,
-    tokens: Family<TypeLabel, Counter>,
+    input_tokens: Counter,
+    output_tokens: Counter,
     round_trips_saved: Counter,
     context_bytes_saved: Counter,
 }
 
 /// One finished request, as the metrics count it.
-pub(crate) struct Finished<'a> {
-    pub(crate) route: &'static str,
+pub(crate) struct Finished {
+    pub(crate) route: Route,
     pub(crate) mode: &'static str,
     pub(crate) status: u16,
     pub(crate) seconds: f64,
-    pub(crate) denials: &'a [(&'static str, u64)],
+    /// By [`DENIAL_CODES`].
+    pub(crate) denials: [u64; DENIAL_CODES.len()],
     pub(crate) repairs: u64,
-    pub(crate) executions: &'a [(Outcome, u64)],
+    /// By [`Outcome::index`].
+    pub(crate) executions: [u64; Outcome::ALL.len()],
     pub(crate) nested_calls: u64,
     pub(crate) tokens: (u64, u64),
     pub(crate) round_trips_saved: u64,
@@ -146,27 +161,28 @@ impl Metrics {
             context_bytes_saved.clone(),
         );
         // Series a dashboard expects from the start, before any traffic.
-        for code in super::ledger::DENIAL_CODES {
-            let _ = denials.get_or_create(&CodeLabel { code });
-        }
-        for outcome in Outcome::ALL {
-            let _ = executions.get_or_create(&OutcomeLabel {
-                outcome: outcome.as_str(),
-            });
-        }
-        for r#type in ["input", "output"] {
-            let _ = tokens.get_or_create(&TypeLabel { r#type });
-        }
+        let denials = DENIAL_CODES.map(|code| denials.get_or_create(&CodeLabel { code }).clone());
+        let executions = Outcome::ALL.map(|outcome| {
+            executions
+                .get_or_create(&OutcomeLabel {
+                    outcome: outcome.as_str(),
+                })
+                .clone()
+        });
+        let [input_tokens, output_tokens] =
+            ["input", "output"].map(|r#type| tokens.get_or_create(&TypeLabel { r#type }).clone());
         Metrics {
             registry,
             requests,
             request_duration,
+            route_durations: Default::default(),
             upstream_duration,
             denials,
             repairs,
             executions,
             nested_calls,
-            tokens,
+            input_tokens,
+            output_tokens,
             round_trips_saved,
             context_bytes_saved,
         }
@@ -186,44 +202,32 @@ impl Metrics {
     }
 
     /// Counts a finished request.
-    pub(crate) fn finished(&self, f: &Finished<'_>) {
+    pub(crate) fn finished(&self, f: &Finished) {
+        let route = f.route.as_str();
         self.requests
             .get_or_create(&RequestLabels {
-                route: f.route,
+                route,
                 mode: f.mode,
                 status: f.status,
             })
             .inc();
-        self.request_duration
-            .get_or_create(&RouteLabel { route: f.route })
+        self.route_durations[f.route as usize]
+            .get_or_init(|| {
+                self.request_duration
+                    .get_or_create(&RouteLabel { route })
+                    .clone()
+            })
             .observe(f.seconds);
-        for &(code, n) in f.denials {
-            if n > 0 {
-                self.denials.get_or_create(&CodeLabel { code }).inc_by(n);
-            }
+        for (counter, &n) in self.denials.iter().zip(&f.denials) {
+            add(counter, n);
         }
         add(&self.repairs, f.repairs);
-        for &(outcome, n) in f.executions {
-            if n > 0 {
-                self.executions
-                    .get_or_create(&OutcomeLabel {
-                        outcome: outcome.as_str(),
-                    })
-                    .inc_by(n);
-            }
+        for (counter, &n) in self.executions.iter().zip(&f.executions) {
+            add(counter, n);
         }
         add(&self.nested_calls, f.nested_calls);
-        let (input, output) = f.tokens;
-        if input > 0 {
-            self.tokens
-                .get_or_create(&TypeLabel { r#type: "input" })
-                .inc_by(input);
-        }
-        if output > 0 {
-            self.tokens
-                .get_or_create(&TypeLabel { r#type: "output" })
-                .inc_by(output);
-        }
+        add(&self.input_tokens, f.tokens.0);
+        add(&self.output_tokens, f.tokens.1);
         add(&self.round_trips_saved, f.round_trips_saved);
         add(&self.context_bytes_saved, f.context_bytes_saved);
     }

@@ -1,16 +1,19 @@
 //! Operations: per-request ids and records, the access log, metrics, log
 //! format (design.md section 12).
 //!
-//! The service gives each request a [`ledger::RequestLedger`] and a tracing
-//! span carrying its `request_id`; both stay current for the handler and
-//! for every poll of the response body, so the code that counts something
-//! calls a free function ([`ledger::judged`], [`ledger::program_ended`],
-//! ...) without a ledger parameter. The response body's end writes the
-//! one access-log line (target `codemode::access`) and updates
-//! [`metrics::Metrics`], which `GET /metrics` encodes.
+//! The service gives each request a [`ledger::RequestLedger`], current for
+//! the handler and for every poll of the response body, so the code that
+//! counts something calls a free function ([`ledger::judged`],
+//! [`ledger::program_ended`], ...) without a ledger parameter, and a log
+//! line finds its request's id there ([`logging`]). The response body's end
+//! writes the one access-log line (target `codemode::access`) and updates
+//! [`metrics::Metrics`], which `GET /metrics` encodes. A tracing span per
+//! request exists only for trace export ([`request_span`]).
 
 pub(crate) mod body;
 pub(crate) mod ledger;
+mod lines;
+mod log_writer;
 pub mod logging;
 pub(crate) mod metrics;
 pub(crate) mod usage;
@@ -18,7 +21,7 @@ pub(crate) mod usage;
 use std::future::Future;
 use std::sync::Arc;
 
-use http::{HeaderValue, Response};
+use http::{HeaderName, HeaderValue, Response};
 use http_body_util::combinators::UnsyncBoxBody;
 use tracing::{Instrument, Span};
 
@@ -28,21 +31,23 @@ use ledger::{RequestLedger, REQUEST_ID};
 pub use logging::LogFormat;
 
 /// Response header: the nested calls of the programs that ended during the request.
-pub const RESPONSE_NESTED_CALLS: &str = "x-codemode-nested-calls";
+pub static RESPONSE_NESTED_CALLS: HeaderName = HeaderName::from_static("x-codemode-nested-calls");
 /// Response header: bytes of nested results those programs kept out of the model's context.
-pub const RESPONSE_CONTEXT_BYTES_SAVED: &str = "x-codemode-context-bytes-saved";
+pub static RESPONSE_CONTEXT_BYTES_SAVED: HeaderName =
+    HeaderName::from_static("x-codemode-context-bytes-saved");
 
 /// Response header: the provider's own `x-request-id`, when it sent one.
-pub const UPSTREAM_REQUEST_ID: &str = "x-upstream-request-id";
+pub static UPSTREAM_REQUEST_ID: HeaderName = HeaderName::from_static("x-upstream-request-id");
 
-/// The span every log line of a request is emitted in.
-///
-/// A span's level only decides whether it is recorded; at `ERROR` it is
-/// recorded whenever any line is written (`RUST_LOG=warn` included), so
-/// every line of the request carries its id.
+/// The target of the request span.
+pub(crate) const REQUEST_TARGET: &str = "codemode::request";
+
+/// The request's span, the parent of its exported trace spans. Only a
+/// trace exporter takes it (log lines find the request id in the ledger:
+/// [`logging`]), so without one it is never built.
 pub(crate) fn request_span(ledger: &RequestLedger) -> Span {
     tracing::span!(
-        target: "codemode::request",
+        target: REQUEST_TARGET,
         tracing::Level::ERROR,
         "request",
         request_id = ledger.id_str()
@@ -68,18 +73,18 @@ pub(crate) fn respond(
     let (mut parts, body) = res.into_parts();
     ledger.set_status(parts.status.as_u16());
     // A provider's own id (OpenAI answers with one) stays readable.
-    if let Some(upstream) = parts.headers.insert(REQUEST_ID, ledger.id().clone()) {
+    if let Some(upstream) = parts.headers.insert(&REQUEST_ID, ledger.id().clone()) {
         if upstream != ledger.id() {
-            parts.headers.insert(UPSTREAM_REQUEST_ID, upstream);
+            parts.headers.insert(&UPSTREAM_REQUEST_ID, upstream);
         }
     }
     if let Some((nested, saved)) = ledger.savings() {
         parts
             .headers
-            .insert(RESPONSE_NESTED_CALLS, HeaderValue::from(nested));
+            .insert(&RESPONSE_NESTED_CALLS, HeaderValue::from(nested));
         parts
             .headers
-            .insert(RESPONSE_CONTEXT_BYTES_SAVED, HeaderValue::from(saved));
+            .insert(&RESPONSE_CONTEXT_BYTES_SAVED, HeaderValue::from(saved));
     }
     let body = UnsyncBoxBody::new(body::ObservedBody::new(body, ledger, span));
     Response::from_parts(parts, body)

@@ -11,6 +11,7 @@
 //! count replaces an earlier one: a Messages stream reports input tokens in
 //! `message_start` and the running output count in each `message_delta`.
 
+use bytes::Bytes;
 use memchr::memmem;
 use serde_json::Value;
 
@@ -42,7 +43,10 @@ pub enum Kind {
 #[derive(Debug)]
 pub struct UsageScanner {
     kind: Kind,
-    /// A JSON body's bytes, or an event stream's unfinished line.
+    /// A JSON body's chunks (shared with the body, not copied) and their length.
+    chunks: Vec<Bytes>,
+    chunks_len: usize,
+    /// An event stream's unfinished line.
     held: Vec<u8>,
     /// The held bytes went past [`MAX_SCANNED_BYTES`]: skip to the next line
     /// (an event stream) or give up (JSON).
@@ -55,6 +59,8 @@ impl UsageScanner {
     pub fn new(kind: Kind) -> UsageScanner {
         UsageScanner {
             kind,
+            chunks: Vec::new(),
+            chunks_len: 0,
             held: Vec::new(),
             overflowed: false,
             tokens: Tokens::default(),
@@ -67,15 +73,16 @@ impl UsageScanner {
     }
 
     /// Feeds a chunk; returns whether the counts changed.
-    pub fn push(&mut self, chunk: &[u8]) -> bool {
+    pub fn push(&mut self, chunk: &Bytes) -> bool {
         match self.kind {
             Kind::Json => {
                 if !self.overflowed {
-                    if self.held.len() + chunk.len() > MAX_SCANNED_BYTES {
+                    if self.chunks_len + chunk.len() > MAX_SCANNED_BYTES {
                         self.overflowed = true;
-                        self.held = Vec::new();
+                        self.chunks = Vec::new();
                     } else {
-                        self.held.extend_from_slice(chunk);
+                        self.chunks_len += chunk.len();
+                        self.chunks.push(chunk.clone());
                     }
                 }
                 false
@@ -87,11 +94,15 @@ impl UsageScanner {
     /// The body ended; returns whether the counts changed.
     pub fn finish(&mut self) -> bool {
         let held = std::mem::take(&mut self.held);
+        let chunks = std::mem::take(&mut self.chunks);
         if self.overflowed {
             return false;
         }
         match self.kind {
-            Kind::Json => self.scan(&held),
+            Kind::Json => match chunks.as_slice() {
+                [one] => self.scan(one),
+                many => self.scan(&many.concat()),
+            },
             Kind::EventStream => self.scan_lines(&held),
         }
     }
@@ -165,6 +176,25 @@ impl UsageScanner {
     }
 }
 
+/// The counts a usage object may hold, in either dialect's names. A count
+/// that is not a whole number is left out, as if absent.
+#[derive(serde::Deserialize)]
+struct Usage {
+    #[serde(default, deserialize_with = "count")]
+    prompt_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    completion_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    output_tokens: Option<u64>,
+}
+
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::Deserialize;
+    Ok(Value::deserialize(d)?.as_u64())
+}
+
 struct Found {
     input: Option<u64>,
     output: Option<u64>,
@@ -178,19 +208,14 @@ fn counts_at(rest: &[u8]) -> Option<Found> {
     if !rest.starts_with(b"{") {
         return None;
     }
-    let usage: Value = serde_json::Deserializer::from_slice(rest)
-        .into_iter::<Value>()
+    // Only the counts are built; every other member is skipped unparsed.
+    let usage: Usage = serde_json::Deserializer::from_slice(rest)
+        .into_iter::<Usage>()
         .next()?
         .ok()?;
-    let count = |a: &str, b: &str| {
-        usage
-            .get(a)
-            .or_else(|| usage.get(b))
-            .and_then(Value::as_u64)
-    };
     let found = Found {
-        input: count("prompt_tokens", "input_tokens"),
-        output: count("completion_tokens", "output_tokens"),
+        input: usage.prompt_tokens.or(usage.input_tokens),
+        output: usage.completion_tokens.or(usage.output_tokens),
     };
     (found.input.is_some() || found.output.is_some()).then_some(found)
 }
@@ -211,8 +236,8 @@ mod tests {
         (0..=body.len())
             .map(|at| {
                 let mut s = UsageScanner::new(kind);
-                s.push(&body[..at]);
-                s.push(&body[at..]);
+                s.push(&Bytes::copy_from_slice(&body[..at]));
+                s.push(&Bytes::copy_from_slice(&body[at..]));
                 s.finish();
                 s.tokens()
             })
@@ -237,7 +262,7 @@ mod tests {
     fn responses_json_usage_after_echoed_tools_wins() {
         let body = br#"{"id":"r","tools":[{"parameters":{"properties":{"usage":{"type":"string"}}}}],"usage":{"input_tokens":30,"output_tokens":4}}"#;
         let mut s = UsageScanner::new(Kind::Json);
-        s.push(body);
+        s.push(&Bytes::from_static(body));
         assert!(s.finish());
         assert_eq!(
             s.tokens(),
@@ -297,7 +322,7 @@ event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{
     #[test]
     fn a_body_without_usage_reports_nothing() {
         let mut s = UsageScanner::new(Kind::Json);
-        s.push(b"{\"error\":{\"message\":\"no\"}}");
+        s.push(&Bytes::from_static(b"{\"error\":{\"message\":\"no\"}}"));
         assert!(!s.finish());
         assert_eq!(s.tokens(), Tokens::default());
     }

@@ -304,3 +304,12 @@ pub fn config_file(name: &str, text: &str) -> String {
     std::fs::write(&file, text).unwrap();
     file.to_string_lossy().into_owned()
 }
+
+/// Stops a proxy binary as an orchestrator does (`SIGTERM`) and waits for
+/// it: it shuts down gracefully and writes the log lines it still holds.
+pub fn terminate(child: &mut std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
