@@ -10,13 +10,13 @@
 //! The request id comes from the request's ledger, current while code runs
 //! for the request (see [`super::logging`]).
 
+use std::cell::RefCell;
 use std::fmt;
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
-use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -52,7 +52,7 @@ where
         let ansi = w.has_ansi_escapes();
         let meta = event.metadata();
         style(&mut w, ansi, DIMMED)?;
-        SystemTime.format_time(&mut w)?;
+        write_timestamp(&mut w)?;
         style(&mut w, ansi, RESET)?;
         w.write_char(' ')?;
         style(&mut w, ansi, level_color(*meta.level()))?;
@@ -93,6 +93,53 @@ where
         ctx.format_fields(w.by_ref(), event)?;
         w.write_char('\n')
     }
+}
+
+/// The time as tracing-subscriber's `SystemTime` spells it
+/// (`2026-01-01T00:00:00.000000Z`); the part up to the second is spelled
+/// once a second per thread.
+fn write_timestamp(w: &mut Writer<'_>) -> fmt::Result {
+    thread_local! {
+        static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let (secs, micros) = (now.as_secs(), now.subsec_micros());
+    SECOND.with(|second| {
+        let mut second = second.borrow_mut();
+        if second.0 != secs {
+            *second = (secs, date_and_second(secs));
+        }
+        w.write_str(&second.1)
+    })?;
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(micros);
+    w.write_str(&"000000"[digits.len().min(6)..])?;
+    w.write_str(digits)?;
+    w.write_char('Z')
+}
+
+/// `YYYY-MM-DDThh:mm:ss.` of `secs` since the Unix epoch, UTC (the civil
+/// calendar from a day count, as in Howard Hinnant's `civil_from_days`).
+fn date_and_second(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let of_day = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.",
+        of_day / 3_600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
 }
 
 fn span_open(w: &mut Writer<'_>, ansi: bool, name: &str) -> fmt::Result {
@@ -173,17 +220,24 @@ impl<'w> TextVisitor<'w> {
             return;
         }
         let name = name.strip_prefix("r#").unwrap_or(name);
+        let space = !std::mem::take(&mut self.first);
         self.result = (|| {
-            if !std::mem::take(&mut self.first) {
-                self.w.write_char(' ')?;
-            }
-            if name != "message" {
+            if name == "message" {
+                if space {
+                    self.w.write_char(' ')?;
+                }
+            } else if self.ansi {
+                if space {
+                    self.w.write_char(' ')?;
+                }
                 style(&mut self.w, self.ansi, ITALIC)?;
                 self.w.write_str(name)?;
                 style(&mut self.w, self.ansi, RESET)?;
                 style(&mut self.w, self.ansi, DIMMED)?;
                 self.w.write_char('=')?;
                 style(&mut self.w, self.ansi, RESET)?;
+            } else {
+                write_name(&mut self.w, space, name)?;
             }
             value(&mut self.w)
         })();
@@ -192,6 +246,15 @@ impl<'w> TextVisitor<'w> {
     fn record_str_named(&mut self, name: &str, value: &str) {
         self.field(name, |w| write_quoted(w, value));
     }
+}
+
+/// ` name=` (without the space first).
+fn write_name(w: &mut Writer<'_>, space: bool, name: &str) -> fmt::Result {
+    if space {
+        w.write_char(' ')?;
+    }
+    w.write_str(name)?;
+    w.write_char('=')
 }
 
 /// `value` quoted as `Debug` quotes it; plain text goes as it is.
@@ -265,7 +328,7 @@ where
     ) -> fmt::Result {
         let meta = event.metadata();
         w.write_str("{\"timestamp\":\"")?;
-        SystemTime.format_time(&mut w)?;
+        write_timestamp(&mut w)?;
         w.write_str("\",\"level\":\"")?;
         w.write_str(meta.level().as_str())?;
         w.write_char('"')?;
@@ -424,6 +487,40 @@ mod tests {
         ] {
             let out = json(s);
             assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s, "{out}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_spelled_as_rfc_3339_utc() {
+        for (secs, text) in [
+            (0, "1970-01-01T00:00:00."),
+            (951_782_400, "2000-02-29T00:00:00."),
+            (1_709_164_800, "2024-02-29T00:00:00."),
+            (1_796_068_257, "2026-11-30T19:50:57."),
+            (4_102_444_799, "2099-12-31T23:59:59."),
+        ] {
+            assert_eq!(date_and_second(secs), text);
+        }
+        let mut out = String::new();
+        write_timestamp(&mut Writer::new(&mut out)).unwrap();
+        assert_eq!(out.len(), "2026-11-30T19:50:57.123456Z".len(), "{out}");
+        assert!(out.ends_with('Z') && out.as_bytes()[19] == b'.', "{out}");
+    }
+
+    #[test]
+    fn field_names_are_written_with_their_space_and_equals_sign() {
+        for (space, name, want) in [
+            (true, "route", " route="),
+            (false, "route", "route="),
+            (
+                true,
+                &"n".repeat(60)[..],
+                &format!(" {}=", "n".repeat(60))[..],
+            ),
+        ] {
+            let mut out = String::new();
+            write_name(&mut Writer::new(&mut out), space, name).unwrap();
+            assert_eq!(out, want);
         }
     }
 

@@ -21,6 +21,14 @@ pub const MAX_SCANNED_BYTES: usize = 8 << 20;
 
 const KEY: &[u8] = b"\"usage\"";
 
+/// Searchers for [`KEY`], built once: building one costs more than a
+/// body's search.
+fn finders() -> &'static (memmem::Finder<'static>, memmem::FinderRev<'static>) {
+    static FINDERS: std::sync::OnceLock<(memmem::Finder<'static>, memmem::FinderRev<'static>)> =
+        std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| (memmem::Finder::new(KEY), memmem::FinderRev::new(KEY)))
+}
+
 /// Counts one upstream body reported so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tokens {
@@ -146,7 +154,7 @@ impl UsageScanner {
 
     /// Scans whole lines; only a line that holds a usage object is parsed.
     fn scan_lines(&mut self, lines: &[u8]) -> bool {
-        if memmem::find(lines, KEY).is_none() {
+        if finders().0.find(lines).is_none() {
             return false;
         }
         let mut changed = false;
@@ -160,7 +168,10 @@ impl UsageScanner {
 
     /// Reads the last usage object of `bytes` that has a count.
     fn scan(&mut self, bytes: &[u8]) -> bool {
-        for at in memmem::rfind_iter(bytes, KEY) {
+        let mut end = bytes.len();
+        while let Some(at) = finders().1.rfind(&bytes[..end]) {
+            // Earlier occurrences, overlapping ones included.
+            end = at + KEY.len() - 1;
             if let Some(found) = counts_at(&bytes[at + KEY.len()..]) {
                 let before = self.tokens;
                 if let Some(input) = found.input {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Instructions per request: the proxy under callgrind, in front of the fast
+# fake provider, serving load.sh's request. Unlike req/s on a shared
+# machine (runs move by 20%), the count moves by well under 1% between
+# runs, so it shows what a change costs per request. User space only: a
+# system call counts as the instructions that make it.
+#
+#   bench/instructions.sh                        # this tree, code mode, RUST_LOG=warn
+#   MODE=native LOG=info bench/instructions.sh   # native mode, access log on
+#   bench/instructions.sh /tmp/old-proxy ./target/release/codemode-proxy
+#
+# Each binary serves 3 s of warm-up, then counts over 10 s of 4 connections.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE=${MODE:-code}
+LOG=${LOG:-warn}
+if ! command -v valgrind >/dev/null || ! command -v wrk >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq valgrind wrk >/dev/null
+fi
+cargo build --release --quiet --bin codemode-proxy --example fake_provider
+BINS=("$@")
+[ ${#BINS[@]} -gt 0 ] || BINS=(./target/release/codemode-proxy)
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+PROVIDER=127.0.0.1:19110
+PROXY=127.0.0.1:19111
+./target/release/examples/fake_provider "$PROVIDER" 200 5 >/dev/null &
+PIDS+=($!)
+
+python3 - "$WORK" <<'PY'
+import json, sys
+tool = lambda n, d, p, r: {"type": "function", "function": {"name": n, "description": d, "parameters": {"type": "object", "properties": p, "required": r}}}
+tools = [
+    tool("read", "Read a file from the workspace.", {"path": {"type": "string", "description": "Path relative to the workspace"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, ["path"]),
+    tool("write", "Write a file, replacing its contents.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    tool("bash", "Run a shell command and return its output.", {"command": {"type": "string"}, "timeout_ms": {"type": "integer", "default": 120000}}, ["command"]),
+    tool("run_code", "Run a JavaScript program that calls the tools above.", {"code": {"type": "string"}}, ["code"]),
+]
+messages = [
+    {"role": "system", "content": "You are a careful coding agent working in a repository. Prefer small, verifiable steps. " * 4},
+    {"role": "user", "content": "How many lines does src/main.rs have? Answer with one sentence."},
+]
+open(sys.argv[1] + "/body.json", "w").write(json.dumps({"model": "gpt-4.1", "messages": messages, "tools": tools, "temperature": 0}))
+PY
+cat > "$WORK/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open("$WORK/body.json", "r"); wrk.body = f:read("*a"); f:close()
+LUA
+
+for bin in "${BINS[@]}"; do
+    out="$WORK/callgrind.out"
+    rm -f "$out"*
+    RUST_LOG=$LOG CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=$PROXY CODEMODE_UPSTREAM=http://$PROVIDER/v1 CODEMODE_MODE=$MODE \
+        valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" >/dev/null 2>"$WORK/proxy.log" &
+    pid=$!
+    for _ in $(seq 120); do
+        curl -sf -o /dev/null -d @"$WORK/body.json" -H 'content-type: application/json' "http://$PROXY/v1/chat/completions" && break
+        sleep 0.5
+    done
+    wrk -t1 -c4 -d3s -s "$WORK/post.lua" "http://$PROXY/v1/chat/completions" >/dev/null
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    requests=$(wrk -t1 -c4 -d10s --timeout 5s -s "$WORK/post.lua" "http://$PROXY/v1/chat/completions" | awk '/requests in/ {print $1}')
+    callgrind_control -d "$pid" >/dev/null 2>&1
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    # The dump taken after the load, not the one written at exit.
+    dump=$(ls -S "$out".* | head -1)
+    total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    echo "$bin mode=$MODE RUST_LOG=$LOG: $requests requests, $((total / requests)) instructions per request"
+done
