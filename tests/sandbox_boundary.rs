@@ -111,8 +111,9 @@ async fn run_program(proxy: &Proxy, code: &str) -> Seen {
             .send()
             .await
             .expect("the proxy answers");
-        assert_eq!(res.status(), 200, "{code}");
+        let status = res.status();
         let completion: Value = res.json().await.unwrap();
+        assert_eq!(status, 200, "{code}: {completion}");
         let message = completion["choices"][0]["message"].clone();
         messages.push(message.clone());
         let Some(turn) = message["tool_calls"].as_array().filter(|c| !c.is_empty()) else {
