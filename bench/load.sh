@@ -72,28 +72,7 @@ PIDS+=($!)
 sleep 1
 
 # A realistic request: system prompt, four tools, one user message.
-python3 - "$WORK" <<'PY'
-import json, sys
-tool = lambda n, d, p, r: {"type": "function", "function": {"name": n, "description": d, "parameters": {"type": "object", "properties": p, "required": r}}}
-tools = [
-    tool("read", "Read a file from the workspace.", {"path": {"type": "string", "description": "Path relative to the workspace"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, ["path"]),
-    tool("write", "Write a file, replacing its contents.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-    tool("bash", "Run a shell command and return its output.", {"command": {"type": "string"}, "timeout_ms": {"type": "integer", "default": 120000}}, ["command"]),
-    tool("run_code", "Run a JavaScript program that calls the tools above.", {"code": {"type": "string"}}, ["code"]),
-]
-messages = [
-    {"role": "system", "content": "You are a careful coding agent working in a repository. Prefer small, verifiable steps. " * 4},
-    {"role": "user", "content": "How many lines does src/main.rs have? Answer with one sentence."},
-]
-base = {"model": "gpt-4.1", "messages": messages, "tools": tools, "temperature": 0}
-open(sys.argv[1] + "/body.json", "w").write(json.dumps(base))
-open(sys.argv[1] + "/stream.json", "w").write(json.dumps(dict(base, stream=True)))
-PY
-cat > "$WORK/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open("$WORK/body.json", "r"); wrk.body = f:read("*a"); f:close()
-LUA
+python3 bench/request.py "$WORK"
 
 # Pins every thread of the servers; the provider moves with the load generator.
 pin() { for p in "${PIDS[@]}"; do taskset -a -pc "$1" "$p" >/dev/null; done; }
