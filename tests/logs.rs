@@ -4,9 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::process::{Command, Stdio};
 
+use common::binary::{spawn_proxy, Running};
 use common::*;
 use serde_json::{json, Value};
 use wiremock::ResponseTemplate;
@@ -17,34 +18,8 @@ const RESULT: &str = "RESULT-MARKER-v7w";
 const ANSWER: &str = "ANSWER-MARKER-p4n";
 const CREDENTIAL: &str = "sk-CRED-MARKER-h6d";
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn spawn(vars: &[(&str, &str)]) -> (Running, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("the binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_owned();
-    (Running(child), addr)
+    spawn_proxy(vars, Stdio::piped())
 }
 
 /// Stops the binary and returns what it wrote to stderr.

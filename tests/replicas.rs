@@ -7,11 +7,11 @@ mod common;
 #[path = "common/redis.rs"]
 mod redis_server;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::agent::fs_tools;
+use common::binary::{spawn_proxy, Running};
 use common::responses_model::*;
 use common::*;
 use redis_server::RedisServer;
@@ -297,35 +297,8 @@ async fn a_responses_program_started_on_one_replica_is_resumed_on_the_other() {
 }
 
 /// The built executable, killed with SIGKILL on drop.
-struct Binary(Child);
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_binary(vars: &[(&str, &str)]) -> (Binary, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("the binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_owned();
-    (Binary(child), addr)
+fn spawn_binary(vars: &[(&str, &str)]) -> (Running, String) {
+    spawn_proxy(vars, Stdio::null())
 }
 
 #[tokio::test]

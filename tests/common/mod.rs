@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod binary;
 pub mod claude;
 pub mod codex;
 pub mod messages_model;
