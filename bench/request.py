@@ -1,0 +1,31 @@
+"""The benchmarks' request, realistic for an agent: a system prompt, four
+tools (read, write, bash, run_code), one user message (about 1.9 KB).
+
+Writes DIR/body.json, DIR/stream.json (the same with "stream": true) and
+DIR/post.lua (wrk posting body.json).
+
+    python3 bench/request.py DIR
+"""
+import json
+import sys
+
+out = sys.argv[1]
+tool = lambda n, d, p, r: {"type": "function", "function": {"name": n, "description": d, "parameters": {"type": "object", "properties": p, "required": r}}}
+tools = [
+    tool("read", "Read a file from the workspace.", {"path": {"type": "string", "description": "Path relative to the workspace"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, ["path"]),
+    tool("write", "Write a file, replacing its contents.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    tool("bash", "Run a shell command and return its output.", {"command": {"type": "string"}, "timeout_ms": {"type": "integer", "default": 120000}}, ["command"]),
+    tool("run_code", "Run a JavaScript program that calls the tools above.", {"code": {"type": "string"}}, ["code"]),
+]
+messages = [
+    {"role": "system", "content": "You are a careful coding agent working in a repository. Prefer small, verifiable steps. " * 4},
+    {"role": "user", "content": "How many lines does src/main.rs have? Answer with one sentence."},
+]
+base = {"model": "gpt-4.1", "messages": messages, "tools": tools, "temperature": 0}
+open(out + "/body.json", "w").write(json.dumps(base))
+open(out + "/stream.json", "w").write(json.dumps(dict(base, stream=True)))
+open(out + "/post.lua", "w").write(
+    'wrk.method = "POST"\n'
+    'wrk.headers["Content-Type"] = "application/json"\n'
+    f'local f = io.open("{out}/body.json", "r"); wrk.body = f:read("*a"); f:close()\n'
+)
