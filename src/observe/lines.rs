@@ -11,7 +11,7 @@
 //! for the request (see [`super::logging`]).
 
 use std::cell::RefCell;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -50,55 +50,84 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         let ansi = w.has_ansi_escapes();
-        let meta = event.metadata();
-        style(&mut w, ansi, DIMMED)?;
-        write_timestamp(&mut w)?;
-        style(&mut w, ansi, RESET)?;
-        w.write_char(' ')?;
-        style(&mut w, ansi, level_color(*meta.level()))?;
-        w.write_str(level_padded(*meta.level()))?;
-        style(&mut w, ansi, RESET)?;
-        w.write_char(' ')?;
-        let mut spans = false;
-        if let Some(written) = ledger::with_current_id(|id| {
-            span_open(&mut w, ansi, "request")?;
-            let mut fields = TextVisitor::new(w.by_ref(), ansi);
-            fields.record_str_named("request_id", id);
-            fields.result?;
-            span_close(&mut w, ansi)
-        }) {
-            written?;
-            spans = true;
-        }
-        if let Some(scope) = ctx.event_scope() {
-            for span in scope.from_root() {
-                span_open(&mut w, ansi, span.metadata().name())?;
-                if let Some(fields) = span.extensions().get::<FormattedFields<N>>() {
-                    w.write_str(fields)?;
-                }
-                span_close(&mut w, ansi)?;
+        buffered(&mut w, |out| {
+            let meta = event.metadata();
+            style(out, ansi, DIMMED);
+            push_timestamp(out);
+            style(out, ansi, RESET);
+            out.push(' ');
+            style(out, ansi, level_color(*meta.level()));
+            out.push_str(level_padded(*meta.level()));
+            style(out, ansi, RESET);
+            out.push(' ');
+            let mut spans = false;
+            if let Some(()) = ledger::with_current_id(|id| {
+                span_open(out, ansi, "request");
+                TextVisitor::new(out, ansi).record_str_named("request_id", id);
+                span_close(out, ansi);
+            }) {
                 spans = true;
             }
-        }
-        if spans {
-            w.write_char(' ')?;
-        }
-        style(&mut w, ansi, DIMMED)?;
-        w.write_str(meta.target())?;
-        style(&mut w, ansi, RESET)?;
-        style(&mut w, ansi, DIMMED)?;
-        w.write_char(':')?;
-        style(&mut w, ansi, RESET)?;
-        w.write_char(' ')?;
-        ctx.format_fields(w.by_ref(), event)?;
-        w.write_char('\n')
+            if let Some(scope) = ctx.event_scope() {
+                for span in scope.from_root() {
+                    span_open(out, ansi, span.metadata().name());
+                    if let Some(fields) = span.extensions().get::<FormattedFields<N>>() {
+                        out.push_str(fields);
+                    }
+                    span_close(out, ansi);
+                    spans = true;
+                }
+            }
+            if spans {
+                out.push(' ');
+            }
+            style(out, ansi, DIMMED);
+            out.push_str(meta.target());
+            style(out, ansi, RESET);
+            style(out, ansi, DIMMED);
+            out.push(':');
+            style(out, ansi, RESET);
+            out.push(' ');
+            let mut fields = TextVisitor::new(out, ansi);
+            event.record(&mut fields);
+            fields.result?;
+            out.push('\n');
+            Ok(())
+        })
     }
+}
+
+/// Runs `line` on a reused per-thread buffer, then hands the result to `w`
+/// in one write: `w` is a `dyn fmt::Write`, and a line spelled straight
+/// into it pays a dynamic call for each of its hundred-odd pieces.
+fn buffered(w: &mut Writer<'_>, line: impl FnOnce(&mut String) -> fmt::Result) -> fmt::Result {
+    thread_local! {
+        static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut out) => {
+            out.clear();
+            line(&mut out)?;
+            w.write_str(&out)?;
+            // One huge line does not pin its buffer for the thread's life.
+            if out.capacity() > 64 << 10 {
+                *out = String::new();
+            }
+            Ok(())
+        }
+        // A value's `Debug` that logs: its line gets its own buffer.
+        Err(_) => {
+            let mut out = String::new();
+            line(&mut out)?;
+            w.write_str(&out)
+        }
+    })
 }
 
 /// The time as tracing-subscriber's `SystemTime` spells it
 /// (`2026-01-01T00:00:00.000000Z`); the part up to the second is spelled
 /// once a second per thread.
-fn write_timestamp(w: &mut Writer<'_>) -> fmt::Result {
+fn push_timestamp(out: &mut String) {
     thread_local! {
         static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
     }
@@ -111,13 +140,13 @@ fn write_timestamp(w: &mut Writer<'_>) -> fmt::Result {
         if second.0 != secs {
             *second = (secs, date_and_second(secs));
         }
-        w.write_str(&second.1)
-    })?;
+        out.push_str(&second.1);
+    });
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(micros);
-    w.write_str(&"000000"[digits.len().min(6)..])?;
-    w.write_str(digits)?;
-    w.write_char('Z')
+    out.push_str(&"000000"[digits.len().min(6)..]);
+    out.push_str(digits);
+    out.push('Z');
 }
 
 /// `YYYY-MM-DDThh:mm:ss.` of `secs` since the Unix epoch, UTC (the civil
@@ -142,29 +171,28 @@ fn date_and_second(secs: u64) -> String {
     )
 }
 
-fn span_open(w: &mut Writer<'_>, ansi: bool, name: &str) -> fmt::Result {
-    style(w, ansi, BOLD)?;
-    w.write_str(name)?;
-    style(w, ansi, RESET)?;
-    style(w, ansi, BOLD)?;
-    w.write_char('{')?;
-    style(w, ansi, RESET)
+fn span_open(out: &mut String, ansi: bool, name: &str) {
+    style(out, ansi, BOLD);
+    out.push_str(name);
+    style(out, ansi, RESET);
+    style(out, ansi, BOLD);
+    out.push('{');
+    style(out, ansi, RESET);
 }
 
-fn span_close(w: &mut Writer<'_>, ansi: bool) -> fmt::Result {
-    style(w, ansi, BOLD)?;
-    w.write_char('}')?;
-    style(w, ansi, RESET)?;
-    style(w, ansi, DIMMED)?;
-    w.write_char(':')?;
-    style(w, ansi, RESET)
+fn span_close(out: &mut String, ansi: bool) {
+    style(out, ansi, BOLD);
+    out.push('}');
+    style(out, ansi, RESET);
+    style(out, ansi, DIMMED);
+    out.push(':');
+    style(out, ansi, RESET);
 }
 
-fn style(w: &mut Writer<'_>, ansi: bool, escape: &str) -> fmt::Result {
+fn style(out: &mut String, ansi: bool, escape: &str) {
     if ansi {
-        w.write_str(escape)?;
+        out.push_str(escape);
     }
-    Ok(())
 }
 
 /// The colour tracing-subscriber gives each level.
@@ -189,25 +217,27 @@ fn level_padded(level: Level) -> &'static str {
 }
 
 impl<'w> FormatFields<'w> for TextFields {
-    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
         let ansi = writer.has_ansi_escapes();
-        let mut visitor = TextVisitor::new(writer, ansi);
-        fields.record(&mut visitor);
-        visitor.result
+        buffered(&mut writer, |out| {
+            let mut visitor = TextVisitor::new(out, ansi);
+            fields.record(&mut visitor);
+            visitor.result
+        })
     }
 }
 
-struct TextVisitor<'w> {
-    w: Writer<'w>,
+struct TextVisitor<'o> {
+    out: &'o mut String,
     ansi: bool,
     first: bool,
     result: fmt::Result,
 }
 
-impl<'w> TextVisitor<'w> {
-    fn new(w: Writer<'w>, ansi: bool) -> TextVisitor<'w> {
+impl<'o> TextVisitor<'o> {
+    fn new(out: &'o mut String, ansi: bool) -> TextVisitor<'o> {
         TextVisitor {
-            w,
+            out,
             ansi,
             first: true,
             result: Ok(()),
@@ -215,91 +245,140 @@ impl<'w> TextVisitor<'w> {
     }
 
     /// Writes ` name=` (no space before the first field), then `value`.
-    fn field(&mut self, name: &str, value: impl FnOnce(&mut Writer<'w>) -> fmt::Result) {
+    fn field(&mut self, name: &str, value: impl FnOnce(&mut String) -> fmt::Result) {
         if self.result.is_err() || name.starts_with("log.") {
             return;
         }
         let name = name.strip_prefix("r#").unwrap_or(name);
         let space = !std::mem::take(&mut self.first);
-        self.result = (|| {
-            if name == "message" {
-                if space {
-                    self.w.write_char(' ')?;
-                }
-            } else if self.ansi {
-                if space {
-                    self.w.write_char(' ')?;
-                }
-                style(&mut self.w, self.ansi, ITALIC)?;
-                self.w.write_str(name)?;
-                style(&mut self.w, self.ansi, RESET)?;
-                style(&mut self.w, self.ansi, DIMMED)?;
-                self.w.write_char('=')?;
-                style(&mut self.w, self.ansi, RESET)?;
-            } else {
-                write_name(&mut self.w, space, name)?;
+        let out = &mut *self.out;
+        if name == "message" {
+            if space {
+                out.push(' ');
             }
-            value(&mut self.w)
-        })();
+        } else if self.ansi {
+            if space {
+                out.push(' ');
+            }
+            style(out, true, ITALIC);
+            out.push_str(name);
+            style(out, true, RESET);
+            style(out, true, DIMMED);
+            out.push('=');
+            style(out, true, RESET);
+        } else {
+            push_name(out, space, name);
+        }
+        self.result = value(out);
     }
 
     fn record_str_named(&mut self, name: &str, value: &str) {
-        self.field(name, |w| write_quoted(w, value));
+        self.field(name, |out| {
+            push_quoted(out, value);
+            Ok(())
+        });
     }
 }
 
 /// ` name=` (without the space first).
-fn write_name(w: &mut Writer<'_>, space: bool, name: &str) -> fmt::Result {
+fn push_name(out: &mut String, space: bool, name: &str) {
     if space {
-        w.write_char(' ')?;
+        out.push(' ');
     }
-    w.write_str(name)?;
-    w.write_char('=')
+    out.push_str(name);
+    out.push('=');
 }
 
 /// `value` quoted as `Debug` quotes it; plain text goes as it is.
-fn write_quoted(w: &mut Writer<'_>, value: &str) -> fmt::Result {
+fn push_quoted(out: &mut String, value: &str) {
     if value
         .bytes()
         .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
     {
-        w.write_char('"')?;
-        w.write_str(value)?;
-        w.write_char('"')
+        out.push('"');
+        out.push_str(value);
+        out.push('"');
     } else {
-        write!(w, "{value:?}")
+        let _ = write!(out, "{value:?}");
+    }
+}
+
+/// `value` as `Debug` spells an `f64`. The proxy's own floats are
+/// milliseconds to the microsecond, spelled here without `core::fmt`'s
+/// shortest-digits search.
+fn push_f64(out: &mut String, value: f64) {
+    // A value that is exactly the double nearest m/1000 for an integer m
+    // below 2^40 is spelled by Debug as m/1000's decimal digits: the doubles
+    // there are far closer together than 0.001, so no shorter decimal
+    // names the same one.
+    let thousandths = (value * 1000.0).round();
+    if (0.0..(1u64 << 40) as f64).contains(&thousandths)
+        && thousandths / 1000.0 == value
+        && value.is_sign_positive()
+        && (value == 0.0 || value >= 1e-4)
+    {
+        let m = thousandths as u64;
+        out.push_str(itoa::Buffer::new().format(m / 1000));
+        out.push('.');
+        let frac = m % 1000;
+        let digits = [
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ];
+        let keep = match digits {
+            [_, b'0', b'0'] => 1,
+            [_, _, b'0'] => 2,
+            _ => 3,
+        };
+        out.push_str(std::str::from_utf8(&digits[..keep]).unwrap_or("0"));
+    } else {
+        let _ = write!(out, "{value:?}");
     }
 }
 
 impl Visit for TextVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
-            self.field("message", |w| w.write_str(value));
+            self.field("message", |out| {
+                out.push_str(value);
+                Ok(())
+            });
         } else {
             self.record_str_named(field.name(), value);
         }
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.field(field.name(), |w| {
-            w.write_str(itoa::Buffer::new().format(value))
+        self.field(field.name(), |out| {
+            out.push_str(itoa::Buffer::new().format(value));
+            Ok(())
         });
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.field(field.name(), |w| {
-            w.write_str(itoa::Buffer::new().format(value))
+        self.field(field.name(), |out| {
+            out.push_str(itoa::Buffer::new().format(value));
+            Ok(())
+        });
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.field(field.name(), |out| {
+            push_f64(out, value);
+            Ok(())
         });
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.field(field.name(), |w| {
-            w.write_str(if value { "true" } else { "false" })
+        self.field(field.name(), |out| {
+            out.push_str(if value { "true" } else { "false" });
+            Ok(())
         });
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.field(field.name(), |w| write!(w, "{value:?}"));
+        self.field(field.name(), |out| write!(out, "{value:?}"));
     }
 }
 
@@ -326,142 +405,149 @@ where
         mut w: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let meta = event.metadata();
-        w.write_str("{\"timestamp\":\"")?;
-        write_timestamp(&mut w)?;
-        w.write_str("\",\"level\":\"")?;
-        w.write_str(meta.level().as_str())?;
-        w.write_char('"')?;
-        let mut fields = JsonVisitor::new(w.by_ref(), false);
-        event.record(&mut fields);
-        fields.result?;
-        w.write_str(",\"target\":")?;
-        write_json_str(&mut w, meta.target())?;
-        let current = ctx.lookup_current();
-        let id = ledger::with_current_id(|id| {
-            let mut quoted = String::with_capacity(id.len() + 2);
-            write_json_str(&mut Writer::new(&mut quoted), id).map(|()| quoted)
-        })
-        .transpose()?;
-        if current.is_some() || id.is_some() {
-            w.write_str(",\"span\":{")?;
-            if let Some(id) = &id {
-                w.write_str("\"request_id\":")?;
-                w.write_str(id)?;
-                w.write_char(',')?;
+        buffered(&mut w, |out| {
+            let meta = event.metadata();
+            out.push_str("{\"timestamp\":\"");
+            push_timestamp(out);
+            out.push_str("\",\"level\":\"");
+            out.push_str(meta.level().as_str());
+            out.push('"');
+            let mut fields = JsonVisitor::new(out, false);
+            event.record(&mut fields);
+            fields.result?;
+            out.push_str(",\"target\":");
+            push_json_str(out, meta.target());
+            let current = ctx.lookup_current();
+            let mut span_open = false;
+            ledger::with_current_id(|id| {
+                out.push_str(",\"span\":{\"request_id\":");
+                push_json_str(out, id);
+                out.push(',');
+                span_open = true;
+            });
+            if current.is_some() && !span_open {
+                out.push_str(",\"span\":{");
+                span_open = true;
             }
-            let name = match &current {
-                Some(span) => {
-                    if let Some(fields) = span.extensions().get::<FormattedFields<N>>() {
-                        if !fields.is_empty() {
-                            w.write_str(fields)?;
-                            w.write_char(',')?;
+            if span_open {
+                let name = match &current {
+                    Some(span) => {
+                        if let Some(fields) = span.extensions().get::<FormattedFields<N>>() {
+                            if !fields.is_empty() {
+                                out.push_str(fields);
+                                out.push(',');
+                            }
                         }
+                        span.metadata().name()
                     }
-                    span.metadata().name()
-                }
-                None => "request",
-            };
-            w.write_str("\"name\":")?;
-            write_json_str(&mut w, name)?;
-            w.write_char('}')?;
-        }
-        w.write_str("}\n")
+                    None => "request",
+                };
+                out.push_str("\"name\":");
+                push_json_str(out, name);
+                out.push('}');
+            }
+            out.push_str("}\n");
+            Ok(())
+        })
     }
 }
 
 impl<'w> FormatFields<'w> for JsonFields {
-    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
-        let mut visitor = JsonVisitor::new(writer, true);
-        fields.record(&mut visitor);
-        visitor.result
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
+        buffered(&mut writer, |out| {
+            let mut visitor = JsonVisitor::new(out, true);
+            fields.record(&mut visitor);
+            visitor.result
+        })
     }
 }
 
-struct JsonVisitor<'w> {
-    w: Writer<'w>,
+struct JsonVisitor<'o> {
+    out: &'o mut String,
     /// No comma before the next pair.
     first: bool,
     result: fmt::Result,
 }
 
-impl<'w> JsonVisitor<'w> {
+impl<'o> JsonVisitor<'o> {
     /// `first`: the pairs open an object (else they follow earlier ones).
-    fn new(w: Writer<'w>, first: bool) -> JsonVisitor<'w> {
+    fn new(out: &'o mut String, first: bool) -> JsonVisitor<'o> {
         JsonVisitor {
-            w,
+            out,
             first,
             result: Ok(()),
         }
     }
 
-    fn pair(&mut self, name: &str, value: impl FnOnce(&mut Writer<'w>) -> fmt::Result) {
+    fn pair(&mut self, name: &str, value: impl FnOnce(&mut String)) {
         if self.result.is_err() || name.starts_with("log.") {
             return;
         }
         let name = name.strip_prefix("r#").unwrap_or(name);
-        self.result = (|| {
-            if !std::mem::take(&mut self.first) {
-                self.w.write_char(',')?;
-            }
-            write_json_str(&mut self.w, name)?;
-            self.w.write_char(':')?;
-            value(&mut self.w)
-        })();
+        if !std::mem::take(&mut self.first) {
+            self.out.push(',');
+        }
+        push_json_str(self.out, name);
+        self.out.push(':');
+        value(self.out);
     }
 }
 
 /// `value` as a JSON string.
-fn write_json_str(w: &mut Writer<'_>, value: &str) -> fmt::Result {
+fn push_json_str(out: &mut String, value: &str) {
     if value
         .bytes()
         .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7f)
     {
-        w.write_char('"')?;
-        w.write_str(value)?;
-        w.write_char('"')
+        out.push('"');
+        out.push_str(value);
+        out.push('"');
     } else {
-        let quoted = serde_json::to_string(value).map_err(|_| fmt::Error)?;
-        w.write_str(&quoted)
+        // Serializing a str cannot fail.
+        out.push_str(&serde_json::to_string(value).unwrap_or_default());
     }
 }
 
 impl Visit for JsonVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.pair(field.name(), |w| write_json_str(w, value));
+        self.pair(field.name(), |out| push_json_str(out, value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.pair(field.name(), |w| {
-            w.write_str(itoa::Buffer::new().format(value))
+        self.pair(field.name(), |out| {
+            out.push_str(itoa::Buffer::new().format(value))
         });
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.pair(field.name(), |w| {
-            w.write_str(itoa::Buffer::new().format(value))
+        self.pair(field.name(), |out| {
+            out.push_str(itoa::Buffer::new().format(value))
         });
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.pair(field.name(), |w| {
+        self.pair(field.name(), |out| {
             if value.is_finite() {
-                write!(w, "{value:?}")
+                push_f64(out, value)
             } else {
-                w.write_str("null")
+                out.push_str("null")
             }
         });
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.pair(field.name(), |w| {
-            w.write_str(if value { "true" } else { "false" })
+        self.pair(field.name(), |out| {
+            out.push_str(if value { "true" } else { "false" })
         });
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let text = format!("{value:?}");
-        self.pair(field.name(), |w| write_json_str(w, &text));
+        let mut text = String::new();
+        if write!(text, "{value:?}").is_err() {
+            self.result = Err(fmt::Error);
+            return;
+        }
+        self.pair(field.name(), |out| push_json_str(out, &text));
     }
 }
 
@@ -471,7 +557,7 @@ mod tests {
 
     fn json(value: &str) -> String {
         let mut out = String::new();
-        write_json_str(&mut Writer::new(&mut out), value).unwrap();
+        push_json_str(&mut out, value);
         out
     }
 
@@ -502,7 +588,7 @@ mod tests {
             assert_eq!(date_and_second(secs), text);
         }
         let mut out = String::new();
-        write_timestamp(&mut Writer::new(&mut out)).unwrap();
+        push_timestamp(&mut out);
         assert_eq!(out.len(), "2026-11-30T19:50:57.123456Z".len(), "{out}");
         assert!(out.ends_with('Z') && out.as_bytes()[19] == b'.', "{out}");
     }
@@ -519,7 +605,7 @@ mod tests {
             ),
         ] {
             let mut out = String::new();
-            write_name(&mut Writer::new(&mut out), space, name).unwrap();
+            push_name(&mut out, space, name);
             assert_eq!(out, want);
         }
     }
@@ -528,8 +614,42 @@ mod tests {
     fn text_values_are_quoted_as_debug_quotes_them() {
         for s in ["plain", "a\"b", "tab\there", "é"] {
             let mut out = String::new();
-            write_quoted(&mut Writer::new(&mut out), s).unwrap();
+            push_quoted(&mut out, s);
             assert_eq!(out, format!("{s:?}"));
+        }
+    }
+
+    #[test]
+    fn floats_are_spelled_as_debug_spells_them() {
+        let mut values = vec![
+            0.0,
+            0.001,
+            0.906,
+            1.0,
+            1.5,
+            12.34,
+            999.999,
+            1e-4,
+            5e-5,
+            1e-7,
+            0.1 + 0.2,
+            1e9,
+            1e12,
+            1e16,
+            1e17,
+            1.0 / 3.0,
+            -0.5,
+            -0.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
+        // Every microsecond count as the ledger turns it into milliseconds.
+        values.extend((0..200_000u64).step_by(7).map(|us| us as f64 / 1000.0));
+        values.extend((0..40).map(|shift| (1u64 << shift) as f64 / 1000.0 + 0.001));
+        for v in values {
+            let mut out = String::new();
+            push_f64(&mut out, v);
+            assert_eq!(out, format!("{v:?}"), "{v}");
         }
     }
 }
