@@ -15,7 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
-use super::{BoxedError, ProxyBody};
+use super::{BoxError, BoxedError};
 
 /// The error a silent upstream body ends with.
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +38,10 @@ impl UpstreamIdle {
 
 pin_project! {
     /// A body that fails with [`UpstreamIdle`] when no frame comes within `idle`.
-    pub struct IdleBody {
-        inner: ProxyBody,
+    /// Generic over the inner body, so wrapping costs no box of its own.
+    pub struct IdleBody<B> {
+        #[pin]
+        inner: B,
         idle: Duration,
         #[pin]
         deadline: Sleep,
@@ -47,9 +49,9 @@ pin_project! {
     }
 }
 
-impl IdleBody {
+impl<B> IdleBody<B> {
     /// Wraps `inner`; the first deadline starts now.
-    pub fn new(inner: ProxyBody, idle: Duration) -> IdleBody {
+    pub fn new(inner: B, idle: Duration) -> IdleBody<B> {
         IdleBody {
             inner,
             idle,
@@ -59,7 +61,11 @@ impl IdleBody {
     }
 }
 
-impl Body for IdleBody {
+impl<B> Body for IdleBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
     type Data = Bytes;
     type Error = BoxedError;
 
@@ -71,10 +77,10 @@ impl Body for IdleBody {
         if *this.failed {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut *this.inner).poll_frame(cx) {
+        match this.inner.poll_frame(cx) {
             Poll::Ready(frame) => {
                 this.deadline.as_mut().reset(Instant::now() + *this.idle);
-                Poll::Ready(frame)
+                Poll::Ready(frame.map(|f| f.map_err(BoxedError::new)))
             }
             Poll::Pending => match this.deadline.poll(cx) {
                 Poll::Ready(()) => {

@@ -30,7 +30,7 @@ use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
-use crate::body::{boxed, BoxError, BoxedError, IdleBody, ProxyBody};
+use crate::body::{BoxError, BoxedError, IdleBody, ProxyBody};
 use crate::config::{Config, StoreKind};
 use crate::plan::PlanCache;
 use crate::runtime::{ExecutionStore, MemoryExecutionStore, RunPool};
@@ -134,8 +134,9 @@ where
         let idle = self.state.config.upstream_idle_timeout;
         let upstream = inner
             .map_response(move |r: Response<RB>| {
-                // Token usage is read on the side of every upstream body.
-                crate::observe::body::tap_usage(r.map(|b| boxed(IdleBody::new(boxed(b), idle))))
+                // Token usage is read on the side of every upstream body;
+                // the wrappers are boxed once, together.
+                crate::observe::body::tap_usage(r.map(|b| IdleBody::new(b, idle)))
             })
             .map_err(BoxedError::new);
         CodeModeService::new(BoxCloneSyncService::new(upstream), self.state.clone())

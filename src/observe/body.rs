@@ -81,17 +81,25 @@ impl Drop for ObservedBody {
 
 // ---- UsageTap ----
 
-/// An upstream body whose usage is read as it passes; the frames are the
-/// inner body's, untouched.
-pub struct UsageTap {
-    inner: ProxyBody,
+pin_project_lite::pin_project! {
+    /// An upstream body whose usage is read as it passes; the frames are the
+    /// inner body's, untouched.
+    pub struct UsageTap<B> {
+        #[pin]
+        inner: B,
+        tap: Option<Tap>,
+    }
+}
+
+/// What a tapped body reads usage into.
+struct Tap {
     scanner: UsageScanner,
     ledger: Arc<RequestLedger>,
     reported: Tokens,
     done: bool,
 }
 
-impl UsageTap {
+impl Tap {
     fn report(&mut self) {
         let now = self.scanner.tokens();
         let input = now.input.saturating_sub(self.reported.input);
@@ -113,29 +121,34 @@ impl UsageTap {
     }
 }
 
-impl Body for UsageTap {
+impl<B> Body for UsageTap<B>
+where
+    B: Body<Data = Bytes, Error = BoxedError>,
+{
     type Data = Bytes;
     type Error = BoxedError;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
-        let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    if this.scanner.push(data) {
-                        this.report();
+        let mut this = self.project();
+        let polled = this.inner.as_mut().poll_frame(cx);
+        if let Some(tap) = this.tap {
+            match &polled {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Some(data) = frame.data_ref() {
+                        if tap.scanner.push(data) {
+                            tap.report();
+                        }
+                    }
+                    if this.inner.is_end_stream() {
+                        tap.end();
                     }
                 }
-                if this.inner.is_end_stream() {
-                    this.end();
-                }
+                Poll::Ready(None) => tap.end(),
+                _ => {}
             }
-            Poll::Ready(None) => this.end(),
-            _ => {}
         }
         polled
     }
@@ -149,39 +162,43 @@ impl Body for UsageTap {
     }
 }
 
-/// An upstream response whose body reports its token usage to the current
-/// request's ledger: JSON and event-stream bodies the proxy can read
-/// (not compressed); any other goes as it is.
-pub fn tap_usage(res: Response<ProxyBody>) -> Response<ProxyBody> {
-    let Some(ledger) = ledger::current() else {
-        return res;
-    };
-    let headers = res.headers();
+/// An upstream response, boxed once, whose body reports its token usage to
+/// the current request's ledger: JSON and event-stream bodies the proxy
+/// can read (not compressed); any other goes as it is.
+pub fn tap_usage<B>(res: Response<B>) -> Response<ProxyBody>
+where
+    B: Body<Data = Bytes, Error = BoxedError> + Send + 'static,
+{
+    let kind = usage_kind(res.headers());
+    let tap = kind.and_then(|kind| {
+        Some(Tap {
+            scanner: UsageScanner::new(kind),
+            ledger: ledger::current()?,
+            reported: Tokens::default(),
+            done: false,
+        })
+    });
+    res.map(|inner| UnsyncBoxBody::new(UsageTap { inner, tap }))
+}
+
+/// What to scan a body with these headers as, if it can be read.
+fn usage_kind(headers: &http::HeaderMap) -> Option<Kind> {
     let encoded = headers
         .get_all(header::CONTENT_ENCODING)
         .iter()
         .any(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if encoded {
+        return None;
+    }
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .map(|v| v.as_bytes())
         .unwrap_or(b"");
-    let kind = if content_type.starts_with(b"text/event-stream") {
-        Kind::EventStream
+    if content_type.starts_with(b"text/event-stream") {
+        Some(Kind::EventStream)
     } else if content_type.starts_with(b"application/json") {
-        Kind::Json
+        Some(Kind::Json)
     } else {
-        return res;
-    };
-    if encoded {
-        return res;
+        None
     }
-    res.map(|inner| {
-        UnsyncBoxBody::new(UsageTap {
-            inner,
-            scanner: UsageScanner::new(kind),
-            ledger,
-            reported: Tokens::default(),
-            done: false,
-        })
-    })
 }

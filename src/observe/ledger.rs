@@ -128,7 +128,7 @@ impl Route {
 
 struct Selected {
     scope: String,
-    preset: String,
+    preset: Arc<crate::preset::Preset>,
     mode: &'static str,
 }
 
@@ -208,7 +208,7 @@ impl RequestLedger {
     pub fn select(&self, selection: &Selection) {
         let _ = self.selected.set(Selected {
             scope: selection.scope.clone(),
-            preset: selection.preset.name.clone(),
+            preset: selection.preset.clone(),
             mode: selection.mode.as_str(),
         });
     }
@@ -246,7 +246,7 @@ impl RequestLedger {
         let seconds = elapsed.as_secs_f64();
         let route = self.route();
         let (scope, preset, mode) = match self.selected.get() {
-            Some(s) => (s.scope.as_str(), s.preset.as_str(), s.mode),
+            Some(s) => (s.scope.as_str(), s.preset.name.as_str(), s.mode),
             None => ("", "", "none"),
         };
         let status = self.status.load(Relaxed);
@@ -301,22 +301,28 @@ pub fn sane_id(id: &[u8]) -> bool {
 /// only need to be unique (they name log lines, they grant nothing), and a
 /// system call per request costs more than the rest of the id.
 pub fn new_id() -> HeaderValue {
-    static PROCESS: OnceLock<u64> = OnceLock::new();
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let process = *PROCESS.get_or_init(|| {
-        let hex = crate::tenant::unguessable();
-        u64::from_str_radix(&hex[..16], 16).unwrap_or_default()
-    });
-    let bits = (u128::from(process) << 64) | u128::from(NEXT.fetch_add(1, Relaxed));
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = [b'-'; 36];
-    let mut nibble = 32;
-    for (at, byte) in id.iter_mut().enumerate() {
-        if matches!(at, 8 | 13 | 18 | 23) {
-            continue;
+    // `pppppppp-pppp-pppp-`: the process's 64 bits, spelled once.
+    static PREFIX: OnceLock<[u8; 19]> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let prefix = PREFIX.get_or_init(|| {
+        let hex = crate::tenant::unguessable();
+        let mut prefix = [b'-'; 19];
+        for (at, digit) in [(0..8), (9..13), (14..18)]
+            .into_iter()
+            .flatten()
+            .zip(hex.bytes())
+        {
+            prefix[at] = digit;
         }
-        nibble -= 1;
-        *byte = HEX[((bits >> (nibble * 4)) & 0xf) as usize];
+        prefix
+    });
+    let mut id = [b'-'; 36];
+    id[..19].copy_from_slice(prefix);
+    // `cccc-cccccccccccc`: the counter.
+    let count = NEXT.fetch_add(1, Relaxed);
+    for (i, at) in (19..23).chain(24..36).enumerate() {
+        id[at] = HEX[((count >> (60 - 4 * i)) & 0xf) as usize];
     }
     HeaderValue::from_bytes(&id).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
@@ -444,6 +450,10 @@ mod tests {
         assert_ne!(a, b);
         // One process prefix: the ids differ in their counter only.
         assert_eq!(a.to_str().unwrap()[..19], b.to_str().unwrap()[..19]);
+        let counter = |id: &HeaderValue| {
+            u64::from_str_radix(&id.to_str().unwrap()[19..].replace('-', ""), 16).unwrap()
+        };
+        assert!(counter(&b) > counter(&a), "{a:?} {b:?}");
     }
 
     #[test]
