@@ -3,8 +3,9 @@
 //!
 //! Every request writes an access line; a `write` system call for each one
 //! cost more than formatting it. Lines are appended to a buffer and a
-//! thread of their own writes the buffer out every [`FLUSH_EVERY`], or at
-//! once when it holds [`WAKE_AT`] bytes. Nothing is dropped: past
+//! thread of their own writes the buffer out [`FLUSH_EVERY`] after its
+//! first line, or at once when it holds [`WAKE_AT`] bytes (and sleeps while
+//! nothing is logged). Nothing is dropped: past
 //! [`WRITE_THROUGH_AT`] (stderr is slow or stuck) the thread that logs
 //! writes the batch itself and waits for it, as an unbuffered writer would.
 //! [`flush`] writes what is left; the binary calls it before it exits.
@@ -27,8 +28,10 @@ pub const WRITE_THROUGH_AT: usize = 4 << 20;
 struct Shared {
     pending: Mutex<Vec<u8>>,
     wake: Condvar,
+    /// The buffer being written out, swapped with `pending` so both keep
+    /// their capacity (a fresh buffer grows by copying, batch after batch).
     /// Held while a batch is taken and written, so batches keep their order.
-    writing: Mutex<()>,
+    writing: Mutex<Vec<u8>>,
     /// The writing thread runs; without it each line is written at once.
     threaded: OnceLock<()>,
 }
@@ -42,12 +45,15 @@ impl Shared {
 
     /// Writes out everything buffered so far.
     fn write_out(&self) {
-        let _order = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        let batch = std::mem::take(&mut *self.pending());
+        let mut batch = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::swap(&mut *batch, &mut *self.pending());
         if !batch.is_empty() {
             // Nowhere to report a failed write to stderr.
             let _ = io::stderr().lock().write_all(&batch);
         }
+        batch.clear();
+        // A write-through batch (stderr was slow) does not stay allocated.
+        batch.shrink_to(2 * WAKE_AT);
     }
 }
 
@@ -59,14 +65,19 @@ pub fn batched_stderr() -> BatchedStderr {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Vec::with_capacity(WAKE_AT)),
             wake: Condvar::new(),
-            writing: Mutex::new(()),
+            writing: Mutex::new(Vec::with_capacity(WAKE_AT)),
             threaded: OnceLock::new(),
         });
         let writer = shared.clone();
         let started = std::thread::Builder::new()
             .name("codemode-log".into())
             .spawn(move || loop {
-                let pending = writer.pending();
+                // An idle proxy's thread sleeps until a line comes, then
+                // gives the batch FLUSH_EVERY to fill.
+                let pending = writer
+                    .wake
+                    .wait_while(writer.pending(), |p| p.is_empty())
+                    .unwrap_or_else(|e| e.into_inner());
                 let pending = writer
                     .wake
                     .wait_timeout_while(pending, FLUSH_EVERY, |p| p.len() < WAKE_AT)
@@ -115,12 +126,13 @@ pub struct LineSink<'a> {
 impl Write for LineSink<'_> {
     fn write(&mut self, line: &[u8]) -> io::Result<usize> {
         let mut pending = self.shared.pending();
+        let first = pending.is_empty();
         pending.extend_from_slice(line);
         let len = pending.len();
         drop(pending);
         if len >= WRITE_THROUGH_AT || self.shared.threaded.get().is_none() {
             self.shared.write_out();
-        } else if len >= WAKE_AT {
+        } else if first || len >= WAKE_AT {
             self.shared.wake.notify_one();
         }
         Ok(line.len())
