@@ -115,7 +115,10 @@ async fn main() {
         .unwrap();
     let upstream = format!("http://{}/v1", paddr.trim());
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"))
+    // PROXY_BIN measures another build (an older commit, another allocator).
+    let proxy_bin =
+        std::env::var("PROXY_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_codemode-proxy").into());
+    let mut child = Command::new(proxy_bin)
         .env("CODEMODE_LISTEN", "127.0.0.1:0")
         .env("CODEMODE_UPSTREAM", &upstream)
         .env("RUST_LOG", "warn")
