@@ -299,7 +299,11 @@ pub fn judge_pieces(
 
 /// Writes a config file for one test and returns its path.
 pub fn config_file(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("cm-test-{}-{name}", std::process::id()));
+    // A file per call: tests of one binary run at once, and one test
+    // rewriting a shared file let another's proxy read it half written.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("cm-test-{}-{n}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
