@@ -19,15 +19,14 @@ pub mod server;
 pub mod telemetry;
 
 mod body;
+mod chat;
 mod classify;
 mod dialect;
-mod intercept;
 mod messages;
 mod mode;
 mod plan;
 mod preset;
 mod responses;
-mod rewrite;
 mod route;
 mod runtime;
 mod sdk;
@@ -63,6 +62,9 @@ pub mod internals {
     pub mod body {
         pub use crate::body::*;
     }
+    pub mod chat {
+        pub use crate::chat::*;
+    }
     pub mod classify {
         pub use crate::classify::*;
     }
@@ -70,7 +72,7 @@ pub mod internals {
         pub use crate::dialect::*;
     }
     pub mod intercept {
-        pub use crate::intercept::*;
+        pub use crate::chat::completion::*;
     }
     pub mod messages {
         pub use crate::messages::*;
@@ -91,7 +93,7 @@ pub mod internals {
         pub use crate::responses::*;
     }
     pub mod rewrite {
-        pub use crate::rewrite::*;
+        pub use crate::chat::request::*;
     }
     pub mod route {
         pub use crate::route::*;
@@ -118,6 +120,7 @@ pub mod internals {
         pub use crate::store_redis::*;
     }
     pub mod stream {
+        pub use crate::chat::StreamJudge;
         pub use crate::stream::*;
     }
     pub mod tenant {

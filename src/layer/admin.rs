@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use super::forward::read_client_body;
 use super::State;
 use crate::body::{full, ProxyBody};
+use crate::chat::ChatRequest;
 use crate::error::ProxyError;
-use crate::rewrite::ChatRequest;
 use crate::select::select;
 
 fn json_response(value: &Value) -> Response<ProxyBody> {

@@ -1,216 +1,20 @@
-//! The embedded runtime in the chat flow: running the model's `run_code`,
-//! sending the program's tool calls to the client as an ordinary assistant
-//! turn, and resuming the program when their results come back.
+//! The embedded runtime in a request, for every dialect: running the
+//! model's `run_code`, and resuming the program when the results of the
+//! calls it handed to the client come back.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE};
-use http::Response;
-use serde_json::{json, Value};
+use serde_json::Value;
+use tracing::Instrument;
 
 use super::stores::RequestStores;
 use super::State;
-use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::rewrite::ChatRequest;
 use crate::runtime::{self, history, minted_for, Execution, Step};
-use crate::stream::judge::sse_data;
 use crate::telemetry;
 use crate::tenant::Tenant;
-use tracing::Instrument;
-
-/// How the client wants its answer.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Render {
-    Json,
-    Sse { include_usage: bool },
-}
-
-impl Render {
-    pub(crate) fn of(chat: &ChatRequest) -> Render {
-        if chat.stream {
-            let include_usage = chat
-                .field("stream_options")
-                .and_then(|o| serde_json::from_str::<Value>(o.get()).ok())
-                .is_some_and(|o| o.get("include_usage") == Some(&Value::Bool(true)));
-            Render::Sse { include_usage }
-        } else {
-            Render::Json
-        }
-    }
-
-    /// The response carrying `completion` in this form.
-    pub(crate) fn respond(
-        self,
-        mut parts: http::response::Parts,
-        completion: &Value,
-    ) -> Response<ProxyBody> {
-        parts.headers.remove(http::header::CONTENT_LENGTH);
-        parts.headers.remove(http::header::CONTENT_ENCODING);
-        let (content_type, body) = match self {
-            Render::Json => ("application/json", Bytes::from(completion.to_string())),
-            Render::Sse { include_usage } => (
-                "text/event-stream",
-                completion_as_sse(completion, include_usage),
-            ),
-        };
-        parts
-            .headers
-            .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        Response::from_parts(parts, full(body))
-    }
-}
-
-/// A whole completion as the SSE stream a streaming client expects.
-pub(crate) fn completion_as_sse(completion: &Value, include_usage: bool) -> Bytes {
-    let head = |choices: Value| {
-        json!({"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
-               "model": completion["model"], "choices": choices})
-    };
-    let message = &completion["choices"][0]["message"];
-    let mut out = Vec::new();
-    let mut first = json!({"role": "assistant"});
-    if let Some(text) = message.get("content").filter(|c| c.is_string()) {
-        first["content"] = text.clone();
-    }
-    out.extend_from_slice(&sse_data(&head(
-        json!([{"index": 0, "delta": first, "finish_reason": null}]),
-    )));
-    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-        let deltas: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut d = c.clone();
-                d["index"] = json!(i);
-                d
-            })
-            .collect();
-        out.extend_from_slice(&sse_data(&head(
-            json!([{"index": 0, "delta": {"tool_calls": deltas}, "finish_reason": null}]),
-        )));
-    }
-    let finish = completion["choices"][0]["finish_reason"].clone();
-    out.extend_from_slice(&sse_data(&head(
-        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
-    )));
-    if include_usage {
-        if let Some(u) = completion.get("usage").filter(|u| u.is_object()) {
-            let mut c = head(json!([]));
-            c["usage"] = u.clone();
-            out.extend_from_slice(&sse_data(&c));
-        }
-    }
-    out.extend_from_slice(b"data: [DONE]\n\n");
-    Bytes::from(out)
-}
-
-/// The assistant turn that hands a program's waiting calls to the client.
-///
-/// The first batch carries the model's own words and the other fields of
-/// its turn (reasoning, for a client that shows it). A turn no model
-/// answered (a later batch) reports zero tokens, so clients that add up
-/// usage find it on every turn.
-pub(crate) fn client_turn(
-    exec: &Execution,
-    range: std::ops::Range<usize>,
-    base: &Value,
-    usage: Option<Value>,
-) -> Value {
-    let calls: Vec<Value> = range
-        .map(|n| {
-            json!({"id": exec.call_id(n), "type": "function",
-                   "function": {"name": exec.calls[n].name, "arguments": exec.calls[n].args}})
-        })
-        .collect();
-    let first = exec.calls.len() == calls.len();
-    let mut message = serde_json::Map::new();
-    message.insert("role".into(), json!("assistant"));
-    message.insert("content".into(), Value::Null);
-    if first {
-        message.insert("content".into(), json!(exec.assistant_content));
-        let turn = exec
-            .model_turn
-            .as_deref()
-            .map(serde_json::from_str::<Value>);
-        if let Some(Ok(Value::Object(fields))) = turn {
-            for (k, v) in fields {
-                if !matches!(
-                    k.as_str(),
-                    "role" | "content" | "tool_calls" | "function_call"
-                ) {
-                    message.insert(k, v);
-                }
-            }
-        }
-    }
-    message.insert("tool_calls".into(), Value::Array(calls));
-    json!({
-        "id": base.get("id").cloned().unwrap_or_else(|| json!(format!("chatcmpl-{}", exec.id))),
-        "object": "chat.completion",
-        "created": base.get("created").cloned().unwrap_or_else(|| json!(exec.created_ms / 1000)),
-        "model": base.get("model").cloned().unwrap_or(Value::Null),
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
-        "usage": usage.unwrap_or_else(zero_usage),
-    })
-}
-
-/// Puts `opening` (what the model wrote beside programs that ended earlier
-/// in the request) before the text of `completion`'s message, a blank line
-/// between them.
-pub(crate) fn open_with(completion: &mut Value, opening: &str) {
-    if opening.is_empty() {
-        return;
-    }
-    let Some(message) = completion
-        .pointer_mut("/choices/0/message")
-        .and_then(Value::as_object_mut)
-    else {
-        return;
-    };
-    let text = match message.get("content").and_then(Value::as_str) {
-        Some(content) if !content.is_empty() => format!("{opening}\n\n{content}"),
-        _ => opening.to_owned(),
-    };
-    message.insert("content".into(), Value::String(text));
-}
-
-/// The usage of a turn no model answered.
-pub(crate) fn zero_usage() -> Value {
-    json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
-}
-
-/// Results the client returns for a program: resume it. `Some` is the next
-/// turn for the client; `None` means the program ended (or its record did)
-/// and the model is asked next, with the history rewritten.
-///
-/// Only `tenant`'s executions are found: results naming another tenant's
-/// execution get the same 400 as an id the proxy never minted. An id minted
-/// for this tenant whose record is gone (evicted, a restart) is not an
-/// error: the rewritten history tells the model, which runs it again.
-pub(crate) async fn resume(
-    state: &State,
-    stores: &RequestStores,
-    chat: &ChatRequest,
-    render: Render,
-) -> Result<Option<Response<ProxyBody>>, ProxyError> {
-    let reader = history::Reader::new(&stores.executions, &stores.tenant);
-    let trailing = reader
-        .trailing_results(&chat.messages)
-        .map_err(|ids| not_handed_out(&ids))?;
-    let Some(trailing) = trailing else {
-        return Ok(None);
-    };
-    match resume_with(state, stores, trailing).await? {
-        Resumed::Hand(exec, range) => {
-            let turn = client_turn(&exec, range, &json!({"model": model_of(chat)}), None);
-            Ok(Some(render.respond(ok_parts(), &turn)))
-        }
-        Resumed::AskModel => Ok(None),
-    }
-}
+use crate::turn::{Dialect, HeldProgram};
 
 /// What results for a program came to.
 pub(crate) enum Resumed {
@@ -448,80 +252,47 @@ fn differs(exec: &Execution, n: usize) -> ProxyError {
     ))
 }
 
-fn model_of(chat: &ChatRequest) -> Value {
-    chat.field("model")
-        .and_then(|m| serde_json::from_str(m.get()).ok())
-        .unwrap_or(Value::Null)
-}
-
-fn ok_parts() -> http::response::Parts {
-    Response::new(()).into_parts().0
-}
-
 /// The model's `run_code` call in a judged completion.
 pub(crate) struct ProgramCall {
     pub(crate) id: String,
     pub(crate) arguments: String,
     pub(crate) content: Option<String>,
-    /// The model's whole turn, as it arrived.
-    pub(crate) turn: Option<Value>,
     /// The provider's id of the response holding the call (Responses).
     pub(crate) response_id: Option<String>,
 }
 
-/// The model's turn as its history replays it, when it can be: it must hold
-/// the program's call under `run_call_id`, and every other call of it must
-/// be one the proxy answers (`answered`), as a replay puts one result after
-/// it per call.
-fn replayable(turn: Option<Value>, run_call_id: &str, answered: &[Value]) -> Option<String> {
-    let turn = turn?;
-    if turn.get("function_call").is_some_and(|f| !f.is_null()) {
-        return None;
-    }
-    let ids: Vec<&str> = turn
-        .get("tool_calls")?
-        .as_array()?
-        .iter()
-        .map(|c| c.get("id").and_then(Value::as_str).unwrap_or(""))
-        .collect();
-    let answered: Vec<&str> = answered
-        .iter()
-        .filter_map(|c| c.get("id").and_then(Value::as_str))
-        .collect();
-    let complete = ids.contains(&run_call_id)
-        && ids.len() == answered.len() + 1
-        && ids
-            .iter()
-            .all(|id| *id == run_call_id || answered.contains(id));
-    complete.then(|| turn.to_string())
+/// What the model's program came to when it first ran.
+pub(crate) struct ProgramRun {
+    pub(crate) exec: Arc<Execution>,
+    pub(crate) step: Step,
 }
 
-/// What the model's program came to in this request.
-pub(crate) enum Ran {
-    /// It ended: these messages (the model's turn, its result) join the conversation.
-    Ended(Vec<Value>),
-    /// It waits on the client: this is the client's next turn.
-    Waiting(Value),
-}
-
-/// Starts the model's program, owned by `tenant`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn start(
+/// Runs the turn's one program, handed over by the turn core, with the
+/// model's turn as dialect `D`'s history replays it.
+pub(crate) async fn run_program<D: Dialect>(
     state: &State,
     tenant: &Tenant,
     plan: &ToolPlan,
-    program: ProgramCall,
-    denied_calls: Vec<Value>,
-    denials: Vec<Value>,
-    completion: &Value,
-    usage: Option<Value>,
-) -> Result<Ran, ProxyError> {
-    let turn = replayable(program.turn.clone(), &program.id, &denied_calls);
-    let (exec, step) = run_new(state, tenant, plan, program, turn, denied_calls, denials).await?;
-    Ok(match step {
-        Step::Ended => Ran::Ended(history::pair(&exec)),
-        Step::Waiting(range) => Ran::Waiting(client_turn(&exec, range, completion, usage)),
-    })
+    program: HeldProgram,
+) -> Result<ProgramRun, ProxyError> {
+    let model_turn = program.model_turn::<D>();
+    let call = ProgramCall {
+        id: program.id,
+        arguments: program.arguments,
+        content: program.content,
+        response_id: program.response_id,
+    };
+    let (exec, step) = run_new(
+        state,
+        tenant,
+        plan,
+        call,
+        model_turn,
+        program.denied_calls,
+        program.denials,
+    )
+    .await?;
+    Ok(ProgramRun { exec, step })
 }
 
 /// Starts the model's program, owned by `tenant`, in any dialect: records

@@ -15,14 +15,14 @@
 //! ```
 
 mod admin;
-mod chat;
 mod embedded;
+mod entry;
 mod forward;
-mod messages;
-mod responses;
+mod json;
 mod round;
 mod service;
 mod stores;
+mod streamed;
 
 use std::sync::Arc;
 

@@ -8,10 +8,14 @@ use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Method, Request, Response};
 
-use super::{admin, chat, forward, messages, responses, State, Upstream};
+use super::entry::{judged, Route as Judged};
+use super::{admin, forward, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
+use crate::chat::Chat;
 use crate::error::ProxyError;
+use crate::messages::Messages;
 use crate::observe::ledger::{RequestLedger, Route};
+use crate::responses::Responses;
 use crate::route::{classify, Endpoint, Routed};
 use crate::select::{select, split_preset_path};
 
@@ -108,7 +112,12 @@ async fn route(
                 state.config.client_select,
             )?;
             ledger.select(&selection);
-            return chat::chat_completions(&state, inner, selection, req).await;
+            let route = Judged {
+                path: "/v1/chat/completions",
+                anthropic: false,
+                counting: false,
+            };
+            return judged::<Chat>(&state, inner, selection, route, req).await;
         }
         Routed::Intercept {
             endpoint: Endpoint::Responses,
@@ -122,7 +131,12 @@ async fn route(
                 state.config.client_select,
             )?;
             ledger.select(&selection);
-            return responses::responses(&state, inner, selection, req).await;
+            let route = Judged {
+                path: "/v1/responses",
+                anthropic: false,
+                counting: false,
+            };
+            return judged::<Responses>(&state, inner, selection, route, req).await;
         }
         Routed::Intercept {
             endpoint: endpoint @ (Endpoint::Messages | Endpoint::CountTokens),
@@ -141,7 +155,16 @@ async fn route(
             )?;
             let counting = endpoint == Endpoint::CountTokens;
             ledger.select(&selection);
-            return messages::messages(&state, inner, selection, counting, req).await;
+            let route = Judged {
+                path: if counting {
+                    "/v1/messages/count_tokens"
+                } else {
+                    "/v1/messages"
+                },
+                anthropic: true,
+                counting,
+            };
+            return judged::<Messages>(&state, inner, selection, route, req).await;
         }
         Routed::Other => {}
     }

@@ -1,5 +1,5 @@
 //! `tool_choice` of a Messages request, judged against the plan the same
-//! way as on the other dialects (`crate::rewrite::choice`): read into what
+//! way as on the other dialects (`crate::chat::request::choice`): read into what
 //! it means, the named tool judged, written back from that reading, so the
 //! provider is never pointed at a tool the wire lacks.
 //!
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::error::ProxyError;
 use crate::mode::{Mode, RUN_CODE};
 use crate::plan::ToolPlan;
-use crate::rewrite::choice::callable;
+use crate::turn::callable;
 
 /// A `tool_choice` as the proxy reads it.
 #[derive(Debug, PartialEq)]

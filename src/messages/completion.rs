@@ -1,7 +1,7 @@
 //! A whole (non-streamed) Messages response, judged: the same rule as a
 //! chat completion, on content blocks.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::items::{is_call_block, judge_block};
 use crate::plan::ToolPlan;
@@ -34,7 +34,7 @@ impl JudgedMessage {
 
 /// Judges every `tool_use` block of `message` and withholds from its
 /// `content` every call that does not pass.
-pub fn judge_message(message: &mut Value, plan: &ToolPlan) -> JudgedMessage {
+pub fn judge_message(message: &mut Map<String, Value>, plan: &ToolPlan) -> JudgedMessage {
     let mut turn = JudgedMessage::default();
     let content = match message.get("content") {
         Some(Value::Array(blocks)) => blocks.clone(),
@@ -63,7 +63,7 @@ pub fn judge_message(message: &mut Value, plan: &ToolPlan) -> JudgedMessage {
 
 /// Ends the turn without calls: the model's text stays, and a note when
 /// there is none; `stop_reason` is `end_turn`.
-pub fn give_up(message: &mut Value, note: &str) {
+pub fn give_up(message: &mut Map<String, Value>, note: &str) {
     if let Some(Value::Array(blocks)) = message.get_mut("content") {
         blocks.retain(|b| !is_call_block(b));
         let has_text = blocks
@@ -74,5 +74,5 @@ pub fn give_up(message: &mut Value, note: &str) {
             blocks.push(json!({"type": "text", "text": note}));
         }
     }
-    message["stop_reason"] = json!("end_turn");
+    message.insert("stop_reason".into(), json!("end_turn"));
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, Fate, JudgedCall, Shape};
+use crate::turn::{fate, judge_names, JudgedCall, Shape};
 
 /// Whether a content block is a call a client executes.
 pub fn is_call_block(block: &Value) -> bool {
@@ -52,75 +52,11 @@ fn nameless(plan: &ToolPlan) -> Verdict {
     crate::classify::classify("", plan.visibility(""), plan.mode)
 }
 
-/// The text a withheld call is answered with, if it is withheld.
-pub fn withheld_content(call: &JudgedCall, splice: bool) -> Option<&str> {
-    match &call.fate {
-        Fate::Passed => None,
-        Fate::Denied(d) => Some(d.content.as_str()),
-        Fate::Program if splice => Some(crate::classify::ONE_PROGRAM_SKIPPED),
-        Fate::Program => Some(crate::classify::ONE_PROGRAM),
-    }
-}
-
 /// The `tool_result` block answering a withheld call: an error whose text
 /// starts with the denial's code.
 pub fn answer_block(call: &JudgedCall, content: &str) -> Value {
     json!({"type": "tool_result", "tool_use_id": call.id, "is_error": true,
            "content": [{"type": "text", "text": content}]})
-}
-
-/// The answers of a turn's withheld calls, in the order the model made them.
-pub fn answers(calls: &[JudgedCall], splice: bool) -> Vec<Value> {
-    calls
-        .iter()
-        .filter_map(|c| withheld_content(c, splice).map(|t| answer_block(c, t)))
-        .collect()
-}
-
-/// A repair round's messages: the model's turn as it came (its thinking
-/// blocks and their signatures untouched), then one user message holding
-/// one `tool_result` per withheld call.
-pub fn repair_messages(assistant: &Value, calls: &[JudgedCall]) -> Vec<Value> {
-    vec![
-        assistant.clone(),
-        json!({"role": "user", "content": answers(calls, false)}),
-    ]
-}
-
-/// The denied calls of a program's turn and their answers, for its history.
-pub fn program_denials(calls: &[JudgedCall]) -> (Vec<Value>, Vec<Value>) {
-    let denied = calls.iter().filter(|c| matches!(c.fate, Fate::Denied(_)));
-    (
-        denied.clone().map(raw_block).collect(),
-        denied
-            .filter_map(|c| withheld_content(c, false).map(|t| answer_block(c, t)))
-            .collect(),
-    )
-}
-
-/// A mixed turn's withheld calls and their answers, keyed by the ids of the
-/// calls the client got; `None` when nothing is withheld or no passed call
-/// has an id.
-pub fn splice(calls: &[JudgedCall]) -> Option<(Vec<String>, crate::splice::Splice)> {
-    let keys: Vec<String> = calls
-        .iter()
-        .filter(|c| c.passed() && !c.id.is_empty())
-        .map(|c| c.id.clone())
-        .collect();
-    let withheld: Vec<&JudgedCall> = calls.iter().filter(|c| !c.passed()).collect();
-    if keys.is_empty() || withheld.is_empty() {
-        return None;
-    }
-    Some((
-        keys,
-        crate::splice::Splice {
-            denied_calls: withheld.iter().map(|c| raw_block(c)).collect(),
-            denials: withheld
-                .iter()
-                .filter_map(|c| withheld_content(c, true).map(|t| answer_block(c, t)))
-                .collect(),
-        },
-    ))
 }
 
 /// The call's block as the model sent it.

@@ -4,8 +4,12 @@
 
 /// A whole response, judged.
 pub mod completion;
+/// The dialect the turn core drives.
+mod dialect;
 /// Programs: nested `tool_use` blocks, minted messages, the model's turn.
 pub mod embedded;
+/// The events of blocks and messages the proxy writes.
+pub mod events;
 /// Programs in a Messages conversation.
 pub mod history;
 /// Content blocks: calls, their answers, repairs.
@@ -18,3 +22,5 @@ pub mod stream;
 pub mod tools;
 
 mod choice;
+
+pub use dialect::Messages;

@@ -24,15 +24,15 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::items;
-use crate::intercept::add_usage;
+mod ending;
+mod fast;
+
+use fast::is_stop;
+
+use super::{events, items, Messages};
 use crate::plan::ToolPlan;
-use crate::responses::stream::{digits, frame, is_event_name, push_number, refine, span_of};
-use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
-use crate::sse::SseEvent;
-use crate::stream::judge::{HeldProgram, RoundEnd};
-use crate::stream::RoundJudge;
-use crate::turn::{self, Bounds, Decision, Fate, JudgedCall, Summary};
+use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
+use crate::turn::{self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, Rounds};
 
 // ---- one round's content blocks ----
 
@@ -197,16 +197,11 @@ impl Round {
 /// Judges one client stream of the Messages API across its rounds.
 pub struct MessagesJudge {
     plan: Arc<ToolPlan>,
-    max_repairs: u32,
-    repairs: u32,
-    programs: u32,
-    rounds: u32,
+    rounds: Rounds,
     /// The first `message_start` went out: the client's only one.
     started: bool,
     /// The next content block `index` the client gets.
     next_index: u64,
-    /// Usage of the rounds before this one, summed.
-    usage_before: Option<Value>,
     round: Round,
     errored: bool,
 }
@@ -216,13 +211,9 @@ impl MessagesJudge {
     pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> MessagesJudge {
         MessagesJudge {
             plan,
-            max_repairs,
-            repairs: 0,
-            programs: 0,
-            rounds: 0,
+            rounds: Rounds::new(max_repairs),
             started: false,
             next_index: 0,
-            usage_before: None,
             round: Round::default(),
             errored: false,
         }
@@ -260,75 +251,6 @@ impl MessagesJudge {
                 tracing::warn!(target: "codemode::denial", "an upstream Messages event that is not a JSON object was dropped");
             }
         }
-    }
-
-    /// The common event continues a block the client already has (a text,
-    /// thinking or input delta): read through a borrowed view, it goes out
-    /// as it came, or with only its `index` replaced, without building a
-    /// JSON tree. Anything else returns false.
-    fn fast(&mut self, ev: &SseEvent, data: &str, out: &mut Vec<Bytes>) -> bool {
-        let Ok(view) = serde_json::from_str::<EventView<'_>>(data) else {
-            return false;
-        };
-        if view.kind != "content_block_delta" {
-            return false;
-        }
-        let (Some(index), Some(delta)) = (view.index, view.delta) else {
-            return false;
-        };
-        let Ok(upstream) = index.get().parse::<u64>() else {
-            return false;
-        };
-        let Some(pos) = self
-            .round
-            .by_index(upstream)
-            .filter(|&p| !self.round.blocks[p].done)
-        else {
-            return false;
-        };
-        let client = self.round.blocks[pos].client;
-        let text = match delta_field(&delta.kind) {
-            Some("text") => delta.text,
-            Some("thinking") => delta.thinking,
-            Some("signature") => delta.signature,
-            Some("partial_json") => delta.partial_json,
-            _ => None,
-        };
-        let Some(text) = text else {
-            return false;
-        };
-        let Some(client) = client else {
-            // A withheld block's delta: kept for its turn, never sent.
-            self.round.blocks[pos].add(&delta.kind, &text);
-            return true;
-        };
-        let as_came = ev.event.as_deref() == Some("content_block_delta") && client == upstream;
-        // A frame the proxy writes holds the data on one line.
-        let span = span_of(data, index);
-        if !as_came && (span.is_none() || data.contains('\n') || data.contains('\r')) {
-            return false;
-        }
-        self.round.blocks[pos].add(&delta.kind, &text);
-        if delta.kind == "text_delta" && !text.is_empty() {
-            self.round.emitted_text = true;
-        }
-        if as_came {
-            out.push(ev.raw.clone());
-            return true;
-        }
-        let Some((a, b)) = span else {
-            return false;
-        };
-        let len =
-            "event: content_block_delta\ndata: \n\n".len() + data.len() - (b - a) + digits(client);
-        let mut frame = Vec::with_capacity(len);
-        frame.extend_from_slice(b"event: content_block_delta\ndata: ");
-        frame.extend_from_slice(&data.as_bytes()[..a]);
-        push_number(&mut frame, client);
-        frame.extend_from_slice(&data.as_bytes()[b..]);
-        frame.extend_from_slice(b"\n\n");
-        out.push(Bytes::from(frame));
-        true
     }
 
     fn on_object(&mut self, event: Map<String, Value>, out: &mut Vec<Bytes>) {
@@ -493,229 +415,14 @@ impl MessagesJudge {
         self.emit(event, out);
     }
 
-    /// The round's end (`message_delta`, or a `message_stop` or the end of
-    /// the body without one): the turn is decided here, and when the client
-    /// sees it end, its `message_delta` goes out with usage summed.
-    fn end_message(&mut self, delta: Option<Map<String, Value>>, out: &mut Vec<Bytes>) {
-        if self.round.decision.is_some() {
-            return;
-        }
-        let mut usage = self.round.start_usage.clone();
-        if let Some(Value::Object(late)) = delta.as_ref().and_then(|d| d.get("usage")) {
-            // `message_delta`'s counts are the round's so far: they replace
-            // the start's.
-            let mut merged = usage
-                .and_then(|u| u.as_object().cloned())
-                .unwrap_or_default();
-            for (k, v) in late {
-                if !v.is_null() {
-                    merged.insert(k.clone(), v.clone());
-                }
-            }
-            usage = Some(Value::Object(merged));
-        }
-        self.round.usage = usage;
-        let decision = self.decide();
-        let mut delta = match (decision, delta) {
-            (Decision::Repair | Decision::Program, _) => return,
-            (Decision::GiveUp, delta) => {
-                if !self.round.emitted_text {
-                    self.give_up_note(out);
-                }
-                let mut delta = delta.unwrap_or_else(|| {
-                    let mut d = Map::new();
-                    d.insert("type".into(), json!("message_delta"));
-                    d
-                });
-                let mut inner = match delta.remove("delta") {
-                    Some(Value::Object(inner)) => inner,
-                    _ => Map::new(),
-                };
-                inner.insert("stop_reason".into(), json!("end_turn"));
-                inner.insert("stop_sequence".into(), Value::Null);
-                delta.insert("delta".into(), Value::Object(inner));
-                delta
-            }
-            (Decision::Final | Decision::Splice, Some(delta)) => delta,
-            // A message_stop with no message_delta before it: the upstream
-            // gave none, the proxy writes none.
-            (Decision::Final | Decision::Splice, None) => return,
-        };
-        if self.usage_before.is_some() || !delta.contains_key("usage") {
-            let mut total = self.usage_before.clone();
-            add_usage(&mut total, self.round.usage.as_ref());
-            if let Some(total) = total {
-                delta.insert("usage".into(), total);
-            }
-        }
-        self.emit(delta, out);
-        self.round.delta_sent = true;
-    }
-
-    /// The client's `message_stop`, once, after its `message_delta`.
-    fn send_stop(&mut self, out: &mut Vec<Bytes>) {
-        let visible = matches!(
-            self.round.decision,
-            Some(Decision::Final | Decision::Splice | Decision::GiveUp)
-        );
-        if !visible || self.errored || self.round.stop_sent {
-            return;
-        }
-        self.round.stop_sent = true;
-        out.push(Bytes::from_static(
-            b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-        ));
-    }
-
-    /// Decides the round once its calls are as whole as they will be.
-    fn decide(&mut self) -> Decision {
-        for block in &mut self.round.blocks {
-            if block.done || block.client.is_some() {
-                continue;
-            }
-            // A withheld call whose stop never came: judged on what
-            // streamed of it.
-            if let Some(call) = block.judge(&self.plan) {
-                block.call = Some(refine(block.call.take(), call));
-            }
-        }
-        let calls = self.round.calls();
-        let summary = Summary::of(&calls, self.errored);
-        let decision = turn::decide(
-            summary,
-            Bounds {
-                repairs: self.repairs,
-                max_repairs: self.max_repairs,
-                programs: self.programs,
-                max_programs: MAX_PROGRAMS_PER_REQUEST,
-            },
-        );
-        crate::observe::ledger::judged(&calls, decision);
-        self.round.decision = Some(decision);
-        decision
-    }
-
-    /// The client gets no call of this turn: a text block tells why.
-    fn give_up_note(&mut self, out: &mut Vec<Bytes>) {
-        let note = turn::give_up_note(&self.round.calls());
+    /// A block the proxy writes (the note, a program's calls), streamed as
+    /// providers stream one, at the client's next index.
+    fn emit_block(&mut self, block: &Value, out: &mut Vec<Bytes>) {
         let index = self.next_index;
         self.next_index += 1;
-        self.emit_json(
-            json!({"type": "content_block_start", "index": index,
-                              "content_block": {"type": "text", "text": ""}}),
-            out,
-        );
-        self.emit_json(
-            json!({"type": "content_block_delta", "index": index,
-                              "delta": {"type": "text_delta", "text": note}}),
-            out,
-        );
-        self.emit_json(json!({"type": "content_block_stop", "index": index}), out);
-        self.round.emitted_text = true;
-    }
-
-    /// The end of an upstream round's body.
-    pub fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        if self.round.decision.is_none() {
-            // No message_delta came: decided as at one. A client that got
-            // no call is still told why, and gets its message's end.
-            self.end_message(None, out);
+        for event in events::block_events(index, block) {
+            self.emit_json(event, out);
         }
-        if self.round.delta_sent {
-            self.send_stop(out);
-        }
-        let calls = self.round.calls();
-        match self.round.decision {
-            Some(Decision::Repair) => {
-                add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                RoundEnd::Repair {
-                    messages: items::repair_messages(&self.round.assistant(), &calls),
-                }
-            }
-            Some(Decision::Program) => {
-                add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                let text = self.round.text();
-                let program = calls.iter().find(|c| c.fate == Fate::Program);
-                let (denied_calls, denials) = items::program_denials(&calls);
-                RoundEnd::Program(HeldProgram {
-                    id: program.map(|c| c.id.clone()).unwrap_or_default(),
-                    arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
-                    content: (!text.is_empty()).then_some(text),
-                    turn: Some(self.round.assistant()),
-                    response_id: None,
-                    denied_calls,
-                    denials,
-                })
-            }
-            Some(Decision::Splice) => RoundEnd::Done {
-                splice: items::splice(&calls),
-            },
-            Some(Decision::Final | Decision::GiveUp) | None => RoundEnd::Done { splice: None },
-        }
-    }
-
-    /// Starts the next round after a repair was sent upstream.
-    pub fn start_repair_round(&mut self) {
-        self.repairs += 1;
-        self.rounds += 1;
-        self.round = Round::default();
-    }
-
-    /// Starts the next round after a program ended and the model was asked again.
-    pub fn start_program_round(&mut self) {
-        self.programs += 1;
-        self.rounds += 1;
-        self.round = Round::default();
-    }
-
-    /// A program waits on the client: `turn` (an assistant message whose
-    /// `content` holds the program's calls as `tool_use` blocks) ends the
-    /// client stream, each call as a block the client opens, fills and
-    /// closes, then the message's `message_delta` and `message_stop`.
-    pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        let blocks = turn.get("content").and_then(Value::as_array);
-        for block in blocks
-            .into_iter()
-            .flatten()
-            .filter(|b| items::is_call_block(b))
-        {
-            let index = self.next_index;
-            self.next_index += 1;
-            let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
-            let mut opened = block.clone();
-            opened["input"] = json!({});
-            self.emit_json(
-                json!({"type": "content_block_start", "index": index, "content_block": opened}),
-                out,
-            );
-            self.emit_json(json!({"type": "content_block_delta", "index": index,
-                                  "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}), out);
-            self.emit_json(json!({"type": "content_block_stop", "index": index}), out);
-        }
-        // The round that held the program was summed when it ended.
-        let usage = self
-            .usage_before
-            .clone()
-            .or_else(|| turn.get("usage").cloned())
-            .unwrap_or_else(|| json!({"output_tokens": 0}));
-        self.emit_json(
-            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
-                   "usage": usage}),
-            out,
-        );
-        self.round.decision = Some(Decision::Final);
-        self.round.delta_sent = true;
-        self.send_stop(out);
-    }
-
-    /// The upstream broke off or failed: the client gets a final error event.
-    pub fn upstream_failed(&mut self, message: &str, _code: &str, out: &mut Vec<Bytes>) {
-        self.errored = true;
-        self.round.decision = Some(Decision::Final);
-        self.emit_json(
-            json!({"type": "error", "error": {"type": "api_error", "message": message}}),
-            out,
-        );
     }
 
     fn emit_json(&mut self, event: Value, out: &mut Vec<Bytes>) {
@@ -760,49 +467,12 @@ impl RoundJudge for MessagesJudge {
         MessagesJudge::upstream_failed(self, message, code, out);
     }
     fn repairs(&self) -> u32 {
-        self.repairs
+        self.rounds.repairs
     }
 
     fn round_usage(&self) -> Option<&Value> {
         self.round.usage.as_ref()
     }
-}
-
-/// Whether an event's data is a `message_stop`.
-fn is_stop(data: &str) -> bool {
-    serde_json::from_str::<TypeView<'_>>(data).is_ok_and(|v| v.kind == "message_stop")
-}
-
-#[derive(serde::Deserialize)]
-struct TypeView<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Cow<'a, str>,
-}
-
-/// The fields of an event the fast path reads, borrowed from its text.
-#[derive(serde::Deserialize)]
-struct EventView<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    index: Option<&'a RawValue>,
-    #[serde(borrow)]
-    delta: Option<DeltaView<'a>>,
-}
-
-/// A delta's type and the fields that hold its text.
-#[derive(serde::Deserialize)]
-struct DeltaView<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    signature: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    partial_json: Option<Cow<'a, str>>,
 }
 
 #[cfg(test)]

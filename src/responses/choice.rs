@@ -1,5 +1,5 @@
 //! `tool_choice` of a Responses request, judged against the plan the same
-//! way as on chat completions (`crate::rewrite::choice`): read into what it
+//! way as on chat completions (`crate::chat::request::choice`): read into what it
 //! means, each named tool judged, written back from that reading, so the
 //! provider is never pointed at a tool the wire lacks.
 //!
@@ -15,7 +15,7 @@ use crate::classify::Visibility;
 use crate::error::ProxyError;
 use crate::mode::{Mode, RUN_CODE};
 use crate::plan::ToolPlan;
-use crate::rewrite::choice::callable;
+use crate::turn::callable;
 
 /// The built-ins a client executes; a choice of one names the tool of that type.
 const CLIENT_BUILT_INS: [&str; 3] = ["local_shell", "shell", "apply_patch"];

@@ -1,7 +1,7 @@
 //! A whole (non-streamed) Responses response, judged: the same rule as a
 //! chat completion, on output items.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::items::judge_item;
 use crate::plan::ToolPlan;
@@ -42,7 +42,7 @@ pub fn message_text(item: &Value) -> Option<String> {
 
 /// Judges every call item of `response` and withholds from its `output`
 /// every call that does not pass (denied ones, and programs the proxy runs).
-pub fn judge_response(response: &mut Value, plan: &ToolPlan) -> JudgedResponse {
+pub fn judge_response(response: &mut Map<String, Value>, plan: &ToolPlan) -> JudgedResponse {
     let mut turn = JudgedResponse::default();
     let Some(output) = response.get_mut("output") else {
         return turn;
@@ -73,7 +73,7 @@ pub fn judge_response(response: &mut Value, plan: &ToolPlan) -> JudgedResponse {
 
 /// Ends the turn without calls: the model's text stays, and a note when
 /// there is none (the repair bound, or programs past theirs).
-pub fn give_up(response: &mut Value, note: &str) {
+pub fn give_up(response: &mut Map<String, Value>, note: &str) {
     let Some(items) = response.get_mut("output").and_then(Value::as_array_mut) else {
         return;
     };
@@ -85,7 +85,7 @@ pub fn give_up(response: &mut Value, note: &str) {
     if !has_text {
         items.push(note_message(note));
     }
-    response["status"] = json!("completed");
+    response.insert("status".into(), json!("completed"));
 }
 
 /// A message item holding `text`, as the proxy writes one.

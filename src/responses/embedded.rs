@@ -3,7 +3,7 @@
 //! resume the program.
 
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::plan::ToolPlan;
 use crate::runtime::Execution;
@@ -119,26 +119,34 @@ pub fn replayable(items: &[Value], run_call_id: &str, answered: &[Value]) -> Opt
     complete.then(|| Value::Array(items.to_vec()).to_string())
 }
 
-/// A whole response as the event stream a streaming client expects.
+/// A whole response as the event stream a streaming client expects, each
+/// item streamed as providers stream one.
 pub fn response_as_sse(response: &Value) -> Bytes {
     let mut seq = 0u64;
     let mut out = Vec::new();
-    let mut push = |mut data: Value| {
-        data["sequence_number"] = json!(seq);
+    let mut push = |mut data: Map<String, Value>| {
+        data.insert("sequence_number".into(), json!(seq));
         seq += 1;
         let kind = data["type"].as_str().unwrap_or("message").to_owned();
-        out.extend_from_slice(&super::stream::frame(&kind, &data));
+        out.extend_from_slice(&crate::sse::named_event(&kind, &Value::Object(data)));
     };
     let mut head = response.clone();
     head["status"] = json!("in_progress");
     head["output"] = json!([]);
-    push(json!({"type": "response.created", "response": head}));
-    push(json!({"type": "response.in_progress", "response": head}));
+    let event = |kind: &str, response: &Value| {
+        let mut e = Map::new();
+        e.insert("type".into(), json!(kind));
+        e.insert("response".into(), response.clone());
+        e
+    };
+    push(event("response.created", &head));
+    push(event("response.in_progress", &head));
     let items = response["output"].as_array().cloned().unwrap_or_default();
-    for (i, item) in items.into_iter().enumerate() {
-        push(json!({"type": "response.output_item.added", "output_index": i, "item": item}));
-        push(json!({"type": "response.output_item.done", "output_index": i, "item": item}));
+    for (i, item) in items.iter().enumerate() {
+        for e in super::events::item_events(i, item) {
+            push(e);
+        }
     }
-    push(json!({"type": "response.completed", "response": response}));
+    push(event("response.completed", response));
     Bytes::from(out)
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, Fate, JudgedCall, Shape};
+use crate::turn::{fate, judge_names, JudgedCall, Shape};
 
 /// The item types that are calls a client executes, with the tool each
 /// names when the item carries no `name`, and the type of its answer.
@@ -139,65 +139,6 @@ pub fn answer_item(call: &JudgedCall, content: &str) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("function_call");
     json!({"type": output_type(kind), "call_id": call.id, "output": content})
-}
-
-/// The text a withheld call is answered with, if it is withheld.
-pub fn withheld_content(call: &JudgedCall, splice: bool) -> Option<&str> {
-    match &call.fate {
-        Fate::Passed => None,
-        Fate::Denied(d) => Some(d.content.as_str()),
-        Fate::Program if splice => Some(crate::classify::ONE_PROGRAM_SKIPPED),
-        Fate::Program => Some(crate::classify::ONE_PROGRAM),
-    }
-}
-
-/// A repair round's input items: the model's output items as they came
-/// (its reasoning items with the calls, as providers require), then one
-/// answer per withheld call, in the order the model made them.
-pub fn repair_items(model_items: &[Value], calls: &[JudgedCall]) -> Vec<Value> {
-    let mut items = model_items.to_vec();
-    items.extend(
-        calls
-            .iter()
-            .filter_map(|c| withheld_content(c, false).map(|t| answer_item(c, t))),
-    );
-    items
-}
-
-/// The denied calls of a program's turn and their answers, for its history.
-pub fn program_denials(calls: &[JudgedCall]) -> (Vec<Value>, Vec<Value>) {
-    let denied = calls.iter().filter(|c| matches!(c.fate, Fate::Denied(_)));
-    (
-        denied.clone().map(raw_item).collect(),
-        denied
-            .filter_map(|c| withheld_content(c, false).map(|t| answer_item(c, t)))
-            .collect(),
-    )
-}
-
-/// A mixed turn's withheld calls and their answers, keyed by the `call_id`s
-/// of the calls the client got; `None` when nothing is withheld or no
-/// passed call has an id.
-pub fn splice(calls: &[JudgedCall]) -> Option<(Vec<String>, crate::splice::Splice)> {
-    let keys: Vec<String> = calls
-        .iter()
-        .filter(|c| c.passed() && !c.id.is_empty())
-        .map(|c| c.id.clone())
-        .collect();
-    let withheld: Vec<&JudgedCall> = calls.iter().filter(|c| !c.passed()).collect();
-    if keys.is_empty() || withheld.is_empty() {
-        return None;
-    }
-    Some((
-        keys,
-        crate::splice::Splice {
-            denied_calls: withheld.iter().map(|c| raw_item(c)).collect(),
-            denials: withheld
-                .iter()
-                .filter_map(|c| withheld_content(c, true).map(|t| answer_item(c, t)))
-                .collect(),
-        },
-    ))
 }
 
 /// The call's item as the model sent it.

@@ -4,8 +4,12 @@
 
 /// A whole response, judged.
 pub mod completion;
+/// The dialect the turn core drives.
+mod dialect;
 /// Programs: nested call items, minted responses, events.
 pub mod embedded;
+/// The events of items the proxy writes.
+pub mod events;
 /// Programs in a Responses input.
 pub mod history;
 /// Output items: calls, their answers, the items the proxy writes.
@@ -18,3 +22,5 @@ pub mod stream;
 pub mod tools;
 
 mod choice;
+
+pub use dialect::Responses;

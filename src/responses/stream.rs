@@ -16,21 +16,19 @@
 //! holds every item it saw and whose `usage` is the sum of all rounds.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::items;
-use crate::intercept::add_usage;
+mod ending;
+mod fast;
+
+use super::{events, items, Responses};
 use crate::plan::ToolPlan;
-use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
-use crate::sse::SseEvent;
-use crate::stream::judge::{HeldProgram, RoundEnd};
-use crate::stream::RoundJudge;
-use crate::turn::{self, Bounds, Decision, Fate, JudgedCall, Summary};
+use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
+use crate::turn::{self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, Rounds};
 
 /// Event types the fast path leaves to the full judge: they open, close or
 /// end items or the response.
@@ -121,10 +119,7 @@ impl Round {
 /// Judges one client stream of the Responses API across its rounds.
 pub struct ResponsesJudge {
     plan: Arc<ToolPlan>,
-    max_repairs: u32,
-    repairs: u32,
-    programs: u32,
-    rounds: u32,
+    rounds: Rounds,
     /// The next `sequence_number` the client gets.
     seq: u64,
     /// The first response id: the one the client knows.
@@ -134,7 +129,6 @@ pub struct ResponsesJudge {
     /// Every item the client got, by its `output_index`; `None` for one
     /// whose whole item turned out to be withheld.
     seen: Vec<Option<Value>>,
-    usage_before: Option<Value>,
     round: Round,
     errored: bool,
     /// A `data: [DONE]` came: it goes out once, at the very end.
@@ -146,15 +140,11 @@ impl ResponsesJudge {
     pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> ResponsesJudge {
         ResponsesJudge {
             plan,
-            max_repairs,
-            repairs: 0,
-            programs: 0,
-            rounds: 0,
+            rounds: Rounds::new(max_repairs),
             seq: 0,
             id: None,
             template: None,
             seen: Vec::new(),
-            usage_before: None,
             round: Round::default(),
             errored: false,
             done_sentinel: false,
@@ -196,76 +186,6 @@ impl ResponsesJudge {
         }
     }
 
-    /// The common event continues an item the client already has (a text
-    /// or arguments delta): read it through a borrowed view and write its
-    /// bytes with only `sequence_number` and `output_index` replaced,
-    /// without building a JSON tree. Anything else returns false.
-    fn fast(&mut self, data: &str, out: &mut Vec<Bytes>) -> bool {
-        // A line break inside the data would need several `data:` lines.
-        if data.contains('\n') || data.contains('\r') {
-            return false;
-        }
-        let Ok(view) = serde_json::from_str::<EventView<'_>>(data) else {
-            return false;
-        };
-        if view.item.is_some() || view.response.is_some() || !is_event_name(&view.kind) {
-            return false;
-        }
-        if STRUCTURAL.contains(&view.kind.as_ref()) {
-            return false;
-        }
-        let (Some(seq), Some(index)) = (view.sequence_number, view.output_index) else {
-            return false;
-        };
-        let Ok(upstream) = index.get().parse::<u64>() else {
-            return false;
-        };
-        let Some(client) = self
-            .round
-            .by_index(upstream)
-            .and_then(|p| self.round.items[p].client)
-        else {
-            return false;
-        };
-        if view
-            .item_id
-            .as_deref()
-            .is_some_and(|id| self.round.withholds_id(id))
-        {
-            return false;
-        }
-        let (Some(a), Some(b)) = (span_of(data, seq), span_of(data, index)) else {
-            return false;
-        };
-        if view.kind == "response.output_text.delta" {
-            self.round.emitted_text = true;
-        }
-        let seq_value = self.next_seq();
-        let (first, second) = if a.0 < b.0 {
-            ((a, seq_value), (b, client))
-        } else {
-            ((b, client), (a, seq_value))
-        };
-        // Sized exactly, so the bytes go out without another allocation.
-        let len =
-            "event: \ndata: \n\n".len() + view.kind.len() + data.len() - (a.1 - a.0) - (b.1 - b.0)
-                + digits(seq_value)
-                + digits(client);
-        let mut frame = Vec::with_capacity(len);
-        frame.extend_from_slice(b"event: ");
-        frame.extend_from_slice(view.kind.as_bytes());
-        frame.extend_from_slice(b"\ndata: ");
-        let bytes = data.as_bytes();
-        frame.extend_from_slice(&bytes[..first.0 .0]);
-        push_number(&mut frame, first.1);
-        frame.extend_from_slice(&bytes[first.0 .1..second.0 .0]);
-        push_number(&mut frame, second.1);
-        frame.extend_from_slice(&bytes[second.0 .1..]);
-        frame.extend_from_slice(b"\n\n");
-        out.push(Bytes::from(frame));
-        true
-    }
-
     fn on_object(&mut self, event: Map<String, Value>, out: &mut Vec<Bytes>) {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
@@ -294,7 +214,7 @@ impl ResponsesJudge {
     /// The response's start: the client gets the first round's only.
     fn on_start(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
         self.take_id(&event);
-        if self.rounds > 0 {
+        if self.rounds.before() > 0 {
             return;
         }
         if let Some(Value::Object(response)) = event.get_mut("response") {
@@ -344,9 +264,7 @@ impl ResponsesJudge {
             response.insert("id".into(), json!(id));
         }
         response.insert("output".into(), self.client_output());
-        let mut total = self.usage_before.clone();
-        add_usage(&mut total, self.round.usage.as_ref());
-        if let Some(total) = total {
+        if let Some(total) = self.rounds.total(self.round.usage.as_ref()) {
             response.insert("usage".into(), total);
         }
     }
@@ -510,213 +428,14 @@ impl ResponsesJudge {
         let Some(item) = slot.item.as_object_mut() else {
             return;
         };
-        let mut value = if append {
-            item.get(field)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        } else {
-            String::new()
-        };
-        value.push_str(text);
-        item.insert(field.into(), Value::String(value));
-    }
-
-    /// The round's terminal event: the turn is decided here.
-    fn on_terminal(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
-        self.take_id(&event);
-        if let Some(usage) = event
-            .get("response")
-            .and_then(|r| r.get("usage"))
-            .filter(|u| u.is_object())
-        {
-            self.round.usage = Some(usage.clone());
-        }
-        let decision = self.decide();
-        if matches!(decision, Decision::Repair | Decision::Program) {
-            return; // Another round follows in the same client stream.
-        }
-        if decision == Decision::GiveUp && !self.round.emitted_text {
-            self.give_up_note(out);
-        }
-        let response = event
-            .entry("response")
-            .or_insert_with(|| json!({"object": "response"}));
-        if let Value::Object(response) = response {
-            self.finish_response(response);
-        }
-        self.emit(event, out);
-    }
-
-    /// Decides the round once its calls are as whole as they will be.
-    fn decide(&mut self) -> Decision {
-        for slot in &mut self.round.items {
-            if slot.done || slot.client.is_some() {
-                continue;
-            }
-            // A withheld call whose whole item never came: judged on what
-            // streamed of it.
-            if let Some(call) = items::judge_item(&slot.item, &self.plan) {
-                slot.call = Some(refine(slot.call.take(), call));
+        // Appended in place: a call's arguments arrive in many deltas, and
+        // copying the whole string on each would be quadratic.
+        match item.get_mut(field) {
+            Some(Value::String(value)) if append => value.push_str(text),
+            _ => {
+                item.insert(field.into(), Value::String(text.to_owned()));
             }
         }
-        let calls = self.round.calls();
-        let summary = Summary::of(&calls, self.errored);
-        let decision = turn::decide(
-            summary,
-            Bounds {
-                repairs: self.repairs,
-                max_repairs: self.max_repairs,
-                programs: self.programs,
-                max_programs: MAX_PROGRAMS_PER_REQUEST,
-            },
-        );
-        crate::observe::ledger::judged(&calls, decision);
-        self.round.decision = Some(decision);
-        decision
-    }
-
-    /// The client gets no call of this turn: a message item tells why.
-    fn give_up_note(&mut self, out: &mut Vec<Bytes>) {
-        let note = turn::give_up_note(&self.round.calls());
-        let id = format!("msg_codemode_note_{}", self.rounds);
-        let item = json!({"type": "message", "id": id, "status": "completed", "role": "assistant",
-                          "content": [{"type": "output_text", "text": note, "annotations": []}]});
-        let client = self.seen.len();
-        self.seen.push(Some(item.clone()));
-        let mut opened = item.clone();
-        opened["status"] = json!("in_progress");
-        opened["content"] = json!([]);
-        self.emit_item("response.output_item.added", client, opened, out);
-        self.emit_item("response.output_item.done", client, item, out);
-        self.round.emitted_text = true;
-    }
-
-    fn emit_item(&mut self, kind: &str, client: usize, item: Value, out: &mut Vec<Bytes>) {
-        let mut event = Map::new();
-        event.insert("type".into(), json!(kind));
-        event.insert("sequence_number".into(), Value::Null);
-        event.insert("output_index".into(), json!(client));
-        event.insert("item".into(), item);
-        self.emit(event, out);
-    }
-
-    /// The end of an upstream round's body.
-    pub fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        if self.round.decision.is_none() {
-            // No terminal event came: decided as at one. A client that got
-            // no call is still told why, and gets its terminal.
-            if self.decide() == Decision::GiveUp {
-                if !self.round.emitted_text {
-                    self.give_up_note(out);
-                }
-                let mut response = self
-                    .template
-                    .clone()
-                    .and_then(|t| t.as_object().cloned())
-                    .unwrap_or_default();
-                response.insert("status".into(), json!("completed"));
-                self.finish_response(&mut response);
-                let mut event = Map::new();
-                event.insert("type".into(), json!("response.completed"));
-                event.insert("sequence_number".into(), Value::Null);
-                event.insert("response".into(), Value::Object(response));
-                self.emit(event, out);
-            }
-        }
-        let calls = self.round.calls();
-        let end = match self.round.decision {
-            Some(Decision::Repair) => {
-                add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                RoundEnd::Repair {
-                    messages: items::repair_items(&self.round.model_items(), &calls),
-                }
-            }
-            Some(Decision::Program) => {
-                add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                let text = self.round.text();
-                let program = calls.iter().find(|c| c.fate == Fate::Program);
-                let (denied_calls, denials) = items::program_denials(&calls);
-                RoundEnd::Program(HeldProgram {
-                    id: program.map(|c| c.id.clone()).unwrap_or_default(),
-                    arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
-                    content: (!text.is_empty()).then_some(text),
-                    turn: Some(Value::Array(self.round.model_items())),
-                    response_id: self.round.upstream_id.clone(),
-                    denied_calls,
-                    denials,
-                })
-            }
-            Some(Decision::Splice) => RoundEnd::Done {
-                splice: items::splice(&calls),
-            },
-            Some(Decision::Final | Decision::GiveUp) | None => RoundEnd::Done { splice: None },
-        };
-        if matches!(end, RoundEnd::Done { .. }) {
-            self.close(out);
-        }
-        end
-    }
-
-    /// The client stream is complete: a `[DONE]` that came goes out last.
-    fn close(&mut self, out: &mut Vec<Bytes>) {
-        if std::mem::take(&mut self.done_sentinel) {
-            out.push(Bytes::from_static(b"data: [DONE]\n\n"));
-        }
-    }
-
-    /// Starts the next round after a repair was sent upstream.
-    pub fn start_repair_round(&mut self) {
-        self.repairs += 1;
-        self.rounds += 1;
-        self.round = Round::default();
-    }
-
-    /// Starts the next round after a program ended and the model was asked again.
-    pub fn start_program_round(&mut self) {
-        self.programs += 1;
-        self.rounds += 1;
-        self.round = Round::default();
-    }
-
-    /// A program waits on the client: `turn` (a response object whose
-    /// `output` holds the program's calls) ends the client stream, each
-    /// call as an item the client opens and completes, then the response.
-    pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        let calls: Vec<Value> = turn
-            .get("output")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for item in calls {
-            let client = self.seen.len();
-            self.seen.push(Some(item.clone()));
-            self.emit_item("response.output_item.added", client, item.clone(), out);
-            self.emit_item("response.output_item.done", client, item, out);
-        }
-        let mut response = turn.as_object().cloned().unwrap_or_default();
-        response.insert("status".into(), json!("completed"));
-        // The round that held the program was summed when it ended.
-        self.round.usage = None;
-        self.finish_response(&mut response);
-        let mut event = Map::new();
-        event.insert("type".into(), json!("response.completed"));
-        event.insert("sequence_number".into(), Value::Null);
-        event.insert("response".into(), Value::Object(response));
-        self.emit(event, out);
-        self.close(out);
-    }
-
-    /// The upstream broke off or failed: the client gets a final error event.
-    pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
-        self.errored = true;
-        self.round.decision = Some(Decision::Final);
-        let mut event = Map::new();
-        event.insert("type".into(), json!("error"));
-        event.insert("code".into(), json!(code));
-        event.insert("message".into(), json!(message));
-        event.insert("sequence_number".into(), Value::Null);
-        self.emit(event, out);
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -763,92 +482,12 @@ impl RoundJudge for ResponsesJudge {
         ResponsesJudge::upstream_failed(self, message, code, out);
     }
     fn repairs(&self) -> u32 {
-        self.repairs
+        self.rounds.repairs
     }
 
     fn round_usage(&self) -> Option<&Value> {
         self.round.usage.as_ref()
     }
-}
-
-/// A withheld call judged again on more of it: the new judgment, except
-/// that a call withheld by its name never comes to pass by a later one.
-pub(crate) fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
-    match old {
-        Some(old) if new.passed() && !old.passed() => JudgedCall {
-            id: new.id,
-            arguments: new.arguments,
-            raw: new.raw,
-            ..old
-        },
-        _ => new,
-    }
-}
-
-/// Whether `kind` can stand on an `event:` line as it is.
-pub(crate) fn is_event_name(kind: &str) -> bool {
-    !kind.is_empty() && !kind.bytes().any(|b| b == b'\n' || b == b'\r')
-}
-
-/// How many decimal digits `n` takes.
-pub(crate) fn digits(mut n: u64) -> usize {
-    let mut d = 1;
-    while n >= 10 {
-        n /= 10;
-        d += 1;
-    }
-    d
-}
-
-/// Writes `n` in decimal.
-pub(crate) fn push_number(out: &mut Vec<u8>, n: u64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[at..]);
-}
-
-/// Where `raw`, borrowed from `data`, lies in it.
-pub(crate) fn span_of(data: &str, raw: &RawValue) -> Option<(usize, usize)> {
-    let start = (raw.get().as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
-    let end = start + raw.get().len();
-    (data.get(start..end) == Some(raw.get())).then_some((start, end))
-}
-
-/// One event: its type on the `event:` line, `value` as its data.
-pub(crate) fn frame(kind: &str, value: &Value) -> Bytes {
-    let mut out = String::with_capacity(160);
-    let _ = write!(out, "event: {kind}\ndata: ");
-    let mut bytes = out.into_bytes();
-    // Serialising a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut bytes, value);
-    bytes.extend_from_slice(b"\n\n");
-    Bytes::from(bytes)
-}
-
-/// The fields of an event the fast path reads, borrowed from its text.
-#[derive(serde::Deserialize)]
-struct EventView<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    sequence_number: Option<&'a RawValue>,
-    #[serde(borrow)]
-    output_index: Option<&'a RawValue>,
-    #[serde(borrow)]
-    item_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    item: Option<&'a RawValue>,
-    #[serde(borrow)]
-    response: Option<&'a RawValue>,
 }
 
 #[cfg(test)]

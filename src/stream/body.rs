@@ -17,13 +17,13 @@ use http::{header, Response};
 use http_body::{Body, Frame};
 use serde_json::Value;
 
-use super::judge::{HeldProgram, RoundEnd};
 use crate::body::{BoxedError, ProxyBody, UpstreamIdle};
 use crate::error::ProxyError;
 use crate::runtime::StoreError;
 use crate::splice::TenantSplices;
 use crate::sse::{SseEvent, SseParser};
 use crate::telemetry::Round;
+use crate::turn::{HeldProgram, RoundEnd, RoundJudge};
 
 /// What comes after a round the client does not see the end of.
 pub enum Next {
@@ -43,32 +43,6 @@ pub trait RepairTarget: Send {
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture;
     /// Runs the model's program; then asks again, or hands its calls to the client.
     fn run_program(&mut self, program: HeldProgram) -> RepairFuture;
-}
-
-/// A dialect's judge of one client stream across its upstream rounds:
-/// events in, the bytes the client sees out. Pure and synchronous, so it
-/// can be driven over fixtures cut at every offset; [`InterceptBody`] feeds
-/// it, with backpressure and cancellation, and starts the rounds it asks for.
-pub trait RoundJudge: Send + Unpin + 'static {
-    /// Judges one event, appending what the client gets to `out`.
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>);
-    /// The end of an upstream round's body: what comes next.
-    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd;
-    /// A repair round's upstream stream begins.
-    fn start_repair_round(&mut self);
-    /// The round after a program that ended begins.
-    fn start_program_round(&mut self);
-    /// A program waits on the client: `turn` (the dialect's response
-    /// holding the program's calls) ends the client stream.
-    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>);
-    /// The upstream broke off or failed: the client gets a final error.
-    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>);
-    /// Repair rounds started so far.
-    fn repairs(&self) -> u32;
-    /// The provider's usage for the round so far (for its trace span).
-    fn round_usage(&self) -> Option<&Value> {
-        None
-    }
 }
 
 /// Which kind of round is being started.

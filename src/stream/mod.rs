@@ -1,14 +1,13 @@
-//! Streaming interception (design.md section 6, "Streaming").
+//! Streaming interception (design.md section 6, "Streaming"), for every
+//! dialect.
 //!
-//! [`judge`] decides, event by event, what the client sees; [`body`] feeds
-//! it from the upstream and runs repair rounds inside the same client
-//! stream. The SSE parser lives in [`crate::sse`], the classification rule
-//! in [`crate::classify`]: this module only applies them.
+//! A dialect's [`RoundJudge`] decides, event by event, what the client
+//! sees; [`body`] feeds it from the upstream with backpressure and
+//! cancellation, and runs the rounds it asks for (repairs, programs)
+//! inside the same client stream. The SSE parser lives in [`crate::sse`],
+//! the decisions in [`crate::turn`]: this module only drives them.
 
-mod accumulate;
 mod body;
-mod calls;
-pub mod judge;
 
-pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget, RoundJudge};
-pub use judge::{HeldProgram, RoundEnd, StreamJudge};
+pub use crate::turn::{HeldProgram, RoundEnd, RoundJudge};
+pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget};

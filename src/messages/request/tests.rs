@@ -250,7 +250,7 @@ fn stored_turn(splices: &TenantSplices, plan: &ToolPlan) {
         .iter()
         .filter_map(|b| items::judge_block(b, plan))
         .collect();
-    let (keys, splice) = items::splice(&calls).unwrap();
+    let (keys, splice) = crate::turn::splice::<crate::messages::Messages>(&calls).unwrap();
     assert_eq!(keys, ["toolu_run"]);
     splices.put(&keys, Arc::new(splice));
 }

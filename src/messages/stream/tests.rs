@@ -880,7 +880,7 @@ impl crate::stream::RepairTarget for Script {
         self.asked.lock().unwrap().push(messages);
         self.next()
     }
-    fn run_program(&mut self, program: HeldProgram) -> crate::stream::RepairFuture {
+    fn run_program(&mut self, program: crate::turn::HeldProgram) -> crate::stream::RepairFuture {
         self.asked.lock().unwrap().push(vec![json!(program.id)]);
         match self.hand_off.take() {
             Some(turn) => Box::pin(async move { Ok(crate::stream::Next::HandOff(turn)) }),

@@ -628,10 +628,14 @@ fn hand_off_ends_the_stream_with_the_programs_calls() {
     assert_eq!(output.last().unwrap(), &nested);
     assert_eq!(v.items().last().unwrap(), &&nested);
     let kinds = v.kinds();
+    // A minted call streams as providers stream one: opened without its
+    // arguments, the arguments as a delta and a done, then completed.
     assert_eq!(
-        &kinds[kinds.len() - 3..],
+        &kinds[kinds.len() - 5..],
         [
             "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
             "response.output_item.done",
             "response.completed"
         ]
@@ -826,7 +830,7 @@ impl crate::stream::RepairTarget for Script {
         self.asked.lock().unwrap().push(messages);
         self.next()
     }
-    fn run_program(&mut self, program: HeldProgram) -> crate::stream::RepairFuture {
+    fn run_program(&mut self, program: crate::turn::HeldProgram) -> crate::stream::RepairFuture {
         self.asked.lock().unwrap().push(vec![json!(program.id)]);
         match self.hand_off.take() {
             Some(turn) => Box::pin(async move { Ok(crate::stream::Next::HandOff(turn)) }),

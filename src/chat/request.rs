@@ -80,6 +80,14 @@ impl ChatRequest {
         self.object.get(key)
     }
 
+    /// Whether a streaming client asked for a usage chunk
+    /// (`stream_options.include_usage`).
+    pub fn include_usage(&self) -> bool {
+        self.field("stream_options")
+            .and_then(|o| serde_json::from_str::<Value>(o.get()).ok())
+            .is_some_and(|o| o.get("include_usage") == Some(&Value::Bool(true)))
+    }
+
     /// Serialises the request with its current messages.
     pub fn to_bytes(&self) -> Bytes {
         let messages = raw_array(self.messages.iter().map(AsRef::as_ref));

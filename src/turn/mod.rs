@@ -1,11 +1,13 @@
-//! What one model turn comes to, decided once for both response paths.
+//! The turn core: what one model turn comes to, and what each decision
+//! does, written once for every dialect and for both response paths.
 //!
-//! The JSON path ([`crate::intercept`]) and the stream judge
-//! ([`crate::stream`]) each read their calls off the wire and judge every
-//! name with [`crate::classify`]. Both then describe the turn the same way,
-//! as a list of [`JudgedCall`]s, and this module decides what happens next
-//! ([`decide`]) and builds what the model is told ([`repair_messages`],
-//! [`splice`], [`give_up_note`]), so the two paths cannot drift apart.
+//! A dialect ([`Dialect`]) reads its answers and stream events into a list
+//! of [`JudgedCall`]s (each name judged by [`crate::classify`]); [`decide`]
+//! says what follows; [`effect`] writes each decision's effect (a repair's
+//! history, a program handed to the runtime, a mixed turn's splice) in the
+//! dialect's shapes; [`Rounds`] keeps the bounds and the usage across
+//! rounds. The JSON driver and the stream body above run every dialect
+//! through these, so no decision has a second copy.
 //!
 //! | calls of the turn | decision |
 //! |---|---|
@@ -18,15 +20,27 @@
 //! A turn that mixes `run_code` (run by the embedded runtime) with calls
 //! that reach the client is a splice: the client's calls go out as they
 //! arrive (a stream cannot take back a call it already forwarded), and the
-//! program is not run but answered [`ONE_PROGRAM_SKIPPED`] in the history
+//! program is not run but answered `ONE_PROGRAM_SKIPPED` in the history
 //! the client sends back, as any withheld call of a mixed turn.
 
-use serde_json::{json, Value};
+mod dialect;
+pub mod effect;
+mod rounds;
 
-use crate::classify::{classify, Denial, Verdict, ONE_PROGRAM, ONE_PROGRAM_SKIPPED};
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::classify::{classify, Denial, Verdict};
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
-use crate::splice::Splice;
+use crate::sse::SseEvent;
+
+pub use dialect::{Dialect, ModelTurn};
+pub use effect::{
+    held_program, program_denials, repair_history, round_end, splice, withheld_content,
+    HeldProgram, RoundEnd,
+};
+pub use rounds::{add_usage, Rounds};
 
 /// How a call was written on the wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,39 +118,27 @@ impl JudgedCall {
     pub fn passed(&self) -> bool {
         self.fate == Fate::Passed
     }
+}
 
-    /// The call as a `tool_calls` entry (a legacy call becomes a function
-    /// call): as the model sent it, with the id it is answered under, so a
-    /// replayed turn keeps what providers require back on it.
-    pub fn tool_call(&self) -> Value {
-        if let (Some(raw), Shape::Function | Shape::Custom) = (&self.raw, self.shape) {
-            let mut call = raw.clone();
-            call.insert("id".into(), json!(self.id));
-            return Value::Object(call);
-        }
-        match self.shape {
-            Shape::Custom => json!({"id": self.id, "type": "custom",
-                                    "custom": {"name": self.name, "input": self.arguments}}),
-            Shape::Function | Shape::Legacy => json!({"id": self.id, "type": "function",
-                                    "function": {"name": self.name, "arguments": self.arguments}}),
-        }
-    }
+/// Whether the model may be pointed at tool `name` under this plan (a
+/// forced `tool_choice`, an allowed list): only at what the wire announces
+/// and the rule lets through.
+pub fn callable(plan: &ToolPlan, name: &str) -> bool {
+    plan.on_wire(name)
+        && (name == RUN_CODE || (plan.mode != crate::mode::Mode::Code && plan.preset_shows(name)))
+}
 
-    /// The message answering a withheld call; `None` for a call the client gets.
-    /// `as_tool` answers a legacy call with a `role: "tool"` message too (it
-    /// is then spliced as a tool call).
-    fn answer(&self, decision: Decision, as_tool: bool) -> Option<Value> {
-        let content = match &self.fate {
-            Fate::Passed => return None,
-            Fate::Denied(d) => d.content.as_str(),
-            Fate::Program if decision == Decision::Splice => ONE_PROGRAM_SKIPPED,
-            Fate::Program => ONE_PROGRAM,
-        };
-        Some(if self.shape == Shape::Legacy && !as_tool {
-            json!({"role": "function", "name": self.name, "content": content})
-        } else {
-            json!({"role": "tool", "tool_call_id": self.id, "content": content})
-        })
+/// A withheld call judged again on more of it: the new judgment, except
+/// that a call withheld by its name never comes to pass by a later one.
+pub fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
+    match old {
+        Some(old) if new.passed() && !old.passed() => JudgedCall {
+            id: new.id,
+            arguments: new.arguments,
+            raw: new.raw,
+            ..old
+        },
+        _ => new,
     }
 }
 
@@ -230,81 +232,6 @@ pub fn decide(turn: Summary, bounds: Bounds) -> Decision {
     }
 }
 
-/// The model's turn as the proxy writes it into a history when it has no
-/// original message (a stream): the message's own fields as they came
-/// (text, reasoning and whatever else the provider wants back), and every
-/// call, in its shape.
-pub fn assistant_turn(fields: &serde_json::Map<String, Value>, calls: &[JudgedCall]) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("role".into(), json!("assistant"));
-    m.insert("content".into(), Value::Null);
-    for (k, v) in fields {
-        m.insert(k.clone(), v.clone());
-    }
-    let tool_calls: Vec<Value> = calls
-        .iter()
-        .filter(|c| c.shape != Shape::Legacy)
-        .map(JudgedCall::tool_call)
-        .collect();
-    if !tool_calls.is_empty() {
-        m.insert("tool_calls".into(), Value::Array(tool_calls));
-    }
-    if let Some(c) = calls.iter().find(|c| c.shape == Shape::Legacy) {
-        let call = json!({"name": c.name, "arguments": c.arguments});
-        m.insert("function_call".into(), call);
-    }
-    Value::Object(m)
-}
-
-/// A repair round's messages: the model's turn, then one answer per call in
-/// the order the model made them.
-pub fn repair_messages(assistant: Value, calls: &[JudgedCall]) -> Vec<Value> {
-    let mut messages = vec![assistant];
-    messages.extend(
-        calls
-            .iter()
-            .filter_map(|c| c.answer(Decision::Repair, false)),
-    );
-    messages
-}
-
-/// The denied calls of a program's turn and their answers, for its history.
-pub fn program_denials(calls: &[JudgedCall]) -> (Vec<Value>, Vec<Value>) {
-    let denied = calls.iter().filter(|c| matches!(c.fate, Fate::Denied(_)));
-    (
-        denied.clone().map(JudgedCall::tool_call).collect(),
-        denied
-            .filter_map(|c| c.answer(Decision::Program, true))
-            .collect(),
-    )
-}
-
-/// A mixed turn's withheld calls, keyed by the ids of the calls the client
-/// got. `None` when nothing is withheld, or no call the client got has an id
-/// its next request could name (a legacy call alone).
-pub fn splice(calls: &[JudgedCall]) -> Option<(Vec<String>, Splice)> {
-    let keys: Vec<String> = calls
-        .iter()
-        .filter(|c| c.passed() && c.shape != Shape::Legacy && !c.id.is_empty())
-        .map(|c| c.id.clone())
-        .collect();
-    let withheld: Vec<&JudgedCall> = calls.iter().filter(|c| !c.passed()).collect();
-    if keys.is_empty() || withheld.is_empty() {
-        if !withheld.is_empty() {
-            tracing::info!(target: "codemode::denial", "a mixed turn's denials cannot be spliced: the client's calls carry no id");
-        }
-        return None;
-    }
-    let splice = Splice {
-        denied_calls: withheld.iter().map(|c| c.tool_call()).collect(),
-        denials: withheld
-            .iter()
-            .filter_map(|c| c.answer(Decision::Splice, true))
-            .collect(),
-    };
-    Some((keys, splice))
-}
-
 /// The note a client reads when the proxy gave up on the turn.
 pub fn give_up_note(calls: &[JudgedCall]) -> String {
     if calls.iter().any(|c| c.fate == Fate::Program) {
@@ -318,7 +245,50 @@ pub fn give_up_note(calls: &[JudgedCall]) -> String {
         .filter(|c| !c.passed())
         .map(|c| c.name.as_str())
         .collect();
-    crate::intercept::give_up_text(&names)
+    give_up_text(&names)
+}
+
+/// The text a client sees when the model kept calling tools it cannot call.
+pub fn give_up_text(names: &[&str]) -> String {
+    format!(
+        "[codemode-proxy] The model kept calling tools that cannot be called directly in this \
+         mode ({}) and the repair limit (CODEMODE_MAX_REPAIRS) was reached, so no tool was run. \
+         Ask again, or rephrase the task.",
+        names.join(", ")
+    )
+}
+
+/// A fresh tool-call id: 128 bits from the OS random source
+/// ([`crate::tenant::unguessable`], the one source of minted ids).
+pub fn mint_call_id() -> String {
+    format!("call_cm{}", crate::tenant::unguessable())
+}
+
+/// A dialect's judge of one client stream across its upstream rounds:
+/// events in, the bytes the client sees out. Pure and synchronous, so it
+/// can be driven over fixtures cut at every offset; the stream body
+/// (`crate::stream::InterceptBody`) feeds it, with backpressure and
+/// cancellation, and starts the rounds it asks for.
+pub trait RoundJudge: Send + Unpin + 'static {
+    /// Judges one event, appending what the client gets to `out`.
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>);
+    /// The end of an upstream round's body: what comes next.
+    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd;
+    /// A repair round's upstream stream begins.
+    fn start_repair_round(&mut self);
+    /// The round after a program that ended begins.
+    fn start_program_round(&mut self);
+    /// A program waits on the client: `turn` (the dialect's answer
+    /// holding the program's calls) ends the client stream.
+    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>);
+    /// The upstream broke off or failed: the client gets a final error.
+    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>);
+    /// Repair rounds started so far.
+    fn repairs(&self) -> u32;
+    /// The provider's usage for the round so far (for its trace span).
+    fn round_usage(&self) -> Option<&Value> {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -361,58 +331,5 @@ mod tests {
             ..sum(0, 1, 0)
         };
         assert_eq!(decide(errored, b), Final);
-    }
-
-    fn judged(id: &str, name: &str, shape: Shape, fate: Fate) -> JudgedCall {
-        JudgedCall {
-            raw: None,
-            id: id.into(),
-            name: name.into(),
-            arguments: "{}".into(),
-            shape,
-            fate,
-        }
-    }
-
-    fn denied() -> Fate {
-        Fate::Denied(Denial::for_call(Verdict::Unknown, "bash", "{}").unwrap())
-    }
-
-    #[test]
-    fn a_legacy_call_is_answered_by_name_and_spliced_as_a_tool_call() {
-        let calls = [
-            judged("a", "read", Shape::Function, Fate::Passed),
-            judged("cm1", "bash", Shape::Legacy, denied()),
-        ];
-        let m = repair_messages(assistant_turn(&serde_json::Map::new(), &calls), &calls);
-        assert_eq!(m[0]["function_call"]["name"], "bash");
-        assert_eq!(m[0]["tool_calls"][0]["id"], "a");
-        assert_eq!(m[1]["role"], "function");
-        assert_eq!(m[1]["name"], "bash");
-        let (keys, s) = splice(&calls).unwrap();
-        assert_eq!(keys, vec!["a"]);
-        assert_eq!(s.denied_calls[0]["function"]["name"], "bash");
-        assert_eq!(s.denials[0]["tool_call_id"], "cm1");
-    }
-
-    #[test]
-    fn a_program_beside_a_passed_call_is_skipped_not_refused_as_a_whole() {
-        let calls = [
-            judged("a", "read", Shape::Function, Fate::Passed),
-            judged("b", RUN_CODE, Shape::Function, Fate::Program),
-        ];
-        let (_, s) = splice(&calls).unwrap();
-        assert!(s.denials[0]["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("ONE_PROGRAM:"));
-        assert_eq!(s.denials[0]["content"], ONE_PROGRAM_SKIPPED);
-    }
-
-    #[test]
-    fn custom_calls_keep_their_shape() {
-        let c = judged("a", "bash", Shape::Custom, denied());
-        assert_eq!(c.tool_call()["custom"]["name"], "bash");
-        assert_eq!(c.tool_call()["type"], "custom");
     }
 }

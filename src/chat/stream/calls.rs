@@ -10,8 +10,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::classify::{classify, Verdict};
-use crate::intercept::mint_call_id;
 use crate::plan::ToolPlan;
+use crate::turn::mint_call_id;
 use crate::turn::{fate, judge_names, JudgedCall, Shape};
 
 /// One call of the turn.

@@ -1,8 +1,9 @@
-//! The streaming judge: SSE events in, the bytes the client sees out.
+//! The Chat Completions stream judge: SSE events in, the bytes the client
+//! sees out.
 //!
 //! Pure and synchronous, so it can be driven over fixtures cut at every
 //! offset. Each call is classified when its name first arrives
-//! ([`super::calls`]); text and allowed calls go out as they come. At the end
+//! ([`calls`]); text and allowed calls go out as they come. At the end
 //! of a turn (its `finish_reason`, `[DONE]` or the end of the upstream body)
 //! the judge decides: a turn whose every call was denied is repaired inside
 //! the same client stream, up to the bound.
@@ -10,17 +11,21 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::accumulate::accumulate_except;
-use super::calls::{CallTracker, DeltaView};
-use crate::intercept::add_usage;
+mod accumulate;
+mod calls;
+mod chunk;
+
+use accumulate::accumulate_except;
+use calls::CallTracker;
+use chunk::{forward_inert, may_hold_call, only_first_choice, template_of};
+
+use super::answer::assistant_turn;
+use super::Chat;
 use crate::plan::ToolPlan;
-use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
-use crate::splice::Splice;
-use crate::sse::SseEvent;
-use crate::turn::{self, Bounds, Decision, Fate, JudgedCall, Summary};
+use crate::sse::{data_event as sse_data, SseEvent};
+use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, Rounds};
 
 /// Text of fast-path events kept for a possible repair's history, at most.
 const MAX_DEFERRED_BYTES: usize = 1 << 20;
@@ -54,55 +59,15 @@ impl Round {
 
     /// The model's turn as it came, every provider field kept, with `calls`.
     fn model_turn(&self, calls: &[JudgedCall]) -> Value {
-        turn::assistant_turn(&self.message, calls)
+        assistant_turn(&self.message, calls)
     }
-}
-
-/// The model's `run_code` call that the proxy runs between rounds.
-#[derive(Debug)]
-pub struct HeldProgram {
-    /// The model's call id.
-    pub id: String,
-    /// Its arguments (`{"code": "..."}`), as the model wrote them.
-    pub arguments: String,
-    /// The text the model wrote in the same turn.
-    pub content: Option<String>,
-    /// The model's whole turn, provider fields included, for its history.
-    pub turn: Option<Value>,
-    /// The provider's id of the response that held the call (Responses).
-    pub response_id: Option<String>,
-    /// Calls denied in the same turn, for the model's history.
-    pub denied_calls: Vec<Value>,
-    /// Their denials.
-    pub denials: Vec<Value>,
-}
-
-/// What happens when an upstream round's body ends.
-#[derive(Debug)]
-pub enum RoundEnd {
-    /// Run this program, then continue the stream or hand its calls to the client.
-    Program(HeldProgram),
-    /// Ask upstream again with these messages appended to the conversation.
-    Repair {
-        /// The model's turn, then one denial per call.
-        messages: Vec<Value>,
-    },
-    /// The client stream is complete.
-    Done {
-        /// A mixed turn's denials, keyed by the ids of the calls the client got.
-        splice: Option<(Vec<String>, Splice)>,
-    },
 }
 
 /// Judges one client stream across its rounds.
 pub struct StreamJudge {
     plan: Arc<ToolPlan>,
-    max_repairs: u32,
-    repairs: u32,
-    programs: u32,
-    rounds: u32,
+    rounds: Rounds,
     completion_id: Option<String>,
-    usage_before: Option<Value>,
     round: Round,
     errored: bool,
     /// A program's round went out with text: the next round's text starts
@@ -116,12 +81,8 @@ impl StreamJudge {
     pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> StreamJudge {
         StreamJudge {
             plan,
-            max_repairs,
-            repairs: 0,
-            programs: 0,
-            rounds: 0,
+            rounds: Rounds::new(max_repairs),
             completion_id: None,
-            usage_before: None,
             round: Round::default(),
             errored: false,
             text_before_program: false,
@@ -167,7 +128,7 @@ impl StreamJudge {
         }
         // The cheap byte check: a first-round event that cannot hold a call
         // or an error goes out as it came, without a JSON parse.
-        let fast = self.rounds == 0
+        let fast = self.rounds.before() == 0
             && self.round.calls.is_empty()
             && self.round.decision.is_none()
             && !may_hold_call(data)
@@ -197,46 +158,6 @@ impl StreamJudge {
         }
     }
 
-    /// The common chunk in a tool stream continues a call the client already
-    /// has: read it through a borrowed view and let its bytes go out as they
-    /// came, without building a JSON tree. Anything else returns false.
-    fn forward_unchanged(&mut self, data: &str) -> bool {
-        if self.rounds > 0 || self.round.decision.is_some() || self.completion_id.is_none() {
-            return false;
-        }
-        let Ok(view) = serde_json::from_str::<ChunkView<'_>>(data) else {
-            return false;
-        };
-        let present = |v: &Option<&RawValue>| v.is_some_and(|v| v.get() != "null");
-        if present(&view.error) || present(&view.usage) {
-            return false;
-        }
-        let [choice] = view.choices.as_slice() else {
-            return false;
-        };
-        if present(&choice.finish_reason)
-            || present(&choice.message)
-            || choice.index.is_some_and(|i| i.get() != "0")
-        {
-            return false;
-        }
-        let Some(delta) = &choice.delta else {
-            return false;
-        };
-        if present(&delta.function_call) {
-            return false;
-        }
-        if delta.tool_calls.is_empty() || !self.round.calls.continue_unchanged(&delta.tool_calls) {
-            return false;
-        }
-        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
-            let mut fields = Map::new();
-            fields.insert("content".into(), json!(text));
-            self.round.on_delta_fields(&fields);
-        }
-        true
-    }
-
     fn on_chunk(&mut self, mut chunk: Value, raw: Bytes, out: &mut Vec<Bytes>) {
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             // In-band upstream error: it reaches the client and ends the turn,
@@ -261,7 +182,7 @@ impl StreamJudge {
             self.round.template = Some(template_of(&chunk));
         }
         let mut changed = only_first_choice(&mut chunk);
-        if self.rounds > 0 {
+        if self.rounds.before() > 0 {
             if let Some(id) = &self.completion_id {
                 chunk["id"] = json!(id);
                 changed = true;
@@ -359,12 +280,11 @@ impl StreamJudge {
         if self.hides_end() {
             return; // This turn's end (finish, usage, trailers) stays hidden.
         }
-        if self.rounds > 0
+        if self.rounds.before() > 0
             && self.round.usage.is_some()
             && chunk.get("usage").is_some_and(Value::is_object)
         {
-            let mut total = self.usage_before.clone();
-            add_usage(&mut total, self.round.usage.as_ref());
+            let total = self.rounds.total(self.round.usage.as_ref());
             chunk["usage"] = total.unwrap_or(Value::Null);
             changed = true;
         }
@@ -390,35 +310,19 @@ impl StreamJudge {
         if self.round.decision.is_none() {
             self.decide(true, out);
         }
-        let calls = self.judged();
-        match self.round.decision {
-            Some(Decision::Repair) => {
-                add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                let assistant = self.round.model_turn(&calls);
-                RoundEnd::Repair {
-                    messages: turn::repair_messages(assistant, &calls),
-                }
-            }
-            Some(Decision::Program) => {
-                add_usage(&mut self.usage_before, self.round.usage.as_ref());
-                let text = std::mem::take(&mut self.round.text);
-                let program = calls.iter().find(|c| c.fate == Fate::Program);
-                let (denied_calls, denials) = turn::program_denials(&calls);
-                RoundEnd::Program(HeldProgram {
-                    turn: Some(self.round.model_turn(&calls)),
-                    response_id: None,
-                    id: program.map(|c| c.id.clone()).unwrap_or_default(),
-                    arguments: program.map(|c| c.arguments.clone()).unwrap_or_default(),
-                    content: (!text.is_empty()).then_some(text),
-                    denied_calls,
-                    denials,
-                })
-            }
-            Some(Decision::Splice) => RoundEnd::Done {
-                splice: turn::splice(&calls),
-            },
-            Some(Decision::Final | Decision::GiveUp) | None => RoundEnd::Done { splice: None },
+        let decision = self.round.decision.unwrap_or(Decision::Final);
+        if matches!(decision, Decision::Repair | Decision::Program) {
+            self.rounds.close(self.round.usage.as_ref());
         }
+        let calls = self.judged();
+        let text = std::mem::take(&mut self.round.text);
+        let turn = ModelTurn {
+            replay: self.round.model_turn(&calls),
+            text: (!text.is_empty()).then_some(text),
+            calls,
+            response_id: None,
+        };
+        turn::round_end::<Chat>(decision, turn)
     }
 
     /// Whether this round's end (finish, usage, `[DONE]`) is hidden because
@@ -433,8 +337,7 @@ impl StreamJudge {
     /// Starts the next round after a program ended and the model was asked again.
     pub fn start_program_round(&mut self) {
         self.text_before_program |= self.round.emitted_text;
-        self.programs += 1;
-        self.rounds += 1;
+        self.rounds.program_ended();
         self.round = Round::default();
     }
 
@@ -459,7 +362,7 @@ impl StreamJudge {
         out.push(sse_data(&chunk));
         chunk["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]);
         out.push(sse_data(&chunk));
-        if let Some(total) = &self.usage_before {
+        if let Some(total) = &self.rounds.usage {
             chunk["choices"] = json!([]);
             chunk["usage"] = total.clone();
             out.push(sse_data(&chunk));
@@ -469,8 +372,7 @@ impl StreamJudge {
 
     /// Starts the next round after a repair was sent upstream.
     pub fn start_repair_round(&mut self) {
-        self.repairs += 1;
-        self.rounds += 1;
+        self.rounds.repaired();
         self.round = Round::default();
     }
 
@@ -483,17 +385,7 @@ impl StreamJudge {
     fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
         self.round.calls.close(&self.plan);
         let calls = self.judged();
-        let summary = Summary::of(&calls, self.errored);
-        let decision = turn::decide(
-            summary,
-            Bounds {
-                repairs: self.repairs,
-                max_repairs: self.max_repairs,
-                programs: self.programs,
-                max_programs: MAX_PROGRAMS_PER_REQUEST,
-            },
-        );
-        crate::observe::ledger::judged(&calls, decision);
+        let decision = self.rounds.decide(&calls, self.errored);
         self.round.decision = Some(decision);
         if decision == Decision::GiveUp && synthesize_finish {
             // No finish chunk came: the client still gets one, and the note.
@@ -539,7 +431,7 @@ impl StreamJudge {
     }
 }
 
-impl super::RoundJudge for StreamJudge {
+impl turn::RoundJudge for StreamJudge {
     fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
         StreamJudge::on_event(self, ev, out);
     }
@@ -559,7 +451,7 @@ impl super::RoundJudge for StreamJudge {
         StreamJudge::upstream_failed(self, message, code, out);
     }
     fn repairs(&self) -> u32 {
-        self.repairs
+        self.rounds.repairs
     }
 
     fn round_usage(&self) -> Option<&Value> {
@@ -567,161 +459,4 @@ impl super::RoundJudge for StreamJudge {
     }
 }
 
-/// Whether a client could read a tool call out of `data`, however it is
-/// spelled: the keys by name, or any key through an escape that decodes to
-/// ASCII (`"tool\u005fcalls"`). Escapes of other characters (`\u00e9`) are
-/// text and keep ordinary chunks on the fast path.
-fn may_hold_call(data: &str) -> bool {
-    // `_call` is in both `tool_calls` and `function_call`: one scan for both.
-    data.contains("_call") || (data.contains('\\') && has_ascii_escape(data))
-}
-
-fn has_ascii_escape(data: &str) -> bool {
-    let bytes = data.as_bytes();
-    let mut at = 0;
-    while let Some(found) = data[at..].find("\\u") {
-        let i = at + found;
-        // `\u00XX` with XX below 0x80; anything unreadable counts too.
-        match bytes.get(i + 2..i + 6) {
-            Some([b'0', b'0', b'0'..=b'7', _]) => return true,
-            Some([a, b, c, d]) if [a, b, c, d].iter().all(|x| x.is_ascii_hexdigit()) => {}
-            _ => return true,
-        }
-        at = i + 2;
-    }
-    false
-}
-
-/// Forwards an event nobody judges (after an upstream error): as it came
-/// when no call can be in it, else without its choices, else not at all.
-fn forward_inert(data: &str, raw: Bytes, out: &mut Vec<Bytes>) {
-    if !may_hold_call(data) {
-        out.push(raw);
-        return;
-    }
-    if let Ok(Value::Object(mut chunk)) = serde_json::from_str::<Value>(data) {
-        chunk.remove("choices");
-        out.push(sse_data(&Value::Object(chunk)));
-    }
-}
-
-/// Keeps only the first choice of a chunk, as choice 0, without a whole
-/// `message` holding calls. `n = 1` is enforced wherever a call can be
-/// denied, so any other choice is nothing a client asked for; forwarded, it
-/// would be a call nobody judged. True when the chunk changed.
-fn only_first_choice(chunk: &mut Value) -> bool {
-    let Some(obj) = chunk.as_object_mut() else {
-        return false;
-    };
-    let choices = match obj.get_mut("choices") {
-        None | Some(Value::Null) => return false,
-        Some(Value::Array(choices)) => choices,
-        Some(_) => {
-            obj.remove("choices");
-            return true;
-        }
-    };
-    let mut changed = choices.len() > 1;
-    choices.truncate(1);
-    match choices.first_mut() {
-        Some(Value::Object(choice)) => {
-            if choice.get("index").is_some_and(|i| i != &json!(0)) {
-                choice.insert("index".into(), json!(0));
-                changed = true;
-            }
-            // A whole `message` in a chunk is no delta the judge follows; a
-            // client that reads one must not find calls in it.
-            let holds_calls = choice
-                .get("message")
-                .is_some_and(|m| m.get("tool_calls").is_some() || m.get("function_call").is_some());
-            if holds_calls {
-                choice.remove("message");
-                changed = true;
-            }
-        }
-        Some(_) => {
-            choices.clear();
-            changed = true;
-        }
-        None => {}
-    }
-    changed
-}
-
-/// The fields of a chunk the fast path reads, borrowed from its text.
-#[derive(serde::Deserialize)]
-struct ChunkView<'a> {
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    choices: Vec<ChoiceView<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct ChoiceView<'a> {
-    #[serde(borrow)]
-    index: Option<&'a RawValue>,
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-    #[serde(borrow)]
-    finish_reason: Option<&'a RawValue>,
-    #[serde(borrow)]
-    delta: Option<DeltaHead<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct DeltaHead<'a> {
-    #[serde(borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_calls: Vec<DeltaView<'a>>,
-    #[serde(borrow)]
-    function_call: Option<&'a RawValue>,
-}
-
-fn template_of(chunk: &Value) -> Value {
-    let mut t = json!({});
-    for key in ["id", "object", "created", "model", "system_fingerprint"] {
-        if let Some(v) = chunk.get(key) {
-            t[key] = v.clone();
-        }
-    }
-    t
-}
-
-/// One `data:` event holding `value`.
-pub fn sse_data(value: &Value) -> Bytes {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(b"data: ");
-    // Serialising a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, value);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
-}
-
-/// The final event of a stream that failed after it started.
-pub fn error_event(message: &str, code: &str) -> Bytes {
-    sse_data(
-        &json!({"error": {"message": message, "type": "upstream_error", "param": null, "code": code}}),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::may_hold_call;
-
-    #[test]
-    fn only_ascii_escapes_and_call_keys_leave_the_fast_path() {
-        assert!(may_hold_call(r#"{"tool_calls":[]}"#));
-        assert!(may_hold_call(r#"{"function_call":{}}"#));
-        assert!(may_hold_call(r#"{"tool\u005fcalls":[]}"#));
-        assert!(may_hold_call(r#"{"\u0074ool_calls":[]}"#));
-        assert!(may_hold_call(r#"{"a":"\u00"}"#));
-        assert!(!may_hold_call(r#"{"content":"caf\u00e9 \u4e2d \n \""}"#));
-        assert!(!may_hold_call(
-            r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}"#
-        ));
-    }
-}
+pub use chunk::error_event;

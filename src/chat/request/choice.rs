@@ -11,11 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::error::ProxyError;
 use crate::mode::{Mode, RUN_CODE};
 use crate::plan::ToolPlan;
-
-/// Whether the model may be pointed at tool `name` under this plan.
-pub(crate) fn callable(plan: &ToolPlan, name: &str) -> bool {
-    plan.on_wire(name) && (name == RUN_CODE || (plan.mode != Mode::Code && plan.preset_shows(name)))
-}
+use crate::turn::callable;
 
 /// The two kinds of named tool a choice can force.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

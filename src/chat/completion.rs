@@ -4,11 +4,11 @@
 //! verdicts to the JSON: withholding denied calls, building the repair
 //! round's messages, and summing usage over rounds.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, Fate, JudgedCall, Shape};
+use crate::turn::{fate, judge_names, mint_call_id, Fate, JudgedCall, Shape};
 
 /// The model's turn (choice 0) after judging.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl JudgedTurn {
 /// Only choice 0 is kept: `n = 1` is enforced wherever a call can be denied,
 /// so another choice is not a turn any client asked for, and one it could
 /// read would be a call nobody judged.
-pub fn judge_completion(completion: &mut Value, plan: &ToolPlan) -> JudgedTurn {
+pub fn judge_completion(completion: &mut Map<String, Value>, plan: &ToolPlan) -> JudgedTurn {
     let mut turn = JudgedTurn {
         assistant: Value::Null,
         calls: Vec::new(),
@@ -164,19 +164,14 @@ fn ensure_id(call: &mut Value) {
     }
 }
 
-/// A fresh tool-call id: 128 bits from the OS random source
-/// ([`crate::tenant::unguessable`], the one source of minted ids).
-pub fn mint_call_id() -> String {
-    format!("call_cm{}", crate::tenant::unguessable())
-}
-
 /// When the proxy gave up on the turn: the client gets the model's text
 /// without any call, or `note` when it wrote none.
-pub fn give_up(completion: &mut Value, note: &str) {
-    let Some(choice) = completion
-        .pointer_mut("/choices/0")
-        .and_then(Value::as_object_mut)
-    else {
+pub fn give_up(completion: &mut Map<String, Value>, note: &str) {
+    let choice = completion
+        .get_mut("choices")
+        .and_then(|c| c.get_mut(0))
+        .and_then(Value::as_object_mut);
+    let Some(choice) = choice else {
         return;
     };
     if let Some(message) = choice.get_mut("message").and_then(Value::as_object_mut) {
@@ -191,50 +186,6 @@ pub fn give_up(completion: &mut Value, note: &str) {
         }
     }
     choice.insert("finish_reason".into(), Value::String("stop".into()));
-}
-
-/// The text a client sees when the model kept calling tools it cannot call.
-pub fn give_up_text(names: &[&str]) -> String {
-    format!(
-        "[codemode-proxy] The model kept calling tools that cannot be called directly in this \
-         mode ({}) and the repair limit (CODEMODE_MAX_REPAIRS) was reached, so no tool was run. \
-         Ask again, or rephrase the task.",
-        names.join(", ")
-    )
-}
-
-/// Adds `round` (a `usage` object) into `total`, field by field.
-pub fn add_usage(total: &mut Option<Value>, round: Option<&Value>) {
-    let Some(round) = round.filter(|r| r.is_object()) else {
-        return;
-    };
-    match total {
-        None => *total = Some(round.clone()),
-        Some(t) => add_numbers(t, round),
-    }
-}
-
-fn add_numbers(total: &mut Value, add: &Value) {
-    match (total, add) {
-        (Value::Object(t), Value::Object(a)) => {
-            for (k, v) in a {
-                match t.get_mut(k) {
-                    Some(slot) => add_numbers(slot, v),
-                    None => {
-                        t.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (t @ Value::Number(_), Value::Number(a)) => {
-            if let (Some(x), Some(y)) = (t.as_u64(), a.as_u64()) {
-                *t = Value::from(x + y);
-            } else if let (Some(x), Some(y)) = (t.as_f64(), a.as_f64()) {
-                *t = json!(x + y);
-            }
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]
@@ -276,7 +227,7 @@ mod tests {
     #[test]
     fn all_denied_keeps_the_original_turn_for_repair() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert_eq!(turn.assistant["tool_calls"][0]["function"]["name"], "read");
         assert_eq!(fates(&turn), vec![("read", false)]);
         assert!(c["choices"][0]["message"].get("tool_calls").is_none());
@@ -288,7 +239,7 @@ mod tests {
             call("a", "run_code", "{}"),
             call("b", "read", "{}")
         ]));
-        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("run_code", true), ("read", false)]);
         assert_eq!(
             c["choices"][0]["message"]["tool_calls"]
@@ -302,7 +253,7 @@ mod tests {
     #[test]
     fn both_mode_passes_native_calls() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        let turn = judge_completion(&mut c, &plan(Mode::Both));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Both));
         assert_eq!(fates(&turn), vec![("read", true)]);
     }
 
@@ -311,7 +262,7 @@ mod tests {
         let mut c = completion(
             json!([{"type": "function", "function": {"name": "run_code", "arguments": "{}"}}]),
         );
-        judge_completion(&mut c, &plan(Mode::Code));
+        judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert!(c["choices"][0]["message"]["tool_calls"][0]["id"]
             .as_str()
             .unwrap()
@@ -323,7 +274,7 @@ mod tests {
         let mut c = json!({"choices": [{"index": 0, "finish_reason": "function_call",
             "message": {"role": "assistant", "content": null,
                         "function_call": {"name": "read", "arguments": "{}"}}}]});
-        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("read", false)]);
         assert_eq!(turn.calls[0].shape, Shape::Legacy);
         assert!(c["choices"][0]["message"].get("function_call").is_none());
@@ -334,7 +285,7 @@ mod tests {
     fn a_custom_call_is_judged_by_its_name() {
         let mut c = completion(json!([{"id": "a", "type": "custom",
             "custom": {"name": "read", "input": "a.txt"}}]));
-        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("read", false)]);
         assert_eq!(turn.calls[0].shape, Shape::Custom);
     }
@@ -344,7 +295,7 @@ mod tests {
         let mut c = completion(json!([{"id": "a", "type": "function",
             "function": {"name": "run_code", "arguments": "{}"},
             "custom": {"name": "read", "input": ""}}]));
-        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("read", false)]);
     }
 
@@ -353,33 +304,16 @@ mod tests {
         let mut c = json!({"choices": [
             {"index": 0, "message": {"role": "assistant", "content": "hi"}},
             {"index": 1, "message": {"role": "assistant", "tool_calls": [call("b", "read", "{}")]}}]});
-        let turn = judge_completion(&mut c, &plan(Mode::Code));
+        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
         assert!(turn.calls.is_empty());
         assert_eq!(c["choices"].as_array().unwrap().len(), 1);
         assert_eq!(c["choices"][0]["message"]["content"], "hi");
     }
 
     #[test]
-    fn usage_sums_nested_fields() {
-        let mut total = None;
-        add_usage(
-            &mut total,
-            Some(&json!({"prompt_tokens": 10, "total_tokens": 12, "d": {"cached": 1}})),
-        );
-        add_usage(
-            &mut total,
-            Some(&json!({"prompt_tokens": 5, "total_tokens": 6, "d": {"cached": 2}})),
-        );
-        assert_eq!(
-            total.unwrap(),
-            json!({"prompt_tokens": 15, "total_tokens": 18, "d": {"cached": 3}})
-        );
-    }
-
-    #[test]
     fn giving_up_strips_calls_and_explains() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        give_up(&mut c, "note about read");
+        give_up(c.as_object_mut().unwrap(), "note about read");
         assert!(c["choices"][0]["message"].get("tool_calls").is_none());
         assert_eq!(c["choices"][0]["finish_reason"], "stop");
         assert_eq!(c["choices"][0]["message"]["content"], "note about read");

@@ -1,0 +1,207 @@
+//! What the proxy writes in chat's shapes: calls as `tool_calls` entries,
+//! the assistant turn of a stream's model turn, the turn that hands a
+//! program's calls to the client, and whole completions as a stream.
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+
+use crate::runtime::Execution;
+use crate::sse::data_event;
+use crate::turn::{JudgedCall, Shape};
+
+/// The call as a `tool_calls` entry (a legacy call becomes a function
+/// call): as the model sent it, with the id it is answered under, so a
+/// replayed turn keeps what providers require back on it.
+pub fn tool_call(call: &JudgedCall) -> Value {
+    if let (Some(raw), Shape::Function | Shape::Custom) = (&call.raw, call.shape) {
+        let mut entry = raw.clone();
+        entry.insert("id".into(), json!(call.id));
+        return Value::Object(entry);
+    }
+    match call.shape {
+        Shape::Custom => json!({"id": call.id, "type": "custom",
+                                "custom": {"name": call.name, "input": call.arguments}}),
+        Shape::Function | Shape::Legacy => json!({"id": call.id, "type": "function",
+                                "function": {"name": call.name, "arguments": call.arguments}}),
+    }
+}
+
+/// The model's turn as the proxy writes it into a history when it has no
+/// original message (a stream): the message's own fields as they came
+/// (text, reasoning and whatever else the provider wants back), and every
+/// call, in its shape.
+pub fn assistant_turn(fields: &Map<String, Value>, calls: &[JudgedCall]) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), json!("assistant"));
+    m.insert("content".into(), Value::Null);
+    for (k, v) in fields {
+        m.insert(k.clone(), v.clone());
+    }
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .filter(|c| c.shape != Shape::Legacy)
+        .map(tool_call)
+        .collect();
+    if !tool_calls.is_empty() {
+        m.insert("tool_calls".into(), Value::Array(tool_calls));
+    }
+    if let Some(c) = calls.iter().find(|c| c.shape == Shape::Legacy) {
+        let call = json!({"name": c.name, "arguments": c.arguments});
+        m.insert("function_call".into(), call);
+    }
+    Value::Object(m)
+}
+
+/// The model's turn as its history replays it, when it can be: it must hold
+/// the program's call under `run_call_id`, and every other call of it must
+/// be one the proxy answers (`answered`), as a replay puts one result after
+/// it per call.
+pub fn replayable(turn: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+    if turn.get("function_call").is_some_and(|f| !f.is_null()) {
+        return None;
+    }
+    let ids: Vec<&str> = turn
+        .get("tool_calls")?
+        .as_array()?
+        .iter()
+        .map(|c| c.get("id").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    let answered: Vec<&str> = answered
+        .iter()
+        .filter_map(|c| c.get("id").and_then(Value::as_str))
+        .collect();
+    let complete = ids.contains(&run_call_id)
+        && ids.len() == answered.len() + 1
+        && ids
+            .iter()
+            .all(|id| *id == run_call_id || answered.contains(id));
+    complete.then(|| turn.to_string())
+}
+
+/// The assistant turn that hands a program's waiting calls to the client.
+///
+/// The first batch carries the model's own words and the other fields of
+/// its turn (reasoning, for a client that shows it). A turn no model
+/// answered (a later batch) reports zero tokens, so clients that add up
+/// usage find it on every turn.
+pub fn client_turn(
+    exec: &Execution,
+    range: std::ops::Range<usize>,
+    base: &Value,
+    usage: Option<Value>,
+) -> Value {
+    let calls: Vec<Value> = range
+        .map(|n| {
+            json!({"id": exec.call_id(n), "type": "function",
+                   "function": {"name": exec.calls[n].name, "arguments": exec.calls[n].args}})
+        })
+        .collect();
+    let first = exec.calls.len() == calls.len();
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), Value::Null);
+    if first {
+        message.insert("content".into(), json!(exec.assistant_content));
+        let turn = exec
+            .model_turn
+            .as_deref()
+            .map(serde_json::from_str::<Value>);
+        if let Some(Ok(Value::Object(fields))) = turn {
+            for (k, v) in fields {
+                if !matches!(
+                    k.as_str(),
+                    "role" | "content" | "tool_calls" | "function_call"
+                ) {
+                    message.insert(k, v);
+                }
+            }
+        }
+    }
+    message.insert("tool_calls".into(), Value::Array(calls));
+    json!({
+        "id": base.get("id").cloned().unwrap_or_else(|| json!(format!("chatcmpl-{}", exec.id))),
+        "object": "chat.completion",
+        "created": base.get("created").cloned().unwrap_or_else(|| json!(exec.created_ms / 1000)),
+        "model": base.get("model").cloned().unwrap_or(Value::Null),
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+        "usage": usage.unwrap_or_else(zero_usage),
+    })
+}
+
+/// Puts what the model wrote beside programs that ended earlier in the
+/// request (`earlier`, their assistant turns) before the text of the
+/// completion's message, a blank line between each.
+pub fn open_with(completion: &mut Map<String, Value>, earlier: &[Value]) {
+    let mut parts: Vec<&str> = earlier
+        .iter()
+        .filter_map(|t| t.get("content").and_then(Value::as_str))
+        .filter(|t| !t.is_empty())
+        .collect();
+    if parts.is_empty() {
+        return;
+    }
+    let message = completion
+        .get_mut("choices")
+        .and_then(|c| c.get_mut(0))
+        .and_then(|c| c.get_mut("message"))
+        .and_then(Value::as_object_mut);
+    let Some(message) = message else {
+        return;
+    };
+    if let Some(content) = message.get("content").and_then(Value::as_str) {
+        if !content.is_empty() {
+            parts.push(content);
+        }
+    }
+    let text = parts.join("\n\n");
+    message.insert("content".into(), Value::String(text));
+}
+
+/// The usage of a turn no model answered.
+pub fn zero_usage() -> Value {
+    json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+}
+
+/// A whole completion as the SSE stream a streaming client expects.
+pub fn completion_as_sse(completion: &Value, include_usage: bool) -> Bytes {
+    let head = |choices: Value| {
+        json!({"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+               "model": completion["model"], "choices": choices})
+    };
+    let message = &completion["choices"][0]["message"];
+    let mut out = Vec::new();
+    let mut first = json!({"role": "assistant"});
+    if let Some(text) = message.get("content").filter(|c| c.is_string()) {
+        first["content"] = text.clone();
+    }
+    out.extend_from_slice(&data_event(&head(
+        json!([{"index": 0, "delta": first, "finish_reason": null}]),
+    )));
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        let deltas: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut d = c.clone();
+                d["index"] = json!(i);
+                d
+            })
+            .collect();
+        out.extend_from_slice(&data_event(&head(
+            json!([{"index": 0, "delta": {"tool_calls": deltas}, "finish_reason": null}]),
+        )));
+    }
+    let finish = completion["choices"][0]["finish_reason"].clone();
+    out.extend_from_slice(&data_event(&head(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+    )));
+    if include_usage {
+        if let Some(u) = completion.get("usage").filter(|u| u.is_object()) {
+            let mut c = head(json!([]));
+            c["usage"] = u.clone();
+            out.extend_from_slice(&data_event(&c));
+        }
+    }
+    out.extend_from_slice(b"data: [DONE]\n\n");
+    Bytes::from(out)
+}

@@ -1,0 +1,161 @@
+//! The Chat Completions dialect (`POST /v1/chat/completions`): the
+//! request rewrite ([`request`]), a whole completion judged
+//! ([`completion`]), the stream judge ([`stream`]), and what the turn core
+//! writes in chat's shapes ([`answer`]): `tool` messages answering
+//! withheld calls, the assistant turn handing a program's calls out.
+
+pub mod answer;
+pub mod completion;
+pub mod request;
+pub mod stream;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::runtime::history::{Reader, Trailing};
+use crate::runtime::{Execution, ExecutionLookup, Limits};
+use crate::splice::TenantSplices;
+use crate::tenant::Tenant;
+use crate::turn::{Dialect, JudgedCall, ModelTurn, Shape};
+
+pub use request::ChatRequest;
+pub use stream::StreamJudge;
+
+/// The Chat Completions API.
+pub struct Chat;
+
+impl Dialect for Chat {
+    type Request = ChatRequest;
+    type Judge = StreamJudge;
+    const KIND: crate::dialect::Dialect = crate::dialect::Dialect::Chat;
+    const ANSWER: &'static str = "completion";
+
+    fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
+        ChatRequest::parse(bytes)
+    }
+
+    fn field<'a>(request: &'a ChatRequest, key: &str) -> Option<&'a RawValue> {
+        request.field(key)
+    }
+
+    fn streams(request: &ChatRequest) -> bool {
+        request.stream
+    }
+
+    fn to_bytes(request: &ChatRequest) -> Bytes {
+        request.to_bytes()
+    }
+
+    fn check(request: &ChatRequest) -> Result<(), ProxyError> {
+        // Another choice would be a turn nobody judged.
+        if request.n > 1 {
+            return Err(ProxyError::UnsupportedN(request.n));
+        }
+        Ok(())
+    }
+
+    fn rewrite(
+        request: &mut ChatRequest,
+        plan: &ToolPlan,
+        splices: &TenantSplices,
+    ) -> Result<(), ProxyError> {
+        request.rewrite(plan, splices)
+    }
+
+    fn read_history(
+        request: &mut ChatRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+        limits: &Limits,
+    ) -> Result<(), ProxyError> {
+        Reader::new(store, tenant).rewrite(&mut request.messages, limits);
+        Ok(())
+    }
+
+    fn trailing_results(
+        request: &ChatRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<Option<Trailing>, Vec<String>> {
+        Reader::new(store, tenant).trailing_results(&request.messages)
+    }
+
+    fn push(request: &mut ChatRequest, items: &[Value]) {
+        for m in items {
+            request.push_message(m);
+        }
+    }
+
+    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
+        let judged = completion::judge_completion(answer, plan);
+        ModelTurn {
+            text: judged.content(),
+            replay: judged.assistant,
+            calls: judged.calls,
+            response_id: None,
+        }
+    }
+
+    fn give_up(answer: &mut Map<String, Value>, note: &str) {
+        completion::give_up(answer, note);
+    }
+
+    fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
+        answer::open_with(answer, earlier);
+    }
+
+    fn as_sse(answer: &Value, request: &ChatRequest) -> Bytes {
+        answer::completion_as_sse(answer, request.include_usage())
+    }
+
+    fn answer_call(call: &JudgedCall, content: &str, repair: bool) -> Value {
+        // A legacy `function_call` is answered by name in its own turn; in
+        // a program's or a splice's history it is written as a tool call.
+        if call.shape == Shape::Legacy && repair {
+            json!({"role": "function", "name": call.name, "content": content})
+        } else {
+            json!({"role": "tool", "tool_call_id": call.id, "content": content})
+        }
+    }
+
+    fn raw_call(call: &JudgedCall) -> Value {
+        answer::tool_call(call)
+    }
+
+    fn repair_history(replay: &Value, answers: Vec<Value>) -> Vec<Value> {
+        let mut messages = Vec::with_capacity(answers.len() + 1);
+        messages.push(replay.clone());
+        messages.extend(answers);
+        messages
+    }
+
+    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+        answer::replayable(replay, run_call_id, answered)
+    }
+
+    fn program_pair(exec: &Execution) -> Vec<Value> {
+        crate::runtime::history::pair(exec)
+    }
+
+    fn client_turn(
+        exec: &Execution,
+        range: std::ops::Range<usize>,
+        _plan: &ToolPlan,
+        base: &Value,
+        usage: Option<Value>,
+        _model_turn: bool,
+    ) -> Value {
+        // A stream's hand-off writes only the turn's calls: the model's
+        // words in it went out as they streamed.
+        answer::client_turn(exec, range, base, usage)
+    }
+
+    fn judge(plan: Arc<ToolPlan>, max_repairs: u32) -> StreamJudge {
+        StreamJudge::new(plan, max_repairs)
+    }
+}

@@ -1,0 +1,179 @@
+//! A judged request's entry, for every dialect: read the body, choose the
+//! plan, show the model its programs, resume a program the client returns
+//! results for, rewrite, and hand the request to the JSON or the stream
+//! driver.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, Request, Response, Uri};
+use serde_json::{json, Value};
+
+use super::embedded::{not_handed_out, resume_with, Resumed};
+use super::forward::{
+    anthropic_headers, anthropic_uri, read_client_body, relay, send, upstream_headers, upstream_uri,
+};
+use super::round::{tag, Target};
+use super::stores::RequestStores;
+use super::{json as json_turns, streamed, State, Upstream};
+use crate::body::{full, ProxyBody};
+use crate::error::ProxyError;
+use crate::mode::Mode;
+use crate::plan::ToolPlan;
+use crate::select::Selection;
+use crate::tenant::Tenant;
+use crate::turn::Dialect;
+
+/// Where a judged route goes upstream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Route {
+    /// The proxy path (`/v1/chat/completions`, ...), the upstream path too.
+    pub(crate) path: &'static str,
+    /// The Anthropic upstream and its credentials (the Messages routes).
+    pub(crate) anthropic: bool,
+    /// `count_tokens`: rewritten as its model request would be, not judged.
+    pub(crate) counting: bool,
+}
+
+impl Route {
+    fn uri(self, state: &State, client: &Uri) -> Result<Uri, ProxyError> {
+        if self.anthropic {
+            anthropic_uri(state, self.path, client)
+        } else {
+            upstream_uri(state, self.path, client)
+        }
+    }
+
+    fn headers(self, state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
+        if self.anthropic {
+            anthropic_headers(state, client, rewritten)
+        } else {
+            upstream_headers(state, client, rewritten)
+        }
+    }
+}
+
+/// A request on a judged route of dialect `D`.
+pub(crate) async fn judged<D: Dialect>(
+    state: &Arc<State>,
+    inner: Upstream,
+    selection: Selection,
+    route: Route,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
+    let uri = route.uri(state, &parts.uri)?;
+    let preset = &selection.preset;
+    let timeout = state.config.upstream_timeout;
+
+    // Native with nothing to add or hide: the bytes go through unparsed.
+    if selection.mode == Mode::Native && !preset.restricts_tools() && preset.sections.is_empty() {
+        let target = Target {
+            uri,
+            headers: route.headers(state, &parts.headers, false),
+        };
+        let res = send(inner, target.request(bytes), timeout).await?;
+        return Ok(tag(relay(res), &selection, None));
+    }
+
+    let mut request = D::parse(&bytes)?;
+    // Executions and stored denials belong to the client's credential and scope.
+    let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
+    let plan = state.plans.get_or_build_for(
+        D::KIND,
+        D::field(&request, "tools"),
+        preset,
+        selection.mode,
+        state.config.runtime,
+    )?;
+    let limits = &state.config.limits;
+    let programs = plan.runs_code && !route.counting;
+    let read = |stores: &RequestStores, request: &mut D::Request| {
+        if plan.runs_code {
+            D::read_history(request, &stores.executions, &stores.tenant, limits)?;
+        }
+        D::rewrite(request, &plan, &stores.splices)
+    };
+    stores
+        .read_ahead(|stores| {
+            let mut copy = request.clone();
+            if programs {
+                let _ = D::trailing_results(&copy, &stores.executions, &stores.tenant);
+            }
+            let _ = read(stores, &mut copy);
+        })
+        .await?;
+    if programs {
+        if let Some(res) = resume::<D>(state, &stores, &request, &plan).await? {
+            return Ok(tag(res, &selection, None));
+        }
+    }
+    read(&stores, &mut request)?;
+    stores.flush().await?;
+    let splices = stores.splices;
+    let target = Target {
+        uri,
+        headers: route.headers(state, &parts.headers, true),
+    };
+    if route.counting || (!plan.can_deny() && !plan.runs_code) {
+        let res = send(inner, target.request(D::to_bytes(&request)), timeout).await?;
+        return Ok(tag(relay(res), &selection, None));
+    }
+    D::check(&request)?;
+    if D::streams(&request) {
+        return streamed::streamed::<D>(state, inner, target, request, plan, &selection, splices)
+            .await;
+    }
+    json_turns::intercepted::<D>(state, inner, &target, request, &plan, &selection, &splices).await
+}
+
+/// Results the client returns for a program: resume it. `Some` is the
+/// client's next answer (the program's next calls).
+///
+/// Only the tenant's executions are found: results naming another tenant's
+/// execution get the same 400 as an id the proxy never minted. An id minted
+/// for this tenant whose record is gone (evicted, a restart) is not an
+/// error: the rewritten history tells the model, which runs it again.
+async fn resume<D: Dialect>(
+    state: &State,
+    stores: &RequestStores,
+    request: &D::Request,
+    plan: &ToolPlan,
+) -> Result<Option<Response<ProxyBody>>, ProxyError> {
+    let trailing = D::trailing_results(request, &stores.executions, &stores.tenant)
+        .map_err(|ids| not_handed_out(&ids))?;
+    let Some(trailing) = trailing else {
+        return Ok(None);
+    };
+    match resume_with(state, stores, trailing).await? {
+        Resumed::Hand(exec, range) => {
+            let base = json!({ "model": D::model(request) });
+            let turn = D::client_turn(&exec, range, plan, &base, None, true);
+            let parts = Response::new(()).into_parts().0;
+            Ok(Some(respond::<D>(parts, request, &turn)))
+        }
+        Resumed::AskModel => Ok(None),
+    }
+}
+
+/// An answer the proxy wrote, as JSON or as the event stream the client
+/// asked for, in the head of `parts`.
+pub(crate) fn respond<D: Dialect>(
+    mut parts: http::response::Parts,
+    request: &D::Request,
+    answer: &Value,
+) -> Response<ProxyBody> {
+    parts.headers.remove(CONTENT_LENGTH);
+    parts.headers.remove(CONTENT_ENCODING);
+    let (content_type, body) = if D::streams(request) {
+        ("text/event-stream", D::as_sse(answer, request))
+    } else {
+        ("application/json", Bytes::from(answer.to_string()))
+    };
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    Response::from_parts(parts, full(body))
+}

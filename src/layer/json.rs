@@ -1,0 +1,149 @@
+//! The JSON driver: a judged request whose client wants one whole answer,
+//! for every dialect. Each round's answer is judged, the turn decided by
+//! [`crate::turn::decide`], and the decision's effect applied as the
+//! stream body applies it ([`crate::turn::effect`]): a repair asks again, a
+//! program runs, a mixed turn's denials are stored, a give-up writes the
+//! note.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Map, Value};
+
+use super::embedded::{run_program, ProgramRun};
+use super::entry::respond;
+use super::forward::{read_upstream_body, respond_with, send};
+use super::round::{check_identity, response_parts, tag, Target};
+use super::{State, Upstream};
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::runtime::Step;
+use crate::select::Selection;
+use crate::splice::TenantSplices;
+use crate::turn::{self, Decision, Dialect, Rounds};
+
+/// The checked path: every round's calls are judged and the turn decided.
+pub(crate) async fn intercepted<D: Dialect>(
+    state: &State,
+    inner: Upstream,
+    target: &Target,
+    mut request: D::Request,
+    plan: &ToolPlan,
+    selection: &Selection,
+    splices: &TenantSplices,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let timeout = state.config.upstream_timeout;
+    let mut rounds = Rounds::new(state.config.max_repairs);
+    // The turns of programs that ended in this request: what the model
+    // wrote beside them opens the client's answer, as a stream shows it.
+    let mut earlier: Vec<Value> = Vec::new();
+    loop {
+        let res = send(
+            inner.clone(),
+            target.request(D::to_bytes(&request)),
+            timeout,
+        )
+        .await?;
+        let (mut parts, body) = res.into_parts();
+        let round = crate::telemetry::Round::of_response(&mut parts.extensions);
+        let body = read_upstream_body(body, timeout, state.config.max_upstream_body_bytes).await?;
+        if !parts.status.is_success() {
+            // Upstream errors reach the client unchanged, whatever the round.
+            return Ok(tag(
+                respond_with(parts, body),
+                selection,
+                Some(rounds.repairs),
+            ));
+        }
+        check_identity(&parts.headers)?;
+        let mut answer = parse_answer::<D>(&body)?;
+        let usage = answer.get("usage").cloned();
+        round.usage(usage.as_ref());
+        // Denials are events of the round that made them; the round ends here.
+        let (turn, decision) = round.in_scope(|| {
+            let turn = D::judge_answer(&mut answer, plan);
+            let decision = rounds.decide(&turn.calls, false);
+            (turn, decision)
+        });
+        drop(round);
+        match decision {
+            Decision::Final => {}
+            Decision::Splice => {
+                if let Some((keys, splice)) = turn::splice::<D>(&turn.calls) {
+                    splices.put(&keys, Arc::new(splice));
+                    splices.settle().await?;
+                }
+            }
+            Decision::Repair => {
+                rounds.close(usage.as_ref());
+                rounds.repaired();
+                tracing::info!(target: "codemode::repair", round = rounds.repairs, scope = %selection.scope, "re-asking the model after denials");
+                D::push(&mut request, &turn::repair_history::<D>(&turn));
+                continue;
+            }
+            Decision::Program => {
+                let replay = turn.replay.clone();
+                let program = turn::held_program::<D>(turn);
+                let ProgramRun { exec, step } =
+                    run_program::<D>(state, splices.tenant(), plan, program).await?;
+                match step {
+                    Step::Waiting(range) => {
+                        let total = rounds.total(usage.as_ref());
+                        let base = Value::Object(answer);
+                        let mut out = D::client_turn(&exec, range, plan, &base, total, true);
+                        if let Some(out) = out.as_object_mut() {
+                            D::open_with(out, &earlier);
+                        }
+                        let res = respond::<D>(response_parts(parts), &request, &out);
+                        return Ok(tag(res, selection, Some(rounds.repairs)));
+                    }
+                    Step::Ended => {
+                        rounds.close(usage.as_ref());
+                        rounds.program_ended();
+                        earlier.push(replay);
+                        D::push(&mut request, &D::program_pair(&exec));
+                        continue;
+                    }
+                }
+            }
+            Decision::GiveUp => D::give_up(&mut answer, &turn::give_up_note(&turn.calls)),
+        }
+        if rounds.before() > 0 {
+            if let Some(total) = rounds.total(usage.as_ref()) {
+                answer.insert("usage".into(), total);
+            }
+        }
+        D::open_with(&mut answer, &earlier);
+        let res = respond::<D>(response_parts(parts), &request, &Value::Object(answer));
+        return Ok(tag(res, selection, Some(rounds.repairs)));
+    }
+}
+
+/// A provider's 2xx body: a JSON object, or a clean 502 that says what it
+/// was instead (no client reads an answer out of `[]` or `1`).
+fn parse_answer<D: Dialect>(body: &[u8]) -> Result<Map<String, Value>, ProxyError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(answer)) => Ok(answer),
+        Ok(other) => Err(ProxyError::UpstreamInvalid(format!(
+            "the {} is not a JSON object but {}",
+            D::ANSWER,
+            json_kind(&other)
+        ))),
+        Err(e) => Err(ProxyError::UpstreamInvalid(format!(
+            "the {} is not JSON: {e}",
+            D::ANSWER
+        ))),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,153 @@
+//! Anthropic's Messages API as a [`Dialect`] of the turn core: `tool_use`
+//! blocks in, `tool_result` blocks out.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::completion::{give_up, judge_message};
+use super::embedded::{client_message, pair, replayable};
+use super::events::message_as_sse;
+use super::history::MessageReader;
+use super::items::{answer_block, raw_block};
+use super::request::MessagesRequest;
+use super::stream::MessagesJudge;
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::runtime::history::Trailing;
+use crate::runtime::{Execution, ExecutionLookup, Limits};
+use crate::splice::TenantSplices;
+use crate::tenant::Tenant;
+use crate::turn::{Dialect, JudgedCall, ModelTurn};
+
+/// Anthropic's Messages API.
+pub struct Messages;
+
+impl Dialect for Messages {
+    type Request = MessagesRequest;
+    type Judge = MessagesJudge;
+    const KIND: crate::dialect::Dialect = crate::dialect::Dialect::Messages;
+    const ANSWER: &'static str = "message";
+
+    fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
+        MessagesRequest::parse(bytes)
+    }
+
+    fn field<'a>(request: &'a MessagesRequest, key: &str) -> Option<&'a RawValue> {
+        request.field(key)
+    }
+
+    fn streams(request: &MessagesRequest) -> bool {
+        request.stream
+    }
+
+    fn to_bytes(request: &MessagesRequest) -> Bytes {
+        request.to_bytes()
+    }
+
+    fn rewrite(
+        request: &mut MessagesRequest,
+        plan: &ToolPlan,
+        splices: &TenantSplices,
+    ) -> Result<(), ProxyError> {
+        request.rewrite(plan, splices)
+    }
+
+    fn read_history(
+        request: &mut MessagesRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+        limits: &Limits,
+    ) -> Result<(), ProxyError> {
+        MessageReader::new(store, tenant).rewrite(request.messages_mut(), limits);
+        Ok(())
+    }
+
+    fn trailing_results(
+        request: &MessagesRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<Option<Trailing>, Vec<String>> {
+        MessageReader::new(store, tenant).trailing_results(request.messages())
+    }
+
+    fn push(request: &mut MessagesRequest, items: &[Value]) {
+        request.push_messages(items);
+    }
+
+    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
+        let judged = judge_message(answer, plan);
+        ModelTurn {
+            text: judged.text(),
+            replay: judged.assistant,
+            calls: judged.calls,
+            response_id: None,
+        }
+    }
+
+    fn give_up(answer: &mut Map<String, Value>, note: &str) {
+        give_up(answer, note);
+    }
+
+    /// The text blocks of earlier turns go first, as a stream showed them
+    /// (each its own block).
+    fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
+        let blocks: Vec<Value> = earlier
+            .iter()
+            .filter_map(|t| t.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| !t.is_empty()))
+            .cloned()
+            .collect();
+        if blocks.is_empty() {
+            return;
+        }
+        if let Some(Value::Array(content)) = answer.get_mut("content") {
+            content.splice(0..0, blocks);
+        }
+    }
+
+    fn as_sse(answer: &Value, _request: &MessagesRequest) -> Bytes {
+        message_as_sse(answer)
+    }
+
+    fn answer_call(call: &JudgedCall, content: &str, _repair: bool) -> Value {
+        answer_block(call, content)
+    }
+
+    fn raw_call(call: &JudgedCall) -> Value {
+        raw_block(call)
+    }
+
+    /// The model's turn as it came (its thinking blocks and their
+    /// signatures untouched), then one user message holding the answers.
+    fn repair_history(replay: &Value, answers: Vec<Value>) -> Vec<Value> {
+        vec![replay.clone(), json!({"role": "user", "content": answers})]
+    }
+
+    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+        replayable(replay, run_call_id, answered)
+    }
+
+    fn program_pair(exec: &Execution) -> Vec<Value> {
+        pair(exec, &[])
+    }
+
+    fn client_turn(
+        exec: &Execution,
+        range: std::ops::Range<usize>,
+        _plan: &ToolPlan,
+        base: &Value,
+        usage: Option<Value>,
+        model_turn: bool,
+    ) -> Value {
+        let model = base.get("model").cloned().unwrap_or(Value::Null);
+        client_message(exec, range, &model, usage, model_turn)
+    }
+
+    fn judge(plan: Arc<ToolPlan>, max_repairs: u32) -> MessagesJudge {
+        MessagesJudge::new(plan, max_repairs)
+    }
+}

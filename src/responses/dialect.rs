@@ -1,0 +1,195 @@
+//! The Responses API as a [`Dialect`] of the turn core: output items in,
+//! `function_call_output` (and kin) items out.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::completion::{give_up, judge_response, message_text};
+use super::embedded::{client_response, replayable, response_as_sse};
+use super::history::ItemReader;
+use super::items::{answer_item, raw_item};
+use super::request::ResponsesRequest;
+use super::stream::ResponsesJudge;
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::runtime::history::Trailing;
+use crate::runtime::{Execution, ExecutionLookup, Limits};
+use crate::splice::TenantSplices;
+use crate::tenant::Tenant;
+use crate::turn::{Dialect, JudgedCall, ModelTurn};
+
+/// The OpenAI Responses API.
+pub struct Responses;
+
+impl Dialect for Responses {
+    type Request = ResponsesRequest;
+    type Judge = ResponsesJudge;
+    const KIND: crate::dialect::Dialect = crate::dialect::Dialect::Responses;
+    const ANSWER: &'static str = "response";
+
+    fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
+        ResponsesRequest::parse(bytes)
+    }
+
+    fn field<'a>(request: &'a ResponsesRequest, key: &str) -> Option<&'a RawValue> {
+        request.field(key)
+    }
+
+    fn streams(request: &ResponsesRequest) -> bool {
+        request.stream
+    }
+
+    fn to_bytes(request: &ResponsesRequest) -> Bytes {
+        request.to_bytes()
+    }
+
+    fn rewrite(
+        request: &mut ResponsesRequest,
+        plan: &ToolPlan,
+        splices: &TenantSplices,
+    ) -> Result<(), ProxyError> {
+        request.rewrite(plan, splices)
+    }
+
+    /// A continuation of a minted response goes on from the program's own
+    /// turn in the provider's stored conversation.
+    fn read_history(
+        request: &mut ResponsesRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+        limits: &Limits,
+    ) -> Result<(), ProxyError> {
+        let reader = ItemReader::new(store, tenant);
+        match minted_previous(request) {
+            Some(exec_id) => {
+                let exec = store
+                    .get(tenant, &exec_id)
+                    .filter(|e| e.upstream_response.is_some())
+                    .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
+                if let Some(input) = request.input_mut() {
+                    reader.rewrite_continued(input, &exec, limits);
+                }
+                let previous = exec.upstream_response.clone().unwrap_or_default();
+                request.set_field("previous_response_id", &Value::String(previous));
+            }
+            None => {
+                if let Some(input) = request.input_mut() {
+                    reader.rewrite(input, limits);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn trailing_results(
+        request: &ResponsesRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<Option<Trailing>, Vec<String>> {
+        let input = request.input_items();
+        if input.is_empty() {
+            return Ok(None);
+        }
+        ItemReader::new(store, tenant).trailing_results(input)
+    }
+
+    fn push(request: &mut ResponsesRequest, items: &[Value]) {
+        request.push_items(items);
+    }
+
+    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
+        let judged = judge_response(answer, plan);
+        ModelTurn {
+            text: judged.text(),
+            replay: Value::Array(judged.items),
+            calls: judged.calls,
+            response_id: answer.get("id").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
+
+    fn give_up(answer: &mut Map<String, Value>, note: &str) {
+        give_up(answer, note);
+    }
+
+    /// The message items of earlier turns go first, as a stream showed
+    /// them (each its own item).
+    fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
+        let messages: Vec<Value> = earlier
+            .iter()
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter(|i| message_text(i).is_some_and(|t| !t.is_empty()))
+            .cloned()
+            .collect();
+        if messages.is_empty() {
+            return;
+        }
+        if let Some(Value::Array(output)) = answer.get_mut("output") {
+            output.splice(0..0, messages);
+        }
+    }
+
+    fn as_sse(answer: &Value, _request: &ResponsesRequest) -> Bytes {
+        response_as_sse(answer)
+    }
+
+    fn answer_call(call: &JudgedCall, content: &str, _repair: bool) -> Value {
+        answer_item(call, content)
+    }
+
+    fn raw_call(call: &JudgedCall) -> Value {
+        raw_item(call)
+    }
+
+    /// The model's output items as they came (its reasoning items with the
+    /// calls, as providers require), then the answers.
+    fn repair_history(replay: &Value, answers: Vec<Value>) -> Vec<Value> {
+        let mut items = replay.as_array().cloned().unwrap_or_default();
+        items.extend(answers);
+        items
+    }
+
+    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+        replayable(replay.as_array()?, run_call_id, answered)
+    }
+
+    fn program_pair(exec: &Execution) -> Vec<Value> {
+        super::history::pair(exec)
+    }
+
+    fn client_turn(
+        exec: &Execution,
+        range: std::ops::Range<usize>,
+        plan: &ToolPlan,
+        base: &Value,
+        usage: Option<Value>,
+        model_turn: bool,
+    ) -> Value {
+        let model = base.get("model").cloned().unwrap_or(Value::Null);
+        client_response(exec, range, plan, &model, usage, model_turn)
+    }
+
+    fn judge(plan: Arc<ToolPlan>, max_repairs: u32) -> ResponsesJudge {
+        ResponsesJudge::new(plan, max_repairs)
+    }
+}
+
+/// The execution a minted `previous_response_id` names, if it names one.
+fn minted_previous(request: &ResponsesRequest) -> Option<String> {
+    let id: String = serde_json::from_str(request.field("previous_response_id")?.get()).ok()?;
+    let rest = id.strip_prefix(super::embedded::MINTED_RESPONSE_PREFIX)?;
+    let (exec, _) = rest.rsplit_once('_')?;
+    Some(exec.to_owned())
+}
+
+fn lost_previous(exec_id: &str) -> String {
+    format!(
+        "`previous_response_id` names a response codemode-proxy minted for program `{exec_id}`, \
+         whose record it no longer holds (it restarted, or the record expired), or whose model \
+         turn the provider did not store; send the whole conversation as `input` (with \
+         `store: false`) instead"
+    )
+}

@@ -1,0 +1,183 @@
+//! How a round ends: its terminal event decided, the give-up note and a
+//! program's calls written as items, the next round started, a failure
+//! reported.
+
+use super::*;
+
+impl ResponsesJudge {
+    /// The round's terminal event: the turn is decided here.
+    pub(super) fn on_terminal(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
+        self.take_id(&event);
+        if let Some(usage) = event
+            .get("response")
+            .and_then(|r| r.get("usage"))
+            .filter(|u| u.is_object())
+        {
+            self.round.usage = Some(usage.clone());
+        }
+        let decision = self.decide();
+        if matches!(decision, Decision::Repair | Decision::Program) {
+            return; // Another round follows in the same client stream.
+        }
+        if decision == Decision::GiveUp && !self.round.emitted_text {
+            self.give_up_note(out);
+        }
+        let response = event
+            .entry("response")
+            .or_insert_with(|| json!({"object": "response"}));
+        if let Value::Object(response) = response {
+            self.finish_response(response);
+        }
+        self.emit(event, out);
+    }
+
+    /// Decides the round once its calls are as whole as they will be.
+    pub(super) fn decide(&mut self) -> Decision {
+        for slot in &mut self.round.items {
+            if slot.done || slot.client.is_some() {
+                continue;
+            }
+            // A withheld call whose whole item never came: judged on what
+            // streamed of it.
+            if let Some(call) = items::judge_item(&slot.item, &self.plan) {
+                slot.call = Some(refine(slot.call.take(), call));
+            }
+        }
+        let calls = self.round.calls();
+        let decision = self.rounds.decide(&calls, self.errored);
+        self.round.decision = Some(decision);
+        decision
+    }
+
+    /// The client gets no call of this turn: a message item tells why.
+    pub(super) fn give_up_note(&mut self, out: &mut Vec<Bytes>) {
+        let note = turn::give_up_note(&self.round.calls());
+        let id = format!("msg_codemode_note_{}", self.rounds.before());
+        let item = json!({"type": "message", "id": id, "status": "completed", "role": "assistant",
+                          "content": [{"type": "output_text", "text": note, "annotations": []}]});
+        self.emit_whole_item(item, out);
+        self.round.emitted_text = true;
+    }
+
+    pub(super) fn emit_item(
+        &mut self,
+        kind: &str,
+        client: usize,
+        item: Value,
+        out: &mut Vec<Bytes>,
+    ) {
+        let mut event = Map::new();
+        event.insert("type".into(), json!(kind));
+        event.insert("sequence_number".into(), Value::Null);
+        event.insert("output_index".into(), json!(client));
+        event.insert("item".into(), item);
+        self.emit(event, out);
+    }
+
+    /// An item the proxy writes, streamed as providers stream one (its
+    /// text or arguments as deltas), at the client's next `output_index`.
+    pub(super) fn emit_whole_item(&mut self, item: Value, out: &mut Vec<Bytes>) {
+        let client = self.seen.len();
+        self.seen.push(Some(item.clone()));
+        for event in events::item_events(client, &item) {
+            self.emit(event, out);
+        }
+    }
+
+    /// The end of an upstream round's body.
+    pub fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
+        if self.round.decision.is_none() {
+            // No terminal event came: decided as at one. A client that got
+            // no call is still told why, and gets its terminal.
+            if self.decide() == Decision::GiveUp {
+                if !self.round.emitted_text {
+                    self.give_up_note(out);
+                }
+                let mut response = self
+                    .template
+                    .clone()
+                    .and_then(|t| t.as_object().cloned())
+                    .unwrap_or_default();
+                response.insert("status".into(), json!("completed"));
+                self.finish_response(&mut response);
+                let mut event = Map::new();
+                event.insert("type".into(), json!("response.completed"));
+                event.insert("sequence_number".into(), Value::Null);
+                event.insert("response".into(), Value::Object(response));
+                self.emit(event, out);
+            }
+        }
+        let decision = self.round.decision.unwrap_or(Decision::Final);
+        if matches!(decision, Decision::Repair | Decision::Program) {
+            self.rounds.close(self.round.usage.as_ref());
+        }
+        let text = self.round.text();
+        let turn = ModelTurn {
+            calls: self.round.calls(),
+            replay: Value::Array(self.round.model_items()),
+            text: (!text.is_empty()).then_some(text),
+            response_id: self.round.upstream_id.clone(),
+        };
+        let end = turn::round_end::<Responses>(decision, turn);
+        if matches!(end, RoundEnd::Done { .. }) {
+            self.close(out);
+        }
+        end
+    }
+
+    /// The client stream is complete: a `[DONE]` that came goes out last.
+    pub(super) fn close(&mut self, out: &mut Vec<Bytes>) {
+        if std::mem::take(&mut self.done_sentinel) {
+            out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        }
+    }
+
+    /// Starts the next round after a repair was sent upstream.
+    pub fn start_repair_round(&mut self) {
+        self.rounds.repaired();
+        self.round = Round::default();
+    }
+
+    /// Starts the next round after a program ended and the model was asked again.
+    pub fn start_program_round(&mut self) {
+        self.rounds.program_ended();
+        self.round = Round::default();
+    }
+
+    /// A program waits on the client: `turn` (a response object whose
+    /// `output` holds the program's calls) ends the client stream, each
+    /// call as an item the client opens and completes, then the response.
+    pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
+        let calls: Vec<Value> = turn
+            .get("output")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for item in calls {
+            self.emit_whole_item(item, out);
+        }
+        let mut response = turn.as_object().cloned().unwrap_or_default();
+        response.insert("status".into(), json!("completed"));
+        // The round that held the program was summed when it ended.
+        self.round.usage = None;
+        self.finish_response(&mut response);
+        let mut event = Map::new();
+        event.insert("type".into(), json!("response.completed"));
+        event.insert("sequence_number".into(), Value::Null);
+        event.insert("response".into(), Value::Object(response));
+        self.emit(event, out);
+        self.close(out);
+    }
+
+    /// The upstream broke off or failed: the client gets a final error event.
+    pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
+        self.errored = true;
+        self.round.decision = Some(Decision::Final);
+        let mut event = Map::new();
+        event.insert("type".into(), json!("error"));
+        event.insert("code".into(), json!(code));
+        event.insert("message".into(), json!(message));
+        event.insert("sequence_number".into(), Value::Null);
+        self.emit(event, out);
+    }
+}

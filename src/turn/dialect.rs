@@ -1,0 +1,152 @@
+//! What a wire dialect must say, so the turn core can apply every decision
+//! once for all of them.
+//!
+//! A dialect reads its request and its provider's answers into the core's
+//! terms (a [`ModelTurn`] of [`JudgedCall`]s), and writes the core's
+//! decisions back in its own shapes: denials, the repair round's history,
+//! a program's nested calls, the give-up note, proxy-written answers and
+//! stream events. The drivers above (`layer::json`, `layer::streamed`,
+//! `layer::entry`) are written once over this trait; a new dialect is one
+//! module implementing it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::{JudgedCall, RoundJudge};
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::runtime::history::Trailing;
+use crate::runtime::{Execution, ExecutionLookup, Limits};
+use crate::splice::TenantSplices;
+use crate::tenant::Tenant;
+
+/// One model turn, read off a dialect's answer: what the core decides on.
+#[derive(Debug, Default)]
+pub struct ModelTurn {
+    /// Every call of the turn, judged, in the order the model made them.
+    pub calls: Vec<JudgedCall>,
+    /// The turn as the dialect replays it into a history, withheld calls
+    /// included (Chat and Messages: the assistant message; Responses: the
+    /// array of output items).
+    pub replay: Value,
+    /// The text the model wrote in the turn.
+    pub text: Option<String>,
+    /// The provider's id of the answer that held the turn (Responses: a
+    /// program's record keeps it for `previous_response_id`).
+    pub response_id: Option<String>,
+}
+
+/// A wire dialect: its request, its answers and its stream judge.
+pub trait Dialect: Send + Sync + Sized + 'static {
+    /// The parsed client request, rewritten in place.
+    type Request: Clone + Send + Sync + 'static;
+    /// The stream judge of one client stream.
+    type Judge: RoundJudge;
+
+    /// Which API this is (plan cache keys, logs).
+    const KIND: crate::dialect::Dialect;
+    /// What the dialect calls one whole answer, for error messages
+    /// ("the completion is not a JSON object").
+    const ANSWER: &'static str;
+
+    // ----- the request -----
+
+    /// Parses a client body.
+    fn parse(bytes: &[u8]) -> Result<Self::Request, ProxyError>;
+    /// A top-level field of the request, as it came.
+    fn field<'a>(request: &'a Self::Request, key: &str) -> Option<&'a RawValue>;
+    /// Whether the client asked for a stream.
+    fn streams(request: &Self::Request) -> bool;
+    /// The request's bytes for the upstream.
+    fn to_bytes(request: &Self::Request) -> Bytes;
+    /// Grows the conversation by `items` (messages or input items) the
+    /// proxy wrote: a repair's turn and answers, a program's pair.
+    fn push(request: &mut Self::Request, items: &[Value]);
+    /// Refuses a request the dialect cannot judge (Chat's `n` > 1).
+    fn check(_request: &Self::Request) -> Result<(), ProxyError> {
+        Ok(())
+    }
+    /// Rewrites the request for the plan: tools, sections, `tool_choice`,
+    /// stored denials spliced into the history.
+    fn rewrite(
+        request: &mut Self::Request,
+        plan: &ToolPlan,
+        splices: &TenantSplices,
+    ) -> Result<(), ProxyError>;
+    /// Shows the model its programs in the request's history (the embedded
+    /// runtime): each `run_code` call answered by its program's result.
+    fn read_history(
+        request: &mut Self::Request,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+        limits: &Limits,
+    ) -> Result<(), ProxyError>;
+    /// The results the request's last turn returns for a program, if any;
+    /// `Err` names results for calls this tenant was never handed.
+    fn trailing_results(
+        request: &Self::Request,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<Option<Trailing>, Vec<String>>;
+    /// The request's `model`, or null.
+    fn model(request: &Self::Request) -> Value {
+        Self::field(request, "model")
+            .and_then(|m| serde_json::from_str(m.get()).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    // ----- a whole answer -----
+
+    /// Judges every call of a whole answer (a JSON object) and withholds
+    /// from it every call that does not pass.
+    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn;
+    /// The proxy gave up on the turn: the answer keeps the model's words
+    /// without calls, and `note` when it has none.
+    fn give_up(answer: &mut Map<String, Value>, note: &str);
+    /// Puts what the model wrote beside programs that ended earlier in the
+    /// request (their turns' replays, in order) before the answer's own
+    /// content, as a stream showed it.
+    fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]);
+    /// The answer as the event stream a streaming client expects (an
+    /// answer the proxy wrote itself).
+    fn as_sse(answer: &Value, request: &Self::Request) -> Bytes;
+
+    // ----- what the core writes in the dialect's shapes -----
+
+    /// The message or item answering a withheld call with `content`;
+    /// `repair` when it follows the model's own turn in a repair round.
+    fn answer_call(call: &JudgedCall, content: &str, repair: bool) -> Value;
+    /// The call as the model sent it (its `tool_calls` entry, item or block).
+    fn raw_call(call: &JudgedCall) -> Value;
+    /// A repair round's history: the model's turn, then `answers`.
+    fn repair_history(replay: &Value, answers: Vec<Value>) -> Vec<Value>;
+    /// The model's turn as a program's history replays it, when it can be:
+    /// it must hold the program's call under `run_call_id`, and every other
+    /// call must be one the proxy answers (`answered`).
+    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String>;
+
+    // ----- programs -----
+
+    /// The model's view of an execution that ended: its turn, its result.
+    fn program_pair(exec: &Execution) -> Vec<Value>;
+    /// The answer that hands a program's waiting calls (`range`) to the
+    /// client. `base` is the model's answer it replaces (or `{model}`);
+    /// with `model_turn`, the first batch carries the model's own content
+    /// (a stream has sent it already).
+    fn client_turn(
+        exec: &Execution,
+        range: std::ops::Range<usize>,
+        plan: &ToolPlan,
+        base: &Value,
+        usage: Option<Value>,
+        model_turn: bool,
+    ) -> Value;
+
+    // ----- streams -----
+
+    /// The judge of one client stream under `plan`.
+    fn judge(plan: Arc<ToolPlan>, max_repairs: u32) -> Self::Judge;
+}
