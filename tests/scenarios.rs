@@ -16,14 +16,20 @@
 //! provider does wrong. Each scenario is a module with the tests `chat`,
 //! `responses` and `messages`.
 
+mod common;
+
 #[path = "scenarios/adapter.rs"]
 mod adapter;
 #[path = "scenarios/chat.rs"]
 mod chat;
+#[path = "scenarios/harness.rs"]
+mod harness;
 #[path = "scenarios/messages.rs"]
 mod messages;
 #[path = "scenarios/model.rs"]
 mod model;
+#[path = "scenarios/provider.rs"]
+mod provider;
 #[path = "scenarios/responses.rs"]
 mod responses;
 #[path = "scenarios/wire.rs"]
