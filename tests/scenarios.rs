@@ -32,5 +32,7 @@ mod model;
 mod provider;
 #[path = "scenarios/responses.rs"]
 mod responses;
+#[path = "scenarios/turns.rs"]
+mod turns;
 #[path = "scenarios/wire.rs"]
 mod wire;
