@@ -22,6 +22,8 @@ mod common;
 mod adapter;
 #[path = "scenarios/chat.rs"]
 mod chat;
+#[path = "scenarios/faults.rs"]
+mod faults;
 #[path = "scenarios/harness.rs"]
 mod harness;
 #[path = "scenarios/messages.rs"]
