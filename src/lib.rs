@@ -19,6 +19,7 @@ pub mod server;
 pub mod telemetry;
 
 mod body;
+mod cache;
 mod classify;
 mod dialect;
 mod intercept;
@@ -35,6 +36,7 @@ mod sections;
 mod select;
 mod splice;
 mod sse;
+mod store_error;
 mod store_redis;
 mod stream;
 mod tenant;
@@ -49,10 +51,10 @@ pub use mode::{Mode, Runtime};
 /// when none is given (see [`CodeModeLayer::with_stores`]).
 pub mod store {
     pub use crate::runtime::{
-        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError,
-        StoreFuture,
+        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore,
     };
     pub use crate::splice::{MemorySpliceStore, Splice, SpliceKey, SpliceLookup, SpliceStore};
+    pub use crate::store_error::{StoreError, StoreFuture};
     pub use crate::tenant::Tenant;
 }
 

@@ -365,9 +365,7 @@ impl PlanCache {
         PlanCache {
             cache: moka::sync::Cache::builder()
                 .max_capacity(budget_bytes.max(1))
-                .weigher(|_: &u64, c: &Arc<CachedPlan>| {
-                    crate::runtime::store_weight(cached_bytes(c))
-                })
+                .weigher(|_: &u64, c: &Arc<CachedPlan>| crate::cache::weight(cached_bytes(c)))
                 .build(),
             hasher: std::collections::hash_map::RandomState::new(),
         }

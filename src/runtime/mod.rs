@@ -17,10 +17,10 @@ mod view;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use crate::store_error::{StoreError, StoreFuture};
 pub use pool::{PoolError, RunPool};
 pub use sandbox::{CallRecord, RunOutcome};
-pub(crate) use store::{cache_ttl, weight as store_weight};
-pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError, StoreFuture};
+pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore};
 pub use view::ExecView;
 
 use crate::tenant::{os_random, unguessable, Tenant};
