@@ -16,6 +16,7 @@ use http::HeaderValue;
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile};
 
+pub use crate::select::ClientSelect;
 pub use egress::{Egress, ProxyUrl};
 pub use upstream::UpstreamBase;
 
@@ -85,15 +86,6 @@ pub const STORE: &str = "CODEMODE_STORE";
 pub const STORE_PREFIX: &str = "CODEMODE_STORE_PREFIX";
 /// `text` (default) or `json`: how the binary writes its log lines.
 pub const LOG_FORMAT: &str = "CODEMODE_LOG_FORMAT";
-
-/// Whether a client may choose preset or mode per request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientSelect {
-    /// Headers and path prefixes select.
-    Allow,
-    /// A request that tries to select is a 403.
-    Deny,
-}
 
 /// The validated configuration; nothing reads the environment after this.
 #[derive(Clone, Debug)]
