@@ -22,6 +22,7 @@ mod body;
 mod cache;
 mod classify;
 mod dialect;
+mod env_vars;
 mod intercept;
 mod messages;
 mod mode;
