@@ -42,6 +42,7 @@ mod store_redis;
 mod stream;
 mod tenant;
 mod turn;
+mod turn_ledger;
 mod wire;
 
 pub use config::Config;
