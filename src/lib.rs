@@ -41,6 +41,7 @@ mod store_error;
 mod store_redis;
 mod stream;
 mod tenant;
+mod tools;
 mod turn;
 mod turn_ledger;
 mod wire;

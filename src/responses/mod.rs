@@ -14,7 +14,5 @@ pub mod items;
 pub mod request;
 /// The stream judge: events in, the bytes the client sees out.
 pub mod stream;
-/// Tools: client tools and provider tools.
-pub mod tools;
 
 mod choice;

@@ -122,9 +122,6 @@ pub struct Execution {
     pub revision: u64,
 }
 
-/// The `run_code` tool the proxy announces when it runs programs itself.
-pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
-
 /// Programs one request may run back to back before the model must answer.
 pub const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
 
