@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::body::{full, ProxyBody};
 use crate::mode::Mode;
+use crate::store_error::StoreError;
 
 /// An error the proxy answers a client with.
 #[derive(Debug, thiserror::Error)]
@@ -112,8 +113,8 @@ pub enum ProxyError {
     UpstreamInvalid(String),
 }
 
-impl From<crate::runtime::StoreError> for ProxyError {
-    fn from(e: crate::runtime::StoreError) -> ProxyError {
+impl From<StoreError> for ProxyError {
+    fn from(e: StoreError) -> ProxyError {
         ProxyError::StoreUnavailable(e.0)
     }
 }

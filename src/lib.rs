@@ -19,9 +19,11 @@ pub mod server;
 pub mod telemetry;
 
 mod body;
+mod cache;
 mod chat;
 mod classify;
 mod dialect;
+mod env_vars;
 mod messages;
 mod mode;
 mod plan;
@@ -34,10 +36,13 @@ mod sections;
 mod select;
 mod splice;
 mod sse;
+mod store_error;
 mod store_redis;
 mod stream;
 mod tenant;
+mod tools;
 mod turn;
+mod turn_ledger;
 mod wire;
 
 pub use config::Config;
@@ -48,10 +53,10 @@ pub use mode::{Mode, Runtime};
 /// when none is given (see [`CodeModeLayer::with_stores`]).
 pub mod store {
     pub use crate::runtime::{
-        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError,
-        StoreFuture,
+        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore,
     };
     pub use crate::splice::{MemorySpliceStore, Splice, SpliceKey, SpliceLookup, SpliceStore};
+    pub use crate::store_error::{StoreError, StoreFuture};
     pub use crate::tenant::Tenant;
 }
 

@@ -7,9 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use crate::classify::Visibility;
 use crate::dialect::Dialect;
@@ -18,6 +16,7 @@ use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
 use crate::sdk::ToolSchema;
 use crate::sections::{self, RenderedSection};
+use crate::tools::{self, ToolEntry, ToolGroup};
 use crate::wire::raw_array;
 
 /// Everything the proxy derives from one request's tool set.
@@ -68,11 +67,7 @@ impl ToolPlan {
         mode: Mode,
         runtime: Runtime,
     ) -> Result<ToolPlan, ProxyError> {
-        let all = match dialect {
-            Dialect::Chat => parse_tools(tools)?,
-            Dialect::Responses => crate::responses::tools::parse(tools)?,
-            Dialect::Messages => crate::messages::tools::parse(tools)?,
-        };
+        let all = tools::parse(dialect, tools)?;
         // Tools the provider runs itself are no client tool: they stay on
         // the wire as they are, never in the SDK, never judged.
         let (kept, entries): (Vec<ToolEntry>, Vec<ToolEntry>) =
@@ -90,12 +85,7 @@ impl ToolPlan {
             return Err(ProxyError::MissingRunCode(mode));
         }
         // With the embedded runtime the proxy's own run_code is the transport.
-        let run_code_tool = match dialect {
-            Dialect::Chat => crate::runtime::RUN_CODE_TOOL.to_owned(),
-            Dialect::Responses => crate::responses::tools::run_code_tool(),
-            Dialect::Messages => crate::messages::tools::run_code_tool(),
-        };
-        let proxy_run_code = RawValue::from_string(run_code_tool)
+        let proxy_run_code = RawValue::from_string(tools::run_code_tool(dialect))
             .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
         let transport: Option<WireItem<'_>> = if runs_code {
             Some((&*proxy_run_code, None))
@@ -239,106 +229,6 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
     out
 }
 
-/// A group of tools declared together (a Responses `namespace`): its
-/// declaration, whose `tools` the wire rewrites to the ones it keeps.
-#[derive(Debug)]
-pub(crate) struct ToolGroup {
-    /// The group's declaration, every field raw.
-    pub(crate) object: crate::wire::RawObject,
-}
-
-/// One tool of a request, read by its dialect.
-pub(crate) struct ToolEntry {
-    /// The tool as the client declared it (for a tool of a namespace: the
-    /// whole group's declaration is written by the dialect).
-    pub(crate) raw: Box<RawValue>,
-    /// The tool as the SDK shows it.
-    pub(crate) schema: ToolSchema,
-    /// Run by the provider itself (web search, ...): stays on the wire.
-    pub(crate) provider: bool,
-    /// The item type a nested call of this tool reaches the client as, when
-    /// not the dialect's plain function call (Responses: `custom_tool_call`,
-    /// `local_shell_call`, `shell_call`, `apply_patch_call`).
-    pub(crate) call_item: Option<&'static str>,
-    /// The group declaring it, if any: `raw` is then the tool's own
-    /// declaration inside the group, and the wire rebuilds the group.
-    pub(crate) group: Option<Arc<ToolGroup>>,
-}
-
-#[derive(Deserialize)]
-struct ToolIn {
-    function: Option<FunctionIn>,
-    custom: Option<FunctionIn>,
-    name: Option<String>,
-    description: Option<String>,
-    parameters: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct FunctionIn {
-    name: String,
-    description: Option<String>,
-    parameters: Option<Value>,
-}
-
-/// Two different names a tool entry gives itself, if it does.
-fn conflicting_names(t: &ToolIn) -> Option<(&str, &str)> {
-    let mut names = [&t.function, &t.custom]
-        .into_iter()
-        .flatten()
-        .map(|f| f.name.as_str())
-        .chain(t.name.as_deref());
-    let first = names.next()?;
-    names.find(|n| *n != first).map(|other| (first, other))
-}
-
-fn parse_tools(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
-    let Some(tools) = tools.filter(|t| t.get() != "null") else {
-        return Ok(Vec::new());
-    };
-    let items: Vec<Box<RawValue>> = serde_json::from_str(tools.get()).map_err(|_| {
-        ProxyError::InvalidRequest("`tools` must be an array of tool objects".to_owned())
-    })?;
-    let mut out = Vec::with_capacity(items.len());
-    for (i, raw) in items.into_iter().enumerate() {
-        let t: ToolIn = serde_json::from_str(raw.get()).map_err(|e| {
-            ProxyError::InvalidRequest(format!("`tools[{i}]` is not a tool object: {e}"))
-        })?;
-        // Function tools carry their fields under `function`, custom tools
-        // under `custom` (or at the top). A tool that names itself twice
-        // differently has no one reading: the provider could see either.
-        if let Some((a, b)) = conflicting_names(&t) {
-            return Err(ProxyError::InvalidRequest(format!(
-                "`tools[{i}]` is named both `{a}` and `{b}`; give each tool one name"
-            )));
-        }
-        let (name, description, parameters) = match t.function.or(t.custom) {
-            Some(f) => (f.name, f.description, f.parameters),
-            None => match t.name {
-                Some(n) => (n, t.description, t.parameters),
-                None => {
-                    return Err(ProxyError::InvalidRequest(format!(
-                        "`tools[{i}]` has no name; give it `function.name`"
-                    )))
-                }
-            },
-        };
-        out.push(ToolEntry {
-            raw,
-            provider: false,
-            call_item: None,
-            group: None,
-            schema: ToolSchema {
-                name,
-                description,
-                parameters: parameters.unwrap_or_else(|| Value::Object(Default::default())),
-                freeform: false,
-            },
-        });
-    }
-    Ok(out)
-}
-
 /// Plans by tool set, preset, mode and runtime; bounded by bytes.
 ///
 /// Keyed by a SipHash of the four under a key random per process (so no
@@ -365,9 +255,7 @@ impl PlanCache {
         PlanCache {
             cache: moka::sync::Cache::builder()
                 .max_capacity(budget_bytes.max(1))
-                .weigher(|_: &u64, c: &Arc<CachedPlan>| {
-                    crate::runtime::store_weight(cached_bytes(c))
-                })
+                .weigher(|_: &u64, c: &Arc<CachedPlan>| crate::cache::weight(cached_bytes(c)))
                 .build(),
             hasher: std::collections::hash_map::RandomState::new(),
         }
@@ -447,6 +335,8 @@ fn cached_bytes(c: &CachedPlan) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::preset::{Catalog, ConfigFile};
 

@@ -104,6 +104,9 @@ pub struct Catalog {
 
 /// The name of the preset a request gets when nothing selects one.
 pub const DEFAULT_PRESET: &str = "standard";
+/// The scope of a request that names none; its binding is every unbound
+/// scope's ([`Catalog::for_scope`]).
+pub const DEFAULT_SCOPE: &str = "default";
 
 impl Catalog {
     /// The built-ins alone, with `default_mode` as the inherited mode.
@@ -178,7 +181,7 @@ impl Catalog {
     pub fn for_scope(&self, scope: &str) -> Option<&Arc<Preset>> {
         self.scopes
             .get(scope)
-            .or_else(|| self.scopes.get(crate::select::DEFAULT_SCOPE))
+            .or_else(|| self.scopes.get(DEFAULT_SCOPE))
             .and_then(|name| self.get(name))
     }
 

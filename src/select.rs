@@ -4,10 +4,9 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 
-use crate::config::ClientSelect;
 use crate::error::ProxyError;
 use crate::mode::Mode;
-use crate::preset::{Catalog, Preset, DEFAULT_PRESET};
+use crate::preset::{Catalog, Preset, DEFAULT_PRESET, DEFAULT_SCOPE};
 
 /// Header naming the mode for one request.
 pub const HEADER_MODE: &str = "x-codemode-mode";
@@ -17,8 +16,15 @@ pub const HEADER_PRESET: &str = "x-codemode-preset";
 pub const HEADER_SCOPE: &str = "x-codemode-scope";
 /// Every header with this prefix is consumed by the proxy.
 pub const HEADER_PREFIX: &str = "x-codemode-";
-/// The scope of a request that names none.
-pub const DEFAULT_SCOPE: &str = "default";
+
+/// Whether a client may choose preset or mode per request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientSelect {
+    /// Headers and path prefixes select.
+    Allow,
+    /// A request that tries to select is a 403.
+    Deny,
+}
 
 /// What governs one request: the wire, the prompt and interception.
 #[derive(Clone, Debug)]

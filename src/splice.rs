@@ -21,7 +21,8 @@ use std::time::Duration;
 use moka::sync::Cache;
 use serde_json::Value;
 
-use crate::runtime::{cache_ttl, store_weight, StoreError, StoreFuture};
+use crate::cache::{cache_ttl, weight as store_weight};
+use crate::store_error::{StoreError, StoreFuture};
 use crate::tenant::{hash_parts, Tenant};
 
 /// What to splice into one assistant turn.

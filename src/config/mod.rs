@@ -5,9 +5,12 @@
 //! user sees every mistake at once, each naming its variable.
 
 mod egress;
+mod errors;
+mod parse;
+mod run;
+mod store;
 mod upstream;
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -15,85 +18,15 @@ use http::HeaderValue;
 
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile};
+use parse::{bounded, parse_or, positive};
 
+pub use crate::env_vars::*;
+pub use crate::runtime::pool::RunSlots;
+pub use crate::select::ClientSelect;
 pub use egress::{Egress, ProxyUrl};
+pub use errors::{ConfigError, ConfigErrors};
+pub use store::StoreKind;
 pub use upstream::UpstreamBase;
-
-/// Address to bind.
-pub const LISTEN: &str = "CODEMODE_LISTEN";
-/// Provider base URL.
-pub const UPSTREAM: &str = "CODEMODE_UPSTREAM";
-/// Default tool mode.
-pub const MODE: &str = "CODEMODE_MODE";
-/// Where `run_code` runs.
-pub const RUNTIME: &str = "CODEMODE_RUNTIME";
-/// Path of the TOML config file.
-pub const CONFIG: &str = "CODEMODE_CONFIG";
-/// Re-asks of the model per request after a denial.
-pub const MAX_REPAIRS: &str = "CODEMODE_MAX_REPAIRS";
-/// Bearer token sent upstream in place of the client's.
-pub const UPSTREAM_API_KEY: &str = "CODEMODE_UPSTREAM_API_KEY";
-/// Anthropic Messages API base URL.
-pub const ANTHROPIC_UPSTREAM: &str = "CODEMODE_ANTHROPIC_UPSTREAM";
-/// Key sent to the Anthropic upstream as `x-api-key` in place of the client's.
-pub const ANTHROPIC_API_KEY: &str = "CODEMODE_ANTHROPIC_API_KEY";
-/// Whether clients may pick preset or mode per request.
-pub const CLIENT_SELECT: &str = "CODEMODE_CLIENT_SELECT";
-/// Largest chat-completions request body the proxy reads.
-pub const MAX_BODY_BYTES: &str = "CODEMODE_MAX_BODY_BYTES";
-/// Seconds to wait for upstream response headers (and a whole non-streamed body).
-pub const UPSTREAM_TIMEOUT_SECS: &str = "CODEMODE_UPSTREAM_TIMEOUT_SECS";
-/// Seconds to wait for a TCP/TLS connection to the upstream.
-pub const CONNECT_TIMEOUT_SECS: &str = "CODEMODE_CONNECT_TIMEOUT_SECS";
-/// Seconds a mixed turn's denials wait for the request that returns its results.
-pub const SPLICE_TTL_SECS: &str = "CODEMODE_SPLICE_TTL_SECS";
-/// How many mixed turns' denials are kept at once.
-pub const SPLICE_CAPACITY: &str = "CODEMODE_SPLICE_CAPACITY";
-/// CPU milliseconds of one run of a program.
-pub const RUN_SLICE_MS: &str = "CODEMODE_RUN_SLICE_MS";
-/// Seconds an execution may live across client round trips.
-pub const RUN_LIFETIME_SECS: &str = "CODEMODE_RUN_LIFETIME_SECS";
-/// Heap of one run, in MiB.
-pub const RUN_MEMORY_MB: &str = "CODEMODE_RUN_MEMORY_MB";
-/// Tool calls one program may make.
-pub const RUN_MAX_CALLS: &str = "CODEMODE_RUN_MAX_CALLS";
-/// Bytes of a program's result the model gets.
-pub const RUN_MAX_OUTPUT: &str = "CODEMODE_RUN_MAX_OUTPUT";
-/// Threads serving requests (default: the CPUs the process may use).
-pub const WORKER_THREADS: &str = "CODEMODE_WORKER_THREADS";
-/// Programs that run at once (default: the CPUs the process may use).
-pub const RUN_CONCURRENCY: &str = "CODEMODE_RUN_CONCURRENCY";
-/// Programs that may wait for a free slot before new ones are refused.
-pub const RUN_QUEUE: &str = "CODEMODE_RUN_QUEUE";
-/// Seconds a client may take to send a request's headers.
-pub const HEADER_READ_TIMEOUT_SECS: &str = "CODEMODE_HEADER_READ_TIMEOUT_SECS";
-/// Seconds an idle keep-alive connection stays open.
-pub const KEEPALIVE_TIMEOUT_SECS: &str = "CODEMODE_KEEPALIVE_TIMEOUT_SECS";
-/// Seconds an upstream stream may stay silent between frames.
-pub const UPSTREAM_IDLE_SECS: &str = "CODEMODE_UPSTREAM_IDLE_SECS";
-/// Largest upstream response body the proxy reads whole.
-pub const MAX_UPSTREAM_BODY_BYTES: &str = "CODEMODE_MAX_UPSTREAM_BODY_BYTES";
-/// MiB the in-memory execution store may hold.
-pub const EXECUTION_STORE_MB: &str = "CODEMODE_EXECUTION_STORE_MB";
-/// MiB the in-memory mixed-turn store may hold.
-pub const SPLICE_STORE_MB: &str = "CODEMODE_SPLICE_STORE_MB";
-/// MiB of rendered tool plans kept.
-pub const PLAN_CACHE_MB: &str = "CODEMODE_PLAN_CACHE_MB";
-/// Where executions and stored denials live: `memory` or a Redis URL.
-pub const STORE: &str = "CODEMODE_STORE";
-/// Prefix of every key the proxy writes in a shared store.
-pub const STORE_PREFIX: &str = "CODEMODE_STORE_PREFIX";
-/// `text` (default) or `json`: how the binary writes its log lines.
-pub const LOG_FORMAT: &str = "CODEMODE_LOG_FORMAT";
-
-/// Whether a client may choose preset or mode per request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientSelect {
-    /// Headers and path prefixes select.
-    Allow,
-    /// A request that tries to select is a 403.
-    Deny,
-}
 
 /// The validated configuration; nothing reads the environment after this.
 #[derive(Clone, Debug)]
@@ -152,83 +85,6 @@ pub struct Config {
     pub store: StoreKind,
 }
 
-/// Where executions and stored denials live (`CODEMODE_STORE`).
-#[derive(Clone, PartialEq, Eq)]
-pub enum StoreKind {
-    /// In this process, bounded by [`StoreBudgets`]: the default.
-    Memory,
-    /// A Redis server shared by replicas.
-    Redis {
-        /// `redis://` or `rediss://` URL; may hold a password, so it is
-        /// never printed whole ([`StoreKind::describe`]).
-        url: String,
-        /// Prefix of every key.
-        prefix: String,
-    },
-}
-
-impl StoreKind {
-    /// The store as logs and errors may name it: a Redis URL without its
-    /// user and password.
-    pub fn describe(&self) -> String {
-        match self {
-            StoreKind::Memory => "memory".into(),
-            StoreKind::Redis { url, .. } => redacted_url(url),
-        }
-    }
-}
-
-impl fmt::Debug for StoreKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreKind::Memory => f.write_str("Memory"),
-            StoreKind::Redis { prefix, .. } => f
-                .debug_struct("Redis")
-                .field("url", &self.describe())
-                .field("prefix", prefix)
-                .finish(),
-        }
-    }
-}
-
-/// `url` without its user and password: whatever precedes the last `@`
-/// after the scheme (a password may hold `/` or `?` unescaped).
-fn redacted_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "(not a URL)".into();
-    };
-    match rest.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://***@{host}"),
-        None => format!("{scheme}://{rest}"),
-    }
-}
-
-/// `CODEMODE_STORE`'s value, checked without connecting.
-fn parse_store(v: &str) -> Result<String, String> {
-    let v = v.trim();
-    let shown = redacted_url(v);
-    if !(v.starts_with("redis://") || v.starts_with("rediss://")) {
-        return Err(format!(
-            "`{shown}` is not a store; use memory, or a Redis URL such as redis://host:6379/0 \
-             (rediss:// for TLS)"
-        ));
-    }
-    match redis::Client::open(v) {
-        // Redis' own message names what is wrong, never the URL.
-        Err(e) => Err(format!("`{shown}` is not a usable Redis URL ({e}); use redis://[user:password@]host[:port][/db]")),
-        Ok(_) => Ok(v.to_owned()),
-    }
-}
-
-/// Concurrency of the embedded runtime: slots, then a bounded queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunSlots {
-    /// Programs running at once.
-    pub concurrency: usize,
-    /// Programs waiting for a slot; one more is refused with a clear error.
-    pub queue: usize,
-}
-
 /// Time limits on client connections, so none is held open for nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -248,31 +104,6 @@ pub struct StoreBudgets {
     /// Rendered tool plans (SDK and sections).
     pub plans_bytes: u64,
 }
-
-/// One bad variable.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The variable at fault.
-    pub var: &'static str,
-    /// What is wrong and what to do; never the value of a secret.
-    pub message: String,
-}
-
-/// Every problem found in the environment.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigErrors(pub Vec<ConfigError>);
-
-impl fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "codemode-proxy cannot start; fix the configuration:")?;
-        for e in &self.0 {
-            writeln!(f, "  {}: {}", e.var, e.message)?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ConfigErrors {}
 
 impl Config {
     /// Reads the process environment.
@@ -394,55 +225,7 @@ impl Config {
         let splice_capacity = parse_or(&get, SPLICE_CAPACITY, Some(10_000), &mut fail, |v| {
             positive::<usize>(v, "a number of entries")
         });
-        let defaults = crate::runtime::Limits::default();
-        let slice_ms = parse_or(
-            &get,
-            RUN_SLICE_MS,
-            Some(defaults.slice.as_millis() as u64),
-            &mut fail,
-            |v| bounded::<u64>(v, "a number of milliseconds", 600_000),
-        );
-        let lifetime = parse_or(
-            &get,
-            RUN_LIFETIME_SECS,
-            Some(defaults.lifetime.as_secs()),
-            &mut fail,
-            |v| bounded::<u64>(v, "a number of seconds", 7 * 24 * 3600),
-        );
-        let memory_mb = parse_or(
-            &get,
-            RUN_MEMORY_MB,
-            Some(defaults.memory_bytes >> 20),
-            &mut fail,
-            |v| bounded::<usize>(v, "a number of MiB", 4096),
-        );
-        let max_calls = parse_or(
-            &get,
-            RUN_MAX_CALLS,
-            Some(defaults.max_calls),
-            &mut fail,
-            |v| bounded::<usize>(v, "a number of calls", 10_000),
-        );
-        let max_output = parse_or(
-            &get,
-            RUN_MAX_OUTPUT,
-            Some(defaults.max_output_bytes),
-            &mut fail,
-            |v| bounded::<usize>(v, "a number of bytes", 16 << 20),
-        );
-        let limits = match (slice_ms, lifetime, memory_mb, max_calls, max_output) {
-            (Some(slice), Some(lifetime), Some(mb), Some(calls), Some(output)) => {
-                Some(crate::runtime::Limits {
-                    slice: Duration::from_millis(slice),
-                    lifetime: Duration::from_secs(lifetime),
-                    memory_bytes: mb << 20,
-                    stack_bytes: defaults.stack_bytes,
-                    max_calls: calls,
-                    max_output_bytes: output,
-                })
-            }
-            _ => None,
-        };
+        let limits = run::limits(&get, &mut fail);
         let worker_threads = match get(WORKER_THREADS) {
             None => Some(None),
             Some(v) => match positive::<usize>(&v, "a number of threads") {
@@ -453,21 +236,7 @@ impl Config {
                 }
             },
         };
-        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-        let run_concurrency = parse_or(&get, RUN_CONCURRENCY, Some(cpus), &mut fail, |v| {
-            bounded::<usize>(v, "a number of programs", 1024)
-        });
-        let run_queue = parse_or(&get, RUN_QUEUE, Some(64), &mut fail, |v| {
-            v.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n <= 100_000)
-                .ok_or_else(|| format!("`{v}` is not a number of programs from 0 to 100000"))
-        });
-        let run_slots = match (run_concurrency, run_queue) {
-            (Some(concurrency), Some(queue)) => Some(RunSlots { concurrency, queue }),
-            _ => None,
-        };
+        let run_slots = run::slots(&get, &mut fail);
         let header_read = parse_or(&get, HEADER_READ_TIMEOUT_SECS, Some(10), &mut fail, |v| {
             bounded::<u64>(v, "a number of seconds", 3600)
         });
@@ -518,36 +287,7 @@ impl Config {
             _ => None,
         };
         let egress = Egress::from_lookup(&get, &mut fail);
-        let store_prefix = parse_or(
-            &get,
-            STORE_PREFIX,
-            Some("codemode:".to_owned()),
-            &mut fail,
-            |v| {
-                let v = v.trim();
-                if v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()) {
-                    Ok(v.to_owned())
-                } else {
-                    Err("a key prefix is at most 64 printable characters without spaces".into())
-                }
-            },
-        );
-        let store_url = match get(STORE) {
-            None => Some(None),
-            Some(v) if v.trim() == "memory" => Some(None),
-            Some(v) => match parse_store(&v) {
-                Ok(url) => Some(Some(url)),
-                Err(e) => {
-                    fail(STORE, e);
-                    None
-                }
-            },
-        };
-        let store = match (store_url, store_prefix) {
-            (Some(None), Some(_)) => Some(StoreKind::Memory),
-            (Some(Some(url)), Some(prefix)) => Some(StoreKind::Redis { url, prefix }),
-            _ => None,
-        };
+        let store = StoreKind::from_lookup(&get, &mut fail);
         let log_format = parse_or(
             &get,
             LOG_FORMAT,
@@ -666,47 +406,6 @@ impl Config {
             _ => Err(ConfigErrors(errors)),
         }
     }
-}
-
-/// Parses `var` with `parse`, recording a failure; `default` when unset.
-fn parse_or<T>(
-    get: &impl Fn(&str) -> Option<String>,
-    var: &'static str,
-    default: Option<T>,
-    fail: &mut impl FnMut(&'static str, String),
-    parse: impl FnOnce(&str) -> Result<T, String>,
-) -> Option<T> {
-    match get(var) {
-        None => default,
-        Some(v) => match parse(&v) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                fail(var, e);
-                None
-            }
-        },
-    }
-}
-
-fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str, what: &str) -> Result<T, String> {
-    v.trim()
-        .parse::<T>()
-        .ok()
-        .filter(|n| *n > T::default())
-        .ok_or_else(|| format!("`{v}` is not {what} greater than zero"))
-}
-
-/// A positive number no larger than `max`: absurd values (a memory limit
-/// that would wrap to "no limit") stop start-up instead.
-fn bounded<T>(v: &str, what: &str, max: T) -> Result<T, String>
-where
-    T: std::str::FromStr + PartialOrd + Default + fmt::Display + Copy,
-{
-    v.trim()
-        .parse::<T>()
-        .ok()
-        .filter(|n| *n > T::default() && *n <= max)
-        .ok_or_else(|| format!("`{v}` is not {what} from 1 to {max}"))
 }
 
 fn read_config_file(path: &str) -> Result<ConfigFile, String> {

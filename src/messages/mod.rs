@@ -18,8 +18,6 @@ pub mod items;
 pub mod request;
 /// The stream judge: `content_block_*` events judged as they arrive.
 pub mod stream;
-/// Tools: client tools and server tools.
-pub mod tools;
 
 mod choice;
 

@@ -16,9 +16,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::metrics::{Finished, Metrics};
 use crate::classify::DenialCode;
-use crate::runtime::Execution;
 use crate::select::Selection;
-use crate::turn::{Decision, Fate, JudgedCall};
 
 /// The request-id header, read from the client and sent upstream and back.
 pub static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -372,20 +370,50 @@ pub fn upstream_round(started: Instant) {
     });
 }
 
+// ---- What the ledger counts, as plain values ----
+//
+// The code that judges turns and runs programs sits above the ledger and
+// reports into it, so the ledger names none of its types: a judged call,
+// a decision and an ended program reach it through the traits and the
+// plain struct below, implemented beside the types they read.
+
+/// A judged call, as the ledger counts it.
+pub trait CountedCall {
+    /// The code of the call's denial; `None` when it was not denied.
+    fn denial_code(&self) -> Option<DenialCode>;
+}
+
+/// A turn's decision, as the ledger counts it.
+pub trait CountedDecision {
+    /// Whether the decision re-asks the model (a repair).
+    fn is_repair(&self) -> bool;
+}
+
+/// An ended program, as the ledger counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramEnd {
+    /// What it came to.
+    pub outcome: Outcome,
+    /// The tool calls it made.
+    pub nested_calls: u64,
+    /// Bytes of nested results that stayed out of the model's context.
+    pub context_bytes_saved: u64,
+}
+
 /// A model turn was judged: counts its denials, and a repair when the
 /// decision re-asks the model.
-pub fn judged(calls: &[JudgedCall], decision: Decision) {
+pub fn judged<C: CountedCall>(calls: &[C], decision: impl CountedDecision) {
     with(|l| {
         for c in calls {
-            if let Fate::Denied(d) = &c.fate {
-                let n = match d.code {
+            if let Some(code) = c.denial_code() {
+                let n = match code {
                     DenialCode::UnknownTool => 0,
                     DenialCode::InvalidArgs => 1,
                 };
                 l.denials[n].fetch_add(1, Relaxed);
             }
         }
-        if decision == Decision::Repair {
+        if decision.is_repair() {
             l.repairs.fetch_add(1, Relaxed);
         }
     });
@@ -393,19 +421,13 @@ pub fn judged(calls: &[JudgedCall], decision: Decision) {
 
 /// A program ended in this request: counts its outcome, its nested calls
 /// and the bytes of results that stayed out of the model's context.
-pub fn program_ended(exec: &Execution) {
-    let result = exec.outcome.as_deref().unwrap_or("");
-    let nested: u64 = exec
-        .calls
-        .iter()
-        .map(|c| c.result.as_ref().map_or(0, |r| r.len() as u64))
-        .sum();
-    let saved = nested.saturating_sub(result.len() as u64);
-    let outcome = Outcome::of(result);
+pub fn program_ended(program: impl Into<ProgramEnd>) {
+    let end = program.into();
     with(|l| {
-        l.executions[outcome.index()].fetch_add(1, Relaxed);
-        l.nested_calls.fetch_add(exec.calls.len() as u64, Relaxed);
-        l.context_bytes_saved.fetch_add(saved, Relaxed);
+        l.executions[end.outcome.index()].fetch_add(1, Relaxed);
+        l.nested_calls.fetch_add(end.nested_calls, Relaxed);
+        l.context_bytes_saved
+            .fetch_add(end.context_bytes_saved, Relaxed);
     });
 }
 

@@ -18,8 +18,6 @@ pub mod items;
 pub mod request;
 /// The stream judge: events in, the bytes the client sees out.
 pub mod stream;
-/// Tools: client tools and provider tools.
-pub mod tools;
 
 mod choice;
 

@@ -15,14 +15,16 @@ pub mod sandbox;
 mod store;
 mod view;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use crate::store_error::{StoreError, StoreFuture};
 pub use pool::{PoolError, RunPool};
 pub use sandbox::{CallRecord, RunOutcome};
-pub(crate) use store::{cache_ttl, weight as store_weight};
-pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError, StoreFuture};
+pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore};
 pub use view::ExecView;
 
+use crate::observe::ledger::{Outcome, ProgramEnd};
 use crate::tenant::{os_random, unguessable, Tenant};
 
 /// Limits on one program.
@@ -120,9 +122,6 @@ pub struct Execution {
     pub revision: u64,
 }
 
-/// The `run_code` tool the proxy announces when it runs programs itself.
-pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
-
 /// Programs one request may run back to back before the model must answer.
 pub const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
 
@@ -174,6 +173,34 @@ impl Execution {
     /// Whether the execution outlived `lifetime`.
     pub fn is_expired(&self, lifetime: Duration) -> bool {
         now_ms().saturating_sub(self.created_ms) > lifetime.as_millis() as u64
+    }
+}
+
+/// What the request's ledger counts of an ended program: its outcome, its
+/// nested calls and the bytes of results that stayed out of the model's
+/// context.
+impl From<&Execution> for ProgramEnd {
+    fn from(exec: &Execution) -> ProgramEnd {
+        let result = exec.outcome.as_deref().unwrap_or("");
+        let nested: u64 = exec
+            .calls
+            .iter()
+            .map(|c| c.result.as_ref().map_or(0, |r| r.len() as u64))
+            .sum();
+        let saved = nested.saturating_sub(result.len() as u64);
+        ProgramEnd {
+            outcome: Outcome::of(result),
+            nested_calls: exec.calls.len() as u64,
+            context_bytes_saved: saved,
+        }
+    }
+}
+
+// A saved execution is an `Arc`, and `program_ended`'s generic argument
+// is not deref-coerced.
+impl From<&Arc<Execution>> for ProgramEnd {
+    fn from(exec: &Arc<Execution>) -> ProgramEnd {
+        ProgramEnd::from(&**exec)
     }
 }
 

@@ -10,7 +10,16 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use crate::config::{RunSlots, RUN_CONCURRENCY, RUN_QUEUE};
+use crate::env_vars::{RUN_CONCURRENCY, RUN_QUEUE};
+
+/// Concurrency of the embedded runtime: slots, then a bounded queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunSlots {
+    /// Programs running at once.
+    pub concurrency: usize,
+    /// Programs waiting for a slot; one more is refused with a clear error.
+    pub queue: usize,
+}
 
 /// Why a job did not run to its end.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -1,24 +1,14 @@
 //! Where executions wait for the client's results.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use moka::sync::Cache;
 
 use super::Execution;
+use crate::cache::{cache_ttl, weight};
+use crate::store_error::StoreFuture;
 use crate::tenant::Tenant;
-
-/// Why a store could not answer (a shared store out of reach): the
-/// request that needed it gets a 503 its client retries.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
-
-/// What a store's operations return: a boxed future, so the traits stay
-/// object-safe and a shared store can do I/O.
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// Executions by tenant and id: where programs wait for their client's
 /// results. An execution is plain data, replayed from the start on every
@@ -207,16 +197,6 @@ fn execution_bytes(e: &Execution) -> usize {
         + calls
         + e.outcome.as_ref().map_or(0, String::len)
         + values
-}
-
-/// A lifetime moka accepts (it refuses more than 1,000 years).
-pub(crate) fn cache_ttl(ttl: Duration) -> Duration {
-    ttl.min(Duration::from_secs(100 * 365 * 24 * 3600))
-}
-
-/// A size as a cache weight.
-pub(crate) fn weight(bytes: usize) -> u32 {
-    u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

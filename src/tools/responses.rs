@@ -15,9 +15,9 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::{ToolEntry, ToolGroup};
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
-use crate::plan::{ToolEntry, ToolGroup};
 use crate::sdk::ToolSchema;
 use crate::wire::RawObject;
 
@@ -28,7 +28,7 @@ const GRAMMAR_MAX_BYTES: usize = 4 << 10;
 /// The proxy's `run_code` tool in the Responses shape (flat `function`).
 pub fn run_code_tool() -> String {
     let chat: serde_json::Value =
-        serde_json::from_str(crate::runtime::RUN_CODE_TOOL).unwrap_or(serde_json::Value::Null);
+        serde_json::from_str(super::RUN_CODE_TOOL).unwrap_or(serde_json::Value::Null);
     let f = &chat["function"];
     serde_json::json!({"type": "function", "name": f["name"], "description": f["description"],
                        "parameters": f["parameters"]})

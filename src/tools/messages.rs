@@ -4,13 +4,13 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use super::ToolEntry;
 use crate::error::ProxyError;
-use crate::plan::ToolEntry;
 use crate::sdk::ToolSchema;
 
 /// The proxy's `run_code` tool in the Messages shape (`input_schema`).
 pub fn run_code_tool() -> String {
-    let chat: Value = serde_json::from_str(crate::runtime::RUN_CODE_TOOL).unwrap_or(Value::Null);
+    let chat: Value = serde_json::from_str(super::RUN_CODE_TOOL).unwrap_or(Value::Null);
     let f = &chat["function"];
     json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
         .to_string()

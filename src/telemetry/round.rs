@@ -1,0 +1,235 @@
+//! The `chat {model}` span of an upstream call, from the request that
+//! starts it to the end of the response body.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Extensions, Request, Response, Uri};
+use http_body::{Body, Frame, SizeHint};
+use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Span;
+
+use super::TARGET;
+use crate::body::{BoxedError, ProxyBody};
+use crate::error::ProxyError;
+
+/// The `chat {model}` span of one upstream call, carried from the request
+/// that starts it to the response (and body) that ends it.
+#[derive(Clone, Debug)]
+pub(crate) struct Round(Span);
+
+impl Round {
+    /// The span for an upstream request to `uri` with `body`; disabled (and
+    /// nothing read) when no subscriber wants it.
+    pub(crate) fn start(uri: &Uri, body: &[u8]) -> Round {
+        let provider = provider_of(uri);
+        let span = tracing::debug_span!(
+            target: TARGET,
+            "chat",
+            otel.name = Empty,
+            otel.kind = "client",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            server.address = uri.host().unwrap_or(""),
+            http.response.status_code = Empty,
+            error.type = Empty,
+        );
+        if !span.is_disabled() {
+            match model_of(body) {
+                Some(model) => {
+                    span.record("otel.name", format!("chat {model}"));
+                    span.record("gen_ai.request.model", model.as_str());
+                }
+                None => {
+                    span.record("otel.name", "chat");
+                }
+            }
+        }
+        Round(span)
+    }
+
+    /// Puts the round on `req`, for [`Round::take`] in the sender.
+    pub(crate) fn attach<B>(self, req: &mut Request<B>) {
+        if !self.0.is_disabled() {
+            req.extensions_mut().insert(self);
+        }
+    }
+
+    /// The round a request carries; a disabled span when it carries none.
+    pub(crate) fn take<B>(req: &mut Request<B>) -> Round {
+        req.extensions_mut()
+            .remove::<Round>()
+            .unwrap_or_else(|| Round(Span::none()))
+    }
+
+    /// The round a response's head carries, taken off it (so the span ends
+    /// with its body, not with the client's response).
+    pub(crate) fn of_response(extensions: &mut Extensions) -> Round {
+        extensions
+            .remove::<Round>()
+            .unwrap_or_else(|| Round(Span::none()))
+    }
+
+    /// The span, for instrumenting the call.
+    pub(crate) fn span(&self) -> &Span {
+        &self.0
+    }
+
+    /// Records how the call went; a response's body keeps the span open
+    /// until it ends, and its head carries the round for the handler.
+    pub(crate) fn finish(
+        self,
+        sent: Result<Response<ProxyBody>, ProxyError>,
+    ) -> Result<Response<ProxyBody>, ProxyError> {
+        if self.0.is_disabled() {
+            return sent;
+        }
+        match sent {
+            Err(e) => {
+                self.0.record("otel.status_code", "error");
+                self.0.record("error.type", e.code());
+                Err(e)
+            }
+            Ok(res) => {
+                let status = res.status();
+                self.0
+                    .record("http.response.status_code", i64::from(status.as_u16()));
+                if !status.is_success() {
+                    self.0.record("otel.status_code", "error");
+                    self.0.record("error.type", status.as_str());
+                }
+                let (mut parts, body) = res.into_parts();
+                let body = crate::body::boxed(SpanBody {
+                    inner: body,
+                    span: Some(self.0.clone()),
+                });
+                parts.extensions.insert(self);
+                Ok(Response::from_parts(parts, body))
+            }
+        }
+    }
+
+    /// Records the token counts of a provider's `usage` object (Chat
+    /// Completions' `prompt_tokens`/`completion_tokens` or the Responses and
+    /// Messages `input_tokens`/`output_tokens`).
+    pub(crate) fn usage(&self, usage: Option<&Value>) {
+        if self.0.is_disabled() {
+            return;
+        }
+        let Some(usage) = usage else { return };
+        // i64: the exporter sends a u64 as a string.
+        let count = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k)?.as_i64());
+        if let Some(n) = count(["input_tokens", "prompt_tokens"]) {
+            self.0.record("gen_ai.usage.input_tokens", n);
+        }
+        if let Some(n) = count(["output_tokens", "completion_tokens"]) {
+            self.0.record("gen_ai.usage.output_tokens", n);
+        }
+    }
+
+    /// No round (a disabled span).
+    pub(crate) fn none() -> Round {
+        Round(Span::none())
+    }
+
+    /// Enters the round's span until the guard drops (sync code only).
+    pub(crate) fn entered(&self) -> tracing::span::EnteredSpan {
+        self.0.clone().entered()
+    }
+
+    /// Runs `f` inside the round's span (its denials become its events).
+    pub(crate) fn in_scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.0.in_scope(f)
+    }
+}
+
+/// The GenAI provider a chat upstream speaks for: the Messages API is
+/// Anthropic's, the others OpenAI's.
+fn provider_of(uri: &Uri) -> &'static str {
+    if uri.path().trim_end_matches('/').ends_with("/messages") {
+        "anthropic"
+    } else {
+        "openai"
+    }
+}
+
+/// The `model` of a request body, read without building the rest.
+fn model_of(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        model: Option<String>,
+    }
+    serde_json::from_slice::<Head>(body).ok()?.model
+}
+
+/// An upstream body that keeps its round's span open until it ends.
+struct SpanBody {
+    inner: ProxyBody,
+    span: Option<Span>,
+}
+
+impl Body for SpanBody {
+    type Data = Bytes;
+    type Error = BoxedError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
+        let this = &mut *self;
+        let _entered = this.span.as_ref().map(Span::enter);
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        drop(_entered);
+        match &polled {
+            Poll::Ready(None) => this.span = None,
+            Poll::Ready(Some(Err(_))) => {
+                if let Some(span) = this.span.take() {
+                    span.record("otel.status_code", "error");
+                    span.record("error.type", "upstream_stream_broken");
+                }
+            }
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_provider_follows_the_upstream_api() {
+        let uri = |s: &str| s.parse::<Uri>().unwrap();
+        assert_eq!(
+            provider_of(&uri("https://api.anthropic.com/v1/messages")),
+            "anthropic"
+        );
+        assert_eq!(provider_of(&uri("http://h/v1/chat/completions")), "openai");
+        assert_eq!(provider_of(&uri("http://h/openai/v1/responses")), "openai");
+    }
+
+    #[test]
+    fn the_model_is_read_off_the_body() {
+        assert_eq!(
+            model_of(br#"{"messages":[{"role":"user","content":"x"}],"model":"gpt-4o"}"#),
+            Some("gpt-4o".to_owned())
+        );
+        assert_eq!(model_of(b"{}"), None);
+        assert_eq!(model_of(b"not json"), None);
+    }
+}

@@ -1,0 +1,87 @@
+//! Tools of a chat-completions request: `function` and `custom` entries,
+//! each a client tool.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::ToolEntry;
+use crate::error::ProxyError;
+use crate::sdk::ToolSchema;
+
+/// The `run_code` tool the proxy announces when it runs programs itself.
+pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
+
+#[derive(Deserialize)]
+struct ToolIn {
+    function: Option<FunctionIn>,
+    custom: Option<FunctionIn>,
+    name: Option<String>,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct FunctionIn {
+    name: String,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+/// Two different names a tool entry gives itself, if it does.
+fn conflicting_names(t: &ToolIn) -> Option<(&str, &str)> {
+    let mut names = [&t.function, &t.custom]
+        .into_iter()
+        .flatten()
+        .map(|f| f.name.as_str())
+        .chain(t.name.as_deref());
+    let first = names.next()?;
+    names.find(|n| *n != first).map(|other| (first, other))
+}
+
+pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
+    let Some(tools) = tools.filter(|t| t.get() != "null") else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<Box<RawValue>> = serde_json::from_str(tools.get()).map_err(|_| {
+        ProxyError::InvalidRequest("`tools` must be an array of tool objects".to_owned())
+    })?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, raw) in items.into_iter().enumerate() {
+        let t: ToolIn = serde_json::from_str(raw.get()).map_err(|e| {
+            ProxyError::InvalidRequest(format!("`tools[{i}]` is not a tool object: {e}"))
+        })?;
+        // Function tools carry their fields under `function`, custom tools
+        // under `custom` (or at the top). A tool that names itself twice
+        // differently has no one reading: the provider could see either.
+        if let Some((a, b)) = conflicting_names(&t) {
+            return Err(ProxyError::InvalidRequest(format!(
+                "`tools[{i}]` is named both `{a}` and `{b}`; give each tool one name"
+            )));
+        }
+        let (name, description, parameters) = match t.function.or(t.custom) {
+            Some(f) => (f.name, f.description, f.parameters),
+            None => match t.name {
+                Some(n) => (n, t.description, t.parameters),
+                None => {
+                    return Err(ProxyError::InvalidRequest(format!(
+                        "`tools[{i}]` has no name; give it `function.name`"
+                    )))
+                }
+            },
+        };
+        out.push(ToolEntry {
+            raw,
+            provider: false,
+            call_item: None,
+            group: None,
+            schema: ToolSchema {
+                name,
+                description,
+                parameters: parameters.unwrap_or_else(|| Value::Object(Default::default())),
+                freeform: false,
+            },
+        });
+    }
+    Ok(out)
+}
