@@ -57,6 +57,8 @@ pub const KEEPALIVE_TIMEOUT_SECS: &str = "CODEMODE_KEEPALIVE_TIMEOUT_SECS";
 pub const UPSTREAM_IDLE_SECS: &str = "CODEMODE_UPSTREAM_IDLE_SECS";
 /// Largest upstream response body the proxy reads whole.
 pub const MAX_UPSTREAM_BODY_BYTES: &str = "CODEMODE_MAX_UPSTREAM_BODY_BYTES";
+/// Most upstream bytes one judged client stream takes in across its rounds.
+pub const MAX_STREAM_STATE_BYTES: &str = "CODEMODE_MAX_STREAM_STATE_BYTES";
 /// MiB the in-memory execution store may hold.
 pub const EXECUTION_STORE_MB: &str = "CODEMODE_EXECUTION_STORE_MB";
 /// MiB the in-memory mixed-turn store may hold.

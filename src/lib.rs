@@ -42,7 +42,6 @@ mod stream;
 mod tenant;
 mod tools;
 mod turn;
-mod turn_ledger;
 mod wire;
 
 pub use config::Config;

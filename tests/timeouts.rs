@@ -157,6 +157,128 @@ async fn an_upstream_body_over_the_cap_is_a_502_not_a_buffer() {
     );
 }
 
+/// A judged stream whose content outgrows `CODEMODE_MAX_STREAM_STATE_BYTES`
+/// ends with an error event in its dialect's shape, before the judge holds
+/// more; the proxy keeps serving.
+#[tokio::test]
+async fn a_judged_stream_over_the_state_cap_ends_with_an_error_event() {
+    let piece = "y".repeat(10_000);
+    let chunk = |text: &str| sse_chunk("c", json!({"content": text}), None);
+    let mut chat_stream = String::new();
+    for _ in 0..40 {
+        chat_stream.push_str(&chunk(&piece));
+    }
+    chat_stream.push_str("data: [DONE]\n\n");
+    let delta = |text: &str| {
+        format!(
+            "event: response.output_text.delta\ndata: {}\n\n",
+            json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 0,
+                   "content_index": 0, "delta": text})
+        )
+    };
+    let mut responses_stream = format!(
+        "event: response.created\ndata: {}\n\n",
+        json!({"type": "response.created", "response": {"id": "resp_1", "object": "response", "output": []}})
+    );
+    responses_stream.push_str(&format!(
+        "event: response.output_item.added\ndata: {}\n\n",
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "id": "m", "role": "assistant", "content": []}})
+    ));
+    for _ in 0..40 {
+        responses_stream.push_str(&delta(&piece));
+    }
+    let block = |text: &str| {
+        format!(
+            "event: content_block_delta\ndata: {}\n\n",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+        )
+    };
+    let mut messages_stream = format!(
+        "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\n",
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+               "content": [], "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    );
+    for _ in 0..40 {
+        messages_stream.push_str(&block(&piece));
+    }
+    let cases = [
+        (
+            "/v1/chat/completions",
+            chat_stream,
+            "\"code\":\"stream_state_too_large\"",
+        ),
+        (
+            "/v1/responses",
+            responses_stream,
+            "\"code\":\"stream_state_too_large\"",
+        ),
+        ("/v1/messages", messages_stream, "\"type\":\"error\""),
+    ];
+    for (route, stream, error) in cases {
+        let provider = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(stream.into_bytes(), "text/event-stream"),
+            )
+            .mount(&provider)
+            .await;
+        let proxy = start(
+            &provider,
+            &[
+                ("CODEMODE_MAX_STREAM_STATE_BYTES", "100000"),
+                ("CODEMODE_RUNTIME", "embedded"),
+                (
+                    "CODEMODE_ANTHROPIC_UPSTREAM",
+                    &format!("{}/v1", provider.uri()),
+                ),
+            ],
+        )
+        .await;
+        let tools = match route {
+            "/v1/chat/completions" => json!(agent_tools()),
+            "/v1/responses" => {
+                json!([{"type": "function", "name": "read", "parameters": {"type": "object"}}])
+            }
+            _ => json!([{"name": "read", "input_schema": {"type": "object"}}]),
+        };
+        let body = match route {
+            "/v1/chat/completions" => json!({"model": "m", "stream": true, "tools": tools,
+                                              "messages": [{"role": "user", "content": "go"}]}),
+            "/v1/responses" => json!({"model": "m", "stream": true, "tools": tools, "input": "go"}),
+            _ => json!({"model": "m", "stream": true, "max_tokens": 10, "tools": tools,
+                        "messages": [{"role": "user", "content": "go"}]}),
+        };
+        let headers: &[(&str, &str)] = if route == "/v1/messages" {
+            &[("anthropic-version", "2023-06-01")]
+        } else {
+            &[]
+        };
+        let res = proxy.post(route, &body, headers).await;
+        let status = res.status();
+        let bytes = tokio::time::timeout(Duration::from_secs(20), res.bytes())
+            .await
+            .expect("the stream ends instead of growing")
+            .expect("the stream ends cleanly, with an error event");
+        assert_eq!(status, 200, "{route}: {}", String::from_utf8_lossy(&bytes));
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.contains(error), "{route}: {text}");
+        assert!(
+            text.contains("CODEMODE_MAX_STREAM_STATE_BYTES"),
+            "{route}: {text}"
+        );
+        assert!(
+            bytes.len() < 200_000,
+            "{route}: the judge stopped at the cap"
+        );
+        // The proxy keeps serving.
+        let health = reqwest::get(proxy.url("/healthz")).await.unwrap();
+        assert_eq!(health.status(), 200);
+    }
+}
+
 async fn short_timeouts_proxy() -> (MockServer, Proxy) {
     let provider = provider([]).await;
     let proxy = start(

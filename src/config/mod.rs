@@ -21,6 +21,10 @@ use crate::preset::{Catalog, ConfigFile};
 use parse::{bounded, parse_or, positive};
 
 pub use crate::env_vars::*;
+
+/// `CODEMODE_MAX_STREAM_STATE_BYTES` by default: 64 MiB, as the largest
+/// whole answer the proxy reads (`CODEMODE_MAX_UPSTREAM_BODY_BYTES`).
+pub const DEFAULT_MAX_STREAM_STATE_BYTES: usize = 64 << 20;
 pub use crate::runtime::pool::RunSlots;
 pub use crate::select::ClientSelect;
 pub use egress::{Egress, ProxyUrl};
@@ -75,6 +79,9 @@ pub struct Config {
     pub upstream_idle_timeout: Duration,
     /// Largest upstream body read whole (a completion, an error).
     pub max_upstream_body_bytes: usize,
+    /// Most upstream bytes one judged client stream takes in across its
+    /// rounds: a bound on what its judge holds.
+    pub max_stream_state_bytes: usize,
     /// Byte budgets of the in-memory stores and caches.
     pub budgets: StoreBudgets,
     /// How the binary writes its log lines (`CODEMODE_LOG_FORMAT`).
@@ -260,6 +267,13 @@ impl Config {
             &mut fail,
             |v| bounded::<usize>(v, "a size in bytes", 4 << 30),
         );
+        let max_stream_state = parse_or(
+            &get,
+            MAX_STREAM_STATE_BYTES,
+            Some(DEFAULT_MAX_STREAM_STATE_BYTES),
+            &mut fail,
+            |v| bounded::<usize>(v, "a size in bytes", 16 << 30),
+        );
         let mib = |var: &'static str, default: u64, fail: &mut dyn FnMut(&'static str, String)| {
             match get(var) {
                 None => Some(default << 20),
@@ -343,6 +357,7 @@ impl Config {
                 connections,
                 upstream_idle,
                 max_upstream_body,
+                max_stream_state,
                 budgets,
                 anthropic_upstream,
                 egress,
@@ -370,6 +385,7 @@ impl Config {
                     Some(connections),
                     Some(upstream_idle),
                     Some(max_upstream_body_bytes),
+                    Some(max_stream_state_bytes),
                     Some(budgets),
                     Some(anthropic_upstream),
                     Some(egress),
@@ -398,6 +414,7 @@ impl Config {
                 connections,
                 upstream_idle_timeout: Duration::from_secs(upstream_idle),
                 max_upstream_body_bytes,
+                max_stream_state_bytes,
                 budgets,
                 egress,
                 store,

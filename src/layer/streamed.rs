@@ -19,7 +19,9 @@ use crate::runtime::Step;
 use crate::select::Selection;
 use crate::splice::TenantSplices;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
-use crate::stream::{intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget};
+use crate::stream::{
+    intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget, StreamLimits,
+};
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
 
@@ -58,7 +60,10 @@ pub(crate) async fn streamed<D: Dialect>(
         judge,
         Box::new(reasker),
         splices,
-        DEFAULT_MAX_EVENT_BYTES,
+        StreamLimits {
+            max_event: DEFAULT_MAX_EVENT_BYTES,
+            max_state: state.config.max_stream_state_bytes,
+        },
     );
     Ok(tag(res, selection, None))
 }

@@ -373,21 +373,8 @@ pub fn upstream_round(started: Instant) {
 // ---- What the ledger counts, as plain values ----
 //
 // The code that judges turns and runs programs sits above the ledger and
-// reports into it, so the ledger names none of its types: a judged call,
-// a decision and an ended program reach it through the traits and the
-// plain struct below, implemented beside the types they read.
-
-/// A judged call, as the ledger counts it.
-pub trait CountedCall {
-    /// The code of the call's denial; `None` when it was not denied.
-    fn denial_code(&self) -> Option<DenialCode>;
-}
-
-/// A turn's decision, as the ledger counts it.
-pub trait CountedDecision {
-    /// Whether the decision re-asks the model (a repair).
-    fn is_repair(&self) -> bool;
-}
+// reports into it, so the ledger names none of its types: it counts plain
+// values (denial codes, a repair, the plain struct below).
 
 /// An ended program, as the ledger counts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -400,20 +387,18 @@ pub struct ProgramEnd {
     pub context_bytes_saved: u64,
 }
 
-/// A model turn was judged: counts its denials, and a repair when the
-/// decision re-asks the model.
-pub fn judged<C: CountedCall>(calls: &[C], decision: impl CountedDecision) {
+/// A model turn was judged: its denials by code, and whether the decision
+/// re-asks the model (a repair).
+pub fn judged(denials: &[DenialCode], repair: bool) {
     with(|l| {
-        for c in calls {
-            if let Some(code) = c.denial_code() {
-                let n = match code {
-                    DenialCode::UnknownTool => 0,
-                    DenialCode::InvalidArgs => 1,
-                };
-                l.denials[n].fetch_add(1, Relaxed);
-            }
+        for code in denials {
+            let n = match code {
+                DenialCode::UnknownTool => 0,
+                DenialCode::InvalidArgs => 1,
+            };
+            l.denials[n].fetch_add(1, Relaxed);
         }
-        if decision.is_repair() {
+        if repair {
             l.repairs.fetch_add(1, Relaxed);
         }
     });

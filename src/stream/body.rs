@@ -62,11 +62,35 @@ enum Phase {
     Done,
 }
 
+/// What one judged client stream may hold.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamLimits {
+    /// The largest single event (`CODEMODE_MAX_EVENT_BYTES` is fixed: a
+    /// whole tool call can arrive in one).
+    pub max_event: usize,
+    /// The most upstream bytes one client stream judges across its rounds
+    /// (`CODEMODE_MAX_STREAM_STATE_BYTES`): a judge keeps the turn it
+    /// judges (its text, its calls' arguments, the items a Responses
+    /// client's terminal lists), so this bounds what it holds.
+    pub max_state: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> StreamLimits {
+        StreamLimits {
+            max_event: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_state: crate::config::DEFAULT_MAX_STREAM_STATE_BYTES,
+        }
+    }
+}
+
 /// Judges the upstream's events on their way to the client.
 pub struct InterceptBody<J> {
     phase: Phase,
     parser: SseParser,
-    max_event: usize,
+    limits: StreamLimits,
+    /// Upstream bytes judged so far in this client stream.
+    judged: usize,
     judge: J,
     out: VecDeque<Bytes>,
     events: Vec<SseEvent>,
@@ -86,15 +110,16 @@ pub fn intercept_stream<J: RoundJudge>(
     judge: J,
     repair: Box<dyn RepairTarget>,
     splices: TenantSplices,
-    max_event: usize,
+    limits: StreamLimits,
 ) -> Response<ProxyBody> {
     let (mut parts, body) = first.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     let round = Round::of_response(&mut parts.extensions);
     let body = InterceptBody {
         phase: Phase::Reading(body),
-        parser: SseParser::new(max_event),
-        max_event,
+        parser: SseParser::new(limits.max_event),
+        limits,
+        judged: 0,
         judge,
         out: VecDeque::new(),
         events: Vec::new(),
@@ -117,6 +142,17 @@ impl<J: RoundJudge> InterceptBody<J> {
 
     fn feed(&mut self, data: &[u8]) {
         let _round = self.round.entered();
+        self.judged += data.len();
+        if self.judged > self.limits.max_state {
+            let limit = self.limits.max_state;
+            tracing::error!(target: "codemode::stream", limit, "a judged stream outgrew CODEMODE_MAX_STREAM_STATE_BYTES and was ended");
+            let message = format!(
+                "the upstream stream grew past {limit} bytes, the most the proxy holds of one \
+                 judged stream (CODEMODE_MAX_STREAM_STATE_BYTES); raise it, or ask for a shorter answer"
+            );
+            self.fail(&message, "stream_state_too_large");
+            return;
+        }
         let pushed = self.parser.push(data, &mut self.events);
         self.judge_events();
         if let Err(e) = pushed {
@@ -199,7 +235,7 @@ impl<J: RoundJudge> Body for InterceptBody<J> {
                             Pending::Repair => this.judge.start_repair_round(),
                             Pending::Program => this.judge.start_program_round(),
                         }
-                        this.parser = SseParser::new(this.max_event);
+                        this.parser = SseParser::new(this.limits.max_event);
                         let (mut parts, body) = res.into_parts();
                         this.round = Round::of_response(&mut parts.extensions);
                         this.phase = Phase::Reading(body);

@@ -10,4 +10,4 @@
 mod body;
 
 pub use crate::turn::{HeldProgram, RoundEnd, RoundJudge};
-pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget};
+pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget, StreamLimits};

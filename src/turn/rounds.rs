@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{decide, Bounds, Decision, JudgedCall, Summary};
+use super::{decide, Bounds, Decision, Fate, JudgedCall, Summary};
 use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
 
 /// The rounds of one client request.
@@ -48,7 +48,14 @@ impl Rounds {
                 max_programs: MAX_PROGRAMS_PER_REQUEST,
             },
         );
-        crate::observe::ledger::judged(calls, decision);
+        let denials: Vec<_> = calls
+            .iter()
+            .filter_map(|c| match &c.fate {
+                Fate::Denied(d) => Some(d.code),
+                Fate::Passed | Fate::Program => None,
+            })
+            .collect();
+        crate::observe::ledger::judged(&denials, decision == Decision::Repair);
         decision
     }
 

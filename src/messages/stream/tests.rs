@@ -912,7 +912,10 @@ async fn through_body(
         MessagesJudge::new(plan, 2),
         Box::new(script),
         splices,
-        1 << 20,
+        crate::stream::StreamLimits {
+            max_event: 1 << 20,
+            max_state: usize::MAX,
+        },
     );
     let bytes = res.into_body().collect().await.unwrap().to_bytes().to_vec();
     let asked = asked.lock().unwrap().clone();
