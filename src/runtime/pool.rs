@@ -91,6 +91,7 @@ impl RunPool {
     }
 
     /// Programs running now.
+    #[cfg(test)]
     pub fn running(&self) -> usize {
         self.slots
             .concurrency

@@ -7,7 +7,7 @@
 
 mod parser;
 
-pub use parser::{SseError, SseEvent, SseParser};
+pub use parser::{SseEvent, SseParser};
 
 /// The largest event the proxy holds by default (a whole tool call can arrive in one).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 4 << 20;

@@ -10,5 +10,10 @@ mod body;
 mod calls;
 pub mod judge;
 
-pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget, RoundJudge};
-pub use judge::{HeldProgram, RoundEnd, StreamJudge};
+pub use body::{intercept_stream, Next, RepairFuture, RepairTarget, RoundJudge};
+pub use judge::{HeldProgram, StreamJudge};
+
+#[cfg(test)]
+mod stream_fixtures;
+#[cfg(test)]
+mod stream_props;
