@@ -18,3 +18,6 @@ pub mod stream;
 pub mod tools;
 
 mod choice;
+
+#[cfg(test)]
+mod stream_fixtures;

@@ -1,7 +1,7 @@
-//! What the crate's own stream tests share: an agent's tools and their
-//! plan, a judge of any dialect fed as the body feeds it (cut anywhere),
-//! the recorded streams under `fixtures/streams/`, and what a client makes
-//! of a stream.
+//! What the crate's own stream tests share: an agent's tools and their plan
+//! in each dialect, a judge of any dialect fed as the body feeds it (cut
+//! anywhere), the recorded streams under `fixtures/streams/`, and what a
+//! client makes of each dialect's stream.
 //!
 //! The client views are written independently of the proxy's SSE parser
 //! on purpose: they read the bytes the way the providers' SDKs do.
@@ -19,8 +19,8 @@ use crate::preset::Catalog;
 use crate::sse::SseParser;
 
 // The judges, by the names the tests use (one place to follow them).
-use crate::messages::stream::MessagesJudge;
-use crate::responses::stream::ResponsesJudge;
+pub use crate::messages::stream::MessagesJudge;
+pub use crate::responses::stream::ResponsesJudge;
 pub use crate::stream::judge::RoundEnd;
 pub use crate::stream::{RoundJudge, StreamJudge};
 
@@ -30,6 +30,8 @@ pub use crate::stream::{RoundJudge, StreamJudge};
 #[allow(dead_code)]
 #[path = "../../tests/common/sse_client.rs"]
 pub mod chat_client;
+pub mod messages_client;
+pub mod responses_client;
 
 // ---- plans ----
 
@@ -67,6 +69,35 @@ fn plan(dialect: Dialect, tools: Value, mode: Mode, runtime: Runtime) -> Arc<Too
 /// The plan of [`agent_tools`] in `mode` on the client runtime.
 pub fn agent_plan(mode: Mode) -> Arc<ToolPlan> {
     plan(Dialect::Chat, json!(agent_tools()), mode, Runtime::Client)
+}
+
+/// A Codex-like agent on the Responses API: `exec_command`, its own
+/// `run_code`, a freeform `apply_patch`, and the provider's web search.
+pub fn responses_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+    let tools = json!([
+        {"type": "function", "name": "exec_command", "description": "Runs a command.",
+         "parameters": object("cmd"), "strict": false},
+        {"type": "function", "name": "read", "description": "Read a file.", "parameters": object("path")},
+        {"type": "function", "name": "run_code", "description": "Run a JavaScript program.",
+         "parameters": object("code")},
+        {"type": "custom", "name": "apply_patch", "description": "Edit files with a patch.",
+         "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}},
+        {"type": "web_search"}
+    ]);
+    plan(Dialect::Responses, tools, mode, runtime)
+}
+
+/// A Claude Code-like agent on the Messages API: `Read`, `Bash`, its own
+/// `run_code`, and the provider's web search.
+pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+    let tool = |name: &str, prop: &str| json!({"name": name, "description": format!("The {name} tool."), "input_schema": object(prop)});
+    let tools = json!([
+        tool("Read", "file_path"),
+        tool("Bash", "command"),
+        tool("run_code", "code"),
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    ]);
+    plan(Dialect::Messages, tools, mode, runtime)
 }
 
 // ---- driving a judge as the body does ----
@@ -226,4 +257,83 @@ pub fn fixtures(dir: &str) -> Vec<Fixture> {
             }
         })
         .collect()
+}
+
+/// The `(name, arguments)` pairs of `expect.calls`.
+pub fn expected_calls(expect: &Value) -> Vec<(String, String)> {
+    expect["calls"]
+        .as_array()
+        .expect("expect.calls")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().expect("a call's name").to_owned(),
+                c["arguments"]
+                    .as_str()
+                    .expect("a call's arguments")
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The `(name, code)` pairs of `expect.denied`.
+pub fn expected_denials(expect: &Value) -> Vec<(String, String)> {
+    expect["denied"]
+        .as_array()
+        .expect("expect.denied")
+        .iter()
+        .map(|d| {
+            (
+                d["name"].as_str().expect("a denied call's name").to_owned(),
+                d["code"].as_str().expect("a denial's code").to_owned(),
+            )
+        })
+        .collect()
+}
+
+// ---- the client's events ----
+
+/// One event as an SSE client dispatches it: its `event:` field and its
+/// `data:` lines joined.
+#[derive(Debug)]
+pub struct ClientEvent {
+    /// The `event:` field, when there is one.
+    pub event: Option<String>,
+    /// The data.
+    pub data: String,
+}
+
+/// The events of an SSE body as the WHATWG algorithm (and the SDKs)
+/// dispatch them: lines end at CRLF, LF or CR; a blank line dispatches an
+/// event with data; comment lines and unknown fields are ignored.
+pub fn client_events(bytes: &[u8]) -> Vec<ClientEvent> {
+    let text = String::from_utf8(bytes.to_vec()).expect("the client's bytes are UTF-8");
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let mut events = Vec::new();
+    let mut event: Option<String> = None;
+    let mut data: Vec<&str> = Vec::new();
+    for line in text.split('\n') {
+        if line.is_empty() {
+            if !data.is_empty() {
+                events.push(ClientEvent {
+                    event: event.take(),
+                    data: data.join("\n"),
+                });
+            }
+            event = None;
+            data.clear();
+            continue;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => event = Some(value.to_owned()),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    events
 }
