@@ -21,3 +21,5 @@ mod choice;
 
 #[cfg(test)]
 mod stream_fixtures;
+#[cfg(test)]
+mod stream_props;
