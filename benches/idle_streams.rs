@@ -1,7 +1,7 @@
 //! Resident memory of the proxy binary with many open, idle streams in code
 //! mode (every stream judged by the interceptor).
 //!
-//! `cargo bench --bench idle_streams` (IDLE_STREAMS=N,M for other counts;
+//! `cargo bench --features bench-internals --bench idle_streams` (IDLE_STREAMS=N,M for other counts;
 //! the proxy holds two file descriptors per stream: raise `ulimit -n`).
 
 use std::io::{BufRead, BufReader};

@@ -2,7 +2,7 @@
 //! 200-event turn of text then a passed `run_code` call, fed event by event
 //! through the parser and the judge, in each dialect.
 //!
-//! `cargo bench --bench messages_stream` (criterion reports time per event).
+//! `cargo bench --features bench-internals --bench messages_stream` (criterion reports time per event).
 
 use std::hint::black_box;
 use std::sync::Arc;

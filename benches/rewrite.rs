@@ -1,7 +1,7 @@
 //! Hot paths of the non-streaming core: request rewrite at several sizes,
 //! SDK rendering cold and cached, and the classifier.
 //!
-//! `cargo bench --bench rewrite`
+//! `cargo bench --features bench-internals --bench rewrite`
 
 use std::hint::black_box;
 use std::time::Duration;

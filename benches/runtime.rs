@@ -2,7 +2,7 @@
 //! replays ten calls, and the history rewrite of a conversation holding a
 //! program's nested traffic.
 //!
-//! `cargo bench --bench runtime`
+//! `cargo bench --features bench-internals --bench runtime`
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! the new step with the compare-and-set and hands out the next call. The
 //! difference between the two medians is the store's share.
 //!
-//! `cargo bench --bench store` (needs `redis-server`; it starts its own).
+//! `cargo bench --features bench-internals --bench store` (needs `redis-server`; it starts its own).
 
 #[path = "../tests/common/redis.rs"]
 mod redis_server;

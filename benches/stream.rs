@@ -1,7 +1,7 @@
 //! Per-chunk cost of streaming interception: the parser and the judge on
 //! a text chunk (the byte check, no JSON parse) and on a tool-call chunk.
 //!
-//! `cargo bench --bench stream`
+//! `cargo bench --features bench-internals --bench stream`
 
 use std::hint::black_box;
 use std::sync::Arc;

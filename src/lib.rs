@@ -44,6 +44,9 @@ mod tools;
 mod turn;
 mod wire;
 
+#[cfg(test)]
+mod test_support;
+
 pub use config::Config;
 pub use layer::{CodeModeLayer, CodeModeService};
 pub use mode::{Mode, Runtime};
@@ -52,88 +55,82 @@ pub use mode::{Mode, Runtime};
 /// when none is given (see [`CodeModeLayer::with_stores`]).
 pub mod store {
     pub use crate::runtime::{
-        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore,
+        CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError,
+        StoreFuture,
     };
     pub use crate::splice::{MemorySpliceStore, Splice, SpliceKey, SpliceLookup, SpliceStore};
-    pub use crate::store_error::{StoreError, StoreFuture};
     pub use crate::tenant::Tenant;
 }
 
-/// The proxy's internals, for its own tests, benchmarks and fuzz targets:
-/// not a supported API (no stability promise).
+/// What the benchmarks and fuzz targets drive directly, with the
+/// `bench-internals` feature only: not a supported API (no stability
+/// promise), and each module holds only what they use.
+#[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub mod body {
-        pub use crate::body::*;
-    }
-    pub mod chat {
-        pub use crate::chat::*;
-    }
     pub mod classify {
-        pub use crate::classify::*;
+        pub use crate::classify::{classify, Visibility};
     }
     pub mod dialect {
-        pub use crate::dialect::*;
-    }
-    pub mod intercept {
-        pub use crate::chat::completion::*;
+        pub use crate::dialect::Dialect;
     }
     pub mod messages {
-        pub use crate::messages::*;
-    }
-    pub mod observe {
-        pub use crate::observe::*;
+        pub mod request {
+            pub use crate::messages::request::MessagesRequest;
+        }
+        pub mod stream {
+            pub use crate::messages::stream::MessagesJudge;
+        }
     }
     pub mod mode {
-        pub use crate::mode::*;
+        pub use crate::mode::{Mode, Runtime, RUN_CODE};
     }
     pub mod plan {
-        pub use crate::plan::*;
+        pub use crate::plan::{PlanCache, ToolPlan};
     }
     pub mod preset {
-        pub use crate::preset::*;
+        pub use crate::preset::{Catalog, ConfigFile, Preset, PresetSpec};
     }
     pub mod responses {
-        pub use crate::responses::*;
+        pub mod request {
+            pub use crate::responses::request::ResponsesRequest;
+        }
+        pub mod stream {
+            pub use crate::responses::stream::ResponsesJudge;
+        }
     }
     pub mod rewrite {
-        pub use crate::chat::request::*;
-    }
-    pub mod route {
-        pub use crate::route::*;
+        pub use crate::chat::ChatRequest;
     }
     pub mod runtime {
-        pub use crate::runtime::*;
+        pub use crate::runtime::{
+            alias_key, history, sandbox, CallRecord, Execution, ExecutionLookup, ExecutionStore,
+            Limits, MemoryExecutionStore, RunOutcome,
+        };
     }
     pub mod sdk {
-        pub use crate::sdk::*;
+        pub use crate::sdk::{render_declarations, ToolSchema, SDK_MAX_BYTES, TOOL_MAX_BYTES};
     }
     pub mod sections {
-        pub use crate::sections::*;
-    }
-    pub mod select {
-        pub use crate::select::*;
+        pub use crate::sections::{render, RenderedSection, CODE_ONLY_ID, SDK_ID};
     }
     pub mod splice {
-        pub use crate::splice::*;
+        pub use crate::splice::{MemorySpliceStore, TenantSplices};
     }
     pub mod sse {
-        pub use crate::sse::*;
+        pub use crate::sse::SseParser;
     }
     pub mod store_redis {
-        pub use crate::store_redis::*;
+        pub use crate::store_redis::{encode_execution, Keys, RedisStore};
     }
     pub mod stream {
         pub use crate::chat::StreamJudge;
-        pub use crate::stream::*;
+        pub use crate::turn::{RoundEnd, RoundJudge};
     }
     pub mod tenant {
-        pub use crate::tenant::*;
-    }
-    pub mod turn {
-        pub use crate::turn::*;
+        pub use crate::tenant::Tenant;
     }
     pub mod wire {
-        pub use crate::wire::*;
+        pub use crate::wire::RawObject;
     }
 }

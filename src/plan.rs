@@ -50,6 +50,7 @@ pub struct ToolPlan {
 
 impl ToolPlan {
     /// Builds the plan for the raw `tools` value of a chat request.
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn build(
         tools: Option<&RawValue>,
         preset: &Preset,

@@ -458,7 +458,7 @@ async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_cod
         &format!("{}/v1", p.uri()),
         &[("CODEMODE_RUNTIME", "embedded")],
     );
-    let splices = std::sync::Arc::new(codemode_proxy::internals::splice::MemorySpliceStore::new(
+    let splices = std::sync::Arc::new(codemode_proxy::store::MemorySpliceStore::new(
         config.splice_ttl,
         1 << 20,
     ));

@@ -64,4 +64,4 @@ mod idle;
 mod sse_tail;
 
 pub use idle::{IdleBody, UpstreamIdle};
-pub use sse_tail::{upstream_error_event, SseErrorTail};
+pub use sse_tail::SseErrorTail;

@@ -90,6 +90,7 @@ impl StreamJudge {
     }
 
     /// Whether the upstream reported an error in-band (no repair follows one).
+    #[cfg(test)]
     pub fn errored(&self) -> bool {
         self.errored
     }

@@ -104,6 +104,7 @@ impl MessagesRequest {
     }
 
     /// Replaces (or adds) a top-level field.
+    #[cfg(test)]
     pub fn set_field(&mut self, key: &str, value: &Value) {
         self.object.set(key, to_raw(value));
     }
@@ -370,5 +371,7 @@ fn with_blocks(
     raw(String::from_utf8_lossy(&object.to_vec()).into_owned())
 }
 
+#[cfg(test)]
+mod claude_code_tests;
 #[cfg(test)]
 mod tests;

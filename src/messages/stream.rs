@@ -220,6 +220,7 @@ impl MessagesJudge {
     }
 
     /// Whether the upstream reported an error in-band (no repair follows one).
+    #[cfg(test)]
     pub fn errored(&self) -> bool {
         self.errored
     }

@@ -22,3 +22,8 @@ pub mod stream;
 mod choice;
 
 pub use dialect::Responses;
+
+#[cfg(test)]
+mod stream_fixtures;
+#[cfg(test)]
+mod stream_props;

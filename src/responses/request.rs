@@ -111,18 +111,13 @@ impl ResponsesRequest {
     }
 
     /// `previous_response_id`, when the request continues a stored response.
+    #[cfg(test)]
     pub fn previous_response_id(&self) -> Option<String> {
         self.field("previous_response_id").and_then(|r| {
             serde_json::from_str::<Option<String>>(r.get())
                 .ok()
                 .flatten()
         })
-    }
-
-    /// `store`, when given.
-    pub fn store(&self) -> Option<bool> {
-        self.field("store")
-            .and_then(|r| serde_json::from_str::<Option<bool>>(r.get()).ok().flatten())
     }
 
     /// The input items (none when `input` is a string or absent).
@@ -375,5 +370,7 @@ fn lookup(
     splices.get(&ids)
 }
 
+#[cfg(test)]
+mod codex_tests;
 #[cfg(test)]
 mod tests;

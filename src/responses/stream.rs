@@ -152,6 +152,7 @@ impl ResponsesJudge {
     }
 
     /// Whether the upstream reported an error in-band (no repair follows one).
+    #[cfg(test)]
     pub fn errored(&self) -> bool {
         self.errored
     }

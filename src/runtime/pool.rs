@@ -100,6 +100,7 @@ impl RunPool {
     }
 
     /// Programs running now.
+    #[cfg(test)]
     pub fn running(&self) -> usize {
         self.slots
             .concurrency

@@ -209,6 +209,7 @@ impl State {
 }
 
 /// Runs `code` with `replay` answering its first calls.
+#[cfg(any(test, feature = "bench-internals"))]
 pub fn run(
     code: &str,
     tools: &[String],

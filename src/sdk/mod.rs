@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 mod naming;
 
-pub use naming::{is_js_identifier, program_call, spaced_json, tool_access};
+pub use naming::{is_js_identifier, program_call, tool_access};
 
 mod types;
 
@@ -266,5 +266,7 @@ fn write_doc(out: &mut String, indent: usize, lines: &[String]) {
     }
 }
 
+#[cfg(test)]
+mod fixtures_tests;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@
 mod parser;
 mod write;
 
-pub use parser::{SseError, SseEvent, SseParser};
+pub use parser::{SseEvent, SseParser};
 pub use write::{data_event, digits, is_event_name, named_event, push_number, span_of};
 
 /// The largest event the proxy holds by default (a whole tool call can arrive in one).

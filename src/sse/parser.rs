@@ -94,11 +94,6 @@ impl SseParser {
         }
     }
 
-    /// Whether bytes of an unfinished event are held.
-    pub fn has_partial(&self) -> bool {
-        !self.buf.is_empty()
-    }
-
     fn parse_lines(&mut self, at_end: bool, out: &mut Vec<SseEvent>) {
         loop {
             let rest = &self.buf[self.scanned..];

@@ -9,5 +9,5 @@
 
 mod body;
 
-pub use crate::turn::{HeldProgram, RoundEnd, RoundJudge};
-pub use body::{intercept_stream, InterceptBody, Next, RepairFuture, RepairTarget, StreamLimits};
+pub use crate::turn::HeldProgram;
+pub use body::{intercept_stream, Next, RepairFuture, RepairTarget, StreamLimits};

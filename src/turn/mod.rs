@@ -36,11 +36,8 @@ use crate::plan::ToolPlan;
 use crate::sse::SseEvent;
 
 pub use dialect::{Dialect, ModelTurn};
-pub use effect::{
-    held_program, program_denials, repair_history, round_end, splice, withheld_content,
-    HeldProgram, RoundEnd,
-};
-pub use rounds::{add_usage, Rounds};
+pub use effect::{held_program, repair_history, round_end, splice, HeldProgram, RoundEnd};
+pub use rounds::Rounds;
 
 /// How a call was written on the wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -250,53 +250,6 @@ pub fn sse_call_turn(id: &str, text: &str, name: &str, args: &str, prompt: u64) 
     s
 }
 
-/// The tool plan of `agent_tools()` in `mode` on the client runtime.
-pub fn agent_plan(
-    mode: codemode_proxy::Mode,
-) -> std::sync::Arc<codemode_proxy::internals::plan::ToolPlan> {
-    let tools = serde_json::value::to_raw_value(&agent_tools()).unwrap();
-    let catalog = codemode_proxy::internals::preset::Catalog::builtin(mode);
-    std::sync::Arc::new(
-        codemode_proxy::internals::plan::ToolPlan::build(
-            Some(&tools),
-            catalog.get("standard").unwrap(),
-            mode,
-            codemode_proxy::Runtime::Client,
-        )
-        .unwrap(),
-    )
-}
-
-/// Feeds `pieces` through the SSE parser and a fresh judge, as the body
-/// does; returns the client's bytes, the round's end and whether the
-/// upstream reported an error.
-pub fn judge_pieces(
-    pieces: &[&[u8]],
-    plan: &std::sync::Arc<codemode_proxy::internals::plan::ToolPlan>,
-    max_repairs: u32,
-) -> (Vec<u8>, codemode_proxy::internals::stream::RoundEnd, bool) {
-    let mut parser = codemode_proxy::internals::sse::SseParser::new(1 << 20);
-    let mut judge = codemode_proxy::internals::stream::StreamJudge::new(plan.clone(), max_repairs);
-    let mut events = Vec::new();
-    let mut out: Vec<bytes::Bytes> = Vec::new();
-    for piece in pieces {
-        parser.push(piece, &mut events).unwrap();
-        for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
-        }
-    }
-    parser.finish(&mut events);
-    for ev in events.drain(..) {
-        judge.on_event(ev, &mut out);
-    }
-    let end = judge.end_round(&mut out);
-    (
-        out.iter().flat_map(|b| b.to_vec()).collect(),
-        end,
-        judge.errored(),
-    )
-}
-
 /// Writes a config file for one test and returns its path.
 pub fn config_file(name: &str, text: &str) -> String {
     // A file per call: tests of one binary run at once, and one test

@@ -2,14 +2,12 @@
 //! boundaries, no denied name reaches the client and allowed calls arrive
 //! exactly as the model wrote them.
 
-mod common;
-
-use codemode_proxy::internals::stream::RoundEnd;
-use codemode_proxy::Mode;
-use common::sse_client::reassemble;
-use common::{agent_plan, judge_pieces};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+
+use crate::mode::Mode;
+use crate::test_support::chat_client::reassemble;
+use crate::test_support::{agent_plan, judge_pieces, pieces_at, RoundEnd, StreamJudge};
 
 #[derive(Clone, Debug)]
 enum Item {
@@ -104,15 +102,10 @@ proptest! {
         cuts in proptest::collection::vec(0usize..4096, 0..12),
     ) {
         let bytes = stream(&items, style);
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
-        points.sort();
-        let mut pieces: Vec<&[u8]> = Vec::new();
-        let mut last = 0;
-        for p in points.into_iter().chain([bytes.len()]) {
-            pieces.push(&bytes[last..p]);
-            last = p;
-        }
-        let (client, end, _) = judge_pieces(&pieces, &agent_plan(Mode::Code), 2);
+        let pieces = pieces_at(&bytes, &cuts);
+        let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+        let judged = judge_pieces(StreamJudge::new(agent_plan(Mode::Code), 2), &pieces);
+        let (client, end) = (judged.client, judged.end);
         let view = reassemble(&client);
 
         let allowed: Vec<(String, String)> = items.iter().filter_map(|i| match i {
@@ -243,15 +236,10 @@ proptest! {
         cuts in proptest::collection::vec(0usize..4096, 0..12),
     ) {
         let bytes = shaped_stream(&items);
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
-        points.sort();
-        let mut pieces: Vec<&[u8]> = Vec::new();
-        let mut last = 0;
-        for p in points.into_iter().chain([bytes.len()]) {
-            pieces.push(&bytes[last..p]);
-            last = p;
-        }
-        let (client, end, _) = judge_pieces(&pieces, &agent_plan(Mode::Code), 2);
+        let pieces = pieces_at(&bytes, &cuts);
+        let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+        let judged = judge_pieces(StreamJudge::new(agent_plan(Mode::Code), 2), &pieces);
+        let (client, end) = (judged.client, judged.end);
         for name in lenient_names(&client) {
             prop_assert!(name == "run_code", "the client could read a call to {}", name);
         }

@@ -1,51 +1,26 @@
-//! Real providers' stream shapes (fixtures/streams), through the parser and
-//! the judge, cut at every byte offset.
+//! Real providers' chat stream shapes (fixtures/streams/*.sse), through the
+//! parser and the judge, cut at every byte offset.
 
-mod common;
-
-use std::path::{Path, PathBuf};
-
-use codemode_proxy::internals::stream::RoundEnd;
-use codemode_proxy::Mode;
-use common::sse_client::reassemble;
-use common::{agent_plan, judge_pieces};
 use serde_json::Value;
 
-fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/streams");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sse"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let meta: Value =
-                serde_json::from_str(&std::fs::read_to_string(p.with_extension("json")).unwrap())
-                    .unwrap();
-            for key in ["provider", "behaviour", "evidence", "expect"] {
-                assert!(meta.get(key).is_some(), "{} lacks {key}", p.display());
-            }
-            (
-                p.file_stem().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-                meta,
-            )
-        })
-        .collect()
-}
+use crate::mode::Mode;
+use crate::test_support::chat_client::reassemble;
+use crate::test_support::{
+    agent_plan, fixtures, judge_pieces, same_at_every_cut, Fixture, RoundEnd, StreamJudge,
+};
 
 #[test]
 fn every_fixture_holds_in_code_mode_at_every_cut() {
-    let all = fixtures();
+    let all = fixtures("");
     let code = agent_plan(Mode::Code);
     assert!(all.len() >= 12, "fixtures from at least ten providers");
-    for (name, bytes, meta) in &all {
+    for Fixture { name, bytes, meta } in &all {
         let expect = &meta["expect"];
-        let (whole, end, errored) = judge_pieces(&[bytes], &code, 2);
-        let view = reassemble(&whole);
+        // Cut in two at every offset and byte by byte, the client's bytes
+        // and the round's end are the stream's fed whole.
+        let judged = same_at_every_cut(name, bytes, || StreamJudge::new(code.clone(), 2));
+        let (whole, end, errored) = (&judged.client, &judged.end, judged.errored);
+        let view = reassemble(whole);
         assert!(
             view.call_names().iter().all(|n| *n == "run_code"),
             "{name}: client saw {:?}",
@@ -86,7 +61,7 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
         }
         match expect["outcome"].as_str().unwrap() {
             "repair" => {
-                let RoundEnd::Repair { messages } = &end else {
+                let RoundEnd::Repair { messages } = end else {
                     panic!("{name}: expected a repair, got {end:?}")
                 };
                 assert!(
@@ -112,7 +87,7 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
                 }
             }
             "final" => {
-                let RoundEnd::Done { splice } = &end else {
+                let RoundEnd::Done { splice } = end else {
                     panic!("{name}: expected the end, got {end:?}")
                 };
                 let wants_splice = expect
@@ -136,21 +111,18 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
             }
             other => panic!("{name}: unknown outcome {other}"),
         }
-        for cut in 0..=bytes.len() {
-            let (cut_out, _, _) = judge_pieces(&[&bytes[..cut], &bytes[cut..]], &code, 2);
-            assert_eq!(cut_out, whole, "{name}: output differs when cut at {cut}");
-        }
     }
 }
 
 #[test]
 fn repair_fixtures_give_up_at_the_bound_without_a_denied_call() {
     let code = agent_plan(Mode::Code);
-    for (name, bytes, meta) in fixtures() {
+    for Fixture { name, bytes, meta } in fixtures("") {
         if meta["expect"]["outcome"] != "repair" {
             continue;
         }
-        let (out, end, _) = judge_pieces(&[&bytes], &code, 0);
+        let judged = judge_pieces(StreamJudge::new(code.clone(), 0), &[&bytes]);
+        let (out, end) = (judged.client, judged.end);
         assert!(matches!(end, RoundEnd::Done { splice: None }), "{name}");
         let view = reassemble(&out);
         assert!(view.calls.is_empty(), "{name}: {:?}", view.calls);

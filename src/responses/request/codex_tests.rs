@@ -5,15 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_proxy::internals::dialect::Dialect;
-use codemode_proxy::internals::plan::ToolPlan;
-use codemode_proxy::internals::preset::Catalog;
-use codemode_proxy::internals::responses::request::ResponsesRequest;
-use codemode_proxy::internals::splice::{MemorySpliceStore, TenantSplices};
-use codemode_proxy::internals::tenant::Tenant;
-use codemode_proxy::{Mode, Runtime};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
+
+use super::ResponsesRequest;
+use crate::dialect::Dialect;
+use crate::mode::{Mode, Runtime};
+use crate::plan::ToolPlan;
+use crate::preset::Catalog;
+use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::tenant::Tenant;
 
 const GRAMMAR: &str = "start: begin_patch hunk+ end_patch\nbegin_patch: \"*** Begin Patch\" LF\nend_patch: \"*** End Patch\" LF?\n";
 

@@ -1,12 +1,13 @@
 //! The SDK over real-world tool shapes: golden files in fixtures/sdk.
 //!
-//! Regenerate after an intended change with `CODEMODE_BLESS=1 cargo test --test sdk_fixtures`
-//! and review the diff.
+//! Regenerate after an intended change with
+//! `CODEMODE_BLESS=1 cargo test --lib sdk::fixtures_tests` and review the diff.
 
 use std::path::Path;
 
-use codemode_proxy::internals::sdk::{render_declarations, ToolSchema};
 use serde_json::Value;
+
+use super::{render_declarations, ToolSchema};
 
 fn schemas(tools: &[Value]) -> Vec<ToolSchema> {
     tools

@@ -6,15 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_proxy::internals::dialect::Dialect;
-use codemode_proxy::internals::messages::request::MessagesRequest;
-use codemode_proxy::internals::plan::ToolPlan;
-use codemode_proxy::internals::preset::Catalog;
-use codemode_proxy::internals::splice::{MemorySpliceStore, TenantSplices};
-use codemode_proxy::internals::tenant::Tenant;
-use codemode_proxy::{Mode, Runtime};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
+
+use super::MessagesRequest;
+use crate::dialect::Dialect;
+use crate::mode::{Mode, Runtime};
+use crate::plan::ToolPlan;
+use crate::preset::Catalog;
+use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::tenant::Tenant;
 
 /// A tool as Claude Code declares it: name, long description, JSON schema.
 fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {

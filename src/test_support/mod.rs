@@ -1,0 +1,339 @@
+//! What the crate's own stream tests share: an agent's tools and their plan
+//! in each dialect, a judge of any dialect fed as the body feeds it (cut
+//! anywhere), the recorded streams under `fixtures/streams/`, and what a
+//! client makes of each dialect's stream.
+//!
+//! The client views are written independently of the proxy's SSE parser
+//! on purpose: they read the bytes the way the providers' SDKs do.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use crate::dialect::Dialect;
+use crate::mode::{Mode, Runtime};
+use crate::plan::ToolPlan;
+use crate::preset::Catalog;
+use crate::sse::SseParser;
+
+// The judges, by the names the tests use (one place to follow them).
+pub use crate::chat::StreamJudge;
+pub use crate::messages::stream::MessagesJudge;
+pub use crate::responses::stream::ResponsesJudge;
+pub use crate::turn::{RoundEnd, RoundJudge};
+
+/// What an OpenAI SDK makes of a chat stream: the same file the
+/// integration tests read (`tests/common/sse_client.rs`), so there is one
+/// copy of it.
+#[allow(dead_code)]
+#[path = "../../tests/common/sse_client.rs"]
+pub mod chat_client;
+pub mod messages_client;
+pub mod responses_client;
+
+// ---- plans ----
+
+/// A chat tool.
+fn chat_tool(name: &str, description: &str, parameters: Value) -> Value {
+    json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+}
+
+fn object(prop: &str) -> Value {
+    json!({"type": "object", "properties": {prop: {"type": "string"}}, "required": [prop]})
+}
+
+/// The agent of the integration tests: `read`, `write`, `bash` and its
+/// own `run_code`, as chat tools.
+pub fn agent_tools() -> Vec<Value> {
+    vec![
+        chat_tool("read", "Read a file.", object("path")),
+        chat_tool(
+            "write",
+            "Write a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+        ),
+        chat_tool("bash", "Run a shell command.", object("command")),
+        chat_tool("run_code", "Run a JavaScript program.", object("code")),
+    ]
+}
+
+fn plan(dialect: Dialect, tools: Value, mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+    let raw = serde_json::value::to_raw_value(&tools).expect("tools serialise");
+    let catalog = Catalog::builtin(mode);
+    let preset = catalog.get("standard").expect("the built-in preset");
+    Arc::new(ToolPlan::build_for(dialect, Some(&raw), preset, mode, runtime).expect("a valid plan"))
+}
+
+/// The plan of [`agent_tools`] in `mode` on the client runtime.
+pub fn agent_plan(mode: Mode) -> Arc<ToolPlan> {
+    plan(Dialect::Chat, json!(agent_tools()), mode, Runtime::Client)
+}
+
+/// A Codex-like agent on the Responses API: `exec_command`, its own
+/// `run_code`, a freeform `apply_patch`, and the provider's web search.
+pub fn responses_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+    let tools = json!([
+        {"type": "function", "name": "exec_command", "description": "Runs a command.",
+         "parameters": object("cmd"), "strict": false},
+        {"type": "function", "name": "read", "description": "Read a file.", "parameters": object("path")},
+        {"type": "function", "name": "run_code", "description": "Run a JavaScript program.",
+         "parameters": object("code")},
+        {"type": "custom", "name": "apply_patch", "description": "Edit files with a patch.",
+         "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}},
+        {"type": "web_search"}
+    ]);
+    plan(Dialect::Responses, tools, mode, runtime)
+}
+
+/// A Claude Code-like agent on the Messages API: `Read`, `Bash`, its own
+/// `run_code`, and the provider's web search.
+pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+    let tool = |name: &str, prop: &str| json!({"name": name, "description": format!("The {name} tool."), "input_schema": object(prop)});
+    let tools = json!([
+        tool("Read", "file_path"),
+        tool("Bash", "command"),
+        tool("run_code", "code"),
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    ]);
+    plan(Dialect::Messages, tools, mode, runtime)
+}
+
+// ---- driving a judge as the body does ----
+
+/// A stream judge of any dialect.
+pub trait Judge: RoundJudge {
+    /// Whether the upstream reported an error in-band.
+    fn errored(&self) -> bool;
+}
+
+impl Judge for StreamJudge {
+    fn errored(&self) -> bool {
+        StreamJudge::errored(self)
+    }
+}
+
+impl Judge for ResponsesJudge {
+    fn errored(&self) -> bool {
+        ResponsesJudge::errored(self)
+    }
+}
+
+impl Judge for MessagesJudge {
+    fn errored(&self) -> bool {
+        MessagesJudge::errored(self)
+    }
+}
+
+/// One upstream round through a fresh parser and `judge`.
+#[derive(Debug)]
+pub struct Judged {
+    /// The bytes the client gets.
+    pub client: Vec<u8>,
+    /// What the round's end says comes next.
+    pub end: RoundEnd,
+    /// Whether the upstream reported an error.
+    pub errored: bool,
+}
+
+impl Judged {
+    /// The round's end, comparable (`RoundEnd` holds JSON and stores).
+    pub fn end_text(&self) -> String {
+        format!("{:?}", self.end)
+    }
+}
+
+/// Feeds `pieces` through the SSE parser and `judge` as the body does.
+pub fn judge_pieces<J: Judge>(mut judge: J, pieces: &[&[u8]]) -> Judged {
+    let mut parser = SseParser::new(1 << 20);
+    let mut events = Vec::new();
+    let mut out: Vec<Bytes> = Vec::new();
+    for piece in pieces {
+        parser
+            .push(piece, &mut events)
+            .expect("events under the cap");
+        for ev in events.drain(..) {
+            judge.on_event(ev, &mut out);
+        }
+    }
+    parser.finish(&mut events);
+    for ev in events.drain(..) {
+        judge.on_event(ev, &mut out);
+    }
+    let end = judge.end_round(&mut out);
+    Judged {
+        client: out.iter().flat_map(|b| b.to_vec()).collect(),
+        end,
+        errored: judge.errored(),
+    }
+}
+
+/// `bytes` cut at `cuts` (each taken modulo the length, in any order).
+pub fn pieces_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    points.sort_unstable();
+    let mut pieces = Vec::with_capacity(points.len() + 1);
+    let mut last = 0;
+    for p in points.into_iter().chain([bytes.len()]) {
+        pieces.push(bytes[last..p].to_vec());
+        last = p;
+    }
+    pieces
+}
+
+/// Judges `bytes` whole, then cut in two at every offset and byte by
+/// byte, each with a fresh judge from `judge`: the client's bytes and the
+/// round's end never change. Returns the whole stream's result.
+pub fn same_at_every_cut<J: Judge>(name: &str, bytes: &[u8], judge: impl Fn() -> J) -> Judged {
+    let whole = judge_pieces(judge(), &[bytes]);
+    let same = |run: Judged, how: &str| {
+        assert!(
+            run.client == whole.client,
+            "{name}: the client's bytes differ when cut {how}:\n{}\nagainst\n{}",
+            String::from_utf8_lossy(&run.client),
+            String::from_utf8_lossy(&whole.client)
+        );
+        assert_eq!(
+            run.end_text(),
+            whole.end_text(),
+            "{name}: the round's end differs when cut {how}"
+        );
+        assert_eq!(run.errored, whole.errored, "{name}: cut {how}");
+    };
+    for cut in 0..=bytes.len() {
+        same(
+            judge_pieces(judge(), &[&bytes[..cut], &bytes[cut..]]),
+            &format!("at {cut}"),
+        );
+    }
+    let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
+    same(judge_pieces(judge(), &bytewise), "byte by byte");
+    whole
+}
+
+// ---- recorded streams ----
+
+/// A recorded stream and what it is expected to give.
+pub struct Fixture {
+    /// The file's stem: the quirk it shows.
+    pub name: String,
+    /// The upstream's bytes, as recorded.
+    pub bytes: Vec<u8>,
+    /// Its `.json`: `provider`, `behaviour`, `evidence`, `expect`.
+    pub meta: Value,
+}
+
+/// Every `.sse` file under `fixtures/streams/<dir>` (`""` for chat's) with
+/// its `.json`, sorted by name.
+pub fn fixtures(dir: &str) -> Vec<Fixture> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/streams")
+        .join(dir);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sse"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p.with_extension("json"))
+                .unwrap_or_else(|e| panic!("{}: its .json: {e}", p.display()));
+            let meta: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: its .json: {e}", p.display()));
+            for key in ["provider", "behaviour", "evidence", "expect"] {
+                assert!(meta.get(key).is_some(), "{} lacks {key}", p.display());
+            }
+            Fixture {
+                name: p
+                    .file_stem()
+                    .expect("a file name")
+                    .to_string_lossy()
+                    .into_owned(),
+                bytes: std::fs::read(&p).expect("a readable fixture"),
+                meta,
+            }
+        })
+        .collect()
+}
+
+/// The `(name, arguments)` pairs of `expect.calls`.
+pub fn expected_calls(expect: &Value) -> Vec<(String, String)> {
+    expect["calls"]
+        .as_array()
+        .expect("expect.calls")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().expect("a call's name").to_owned(),
+                c["arguments"]
+                    .as_str()
+                    .expect("a call's arguments")
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The `(name, code)` pairs of `expect.denied`.
+pub fn expected_denials(expect: &Value) -> Vec<(String, String)> {
+    expect["denied"]
+        .as_array()
+        .expect("expect.denied")
+        .iter()
+        .map(|d| {
+            (
+                d["name"].as_str().expect("a denied call's name").to_owned(),
+                d["code"].as_str().expect("a denial's code").to_owned(),
+            )
+        })
+        .collect()
+}
+
+// ---- the client's events ----
+
+/// One event as an SSE client dispatches it: its `event:` field and its
+/// `data:` lines joined.
+#[derive(Debug)]
+pub struct ClientEvent {
+    /// The `event:` field, when there is one.
+    pub event: Option<String>,
+    /// The data.
+    pub data: String,
+}
+
+/// The events of an SSE body as the WHATWG algorithm (and the SDKs)
+/// dispatch them: lines end at CRLF, LF or CR; a blank line dispatches an
+/// event with data; comment lines and unknown fields are ignored.
+pub fn client_events(bytes: &[u8]) -> Vec<ClientEvent> {
+    let text = String::from_utf8(bytes.to_vec()).expect("the client's bytes are UTF-8");
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let mut events = Vec::new();
+    let mut event: Option<String> = None;
+    let mut data: Vec<&str> = Vec::new();
+    for line in text.split('\n') {
+        if line.is_empty() {
+            if !data.is_empty() {
+                events.push(ClientEvent {
+                    event: event.take(),
+                    data: data.join("\n"),
+                });
+            }
+            event = None;
+            data.clear();
+            continue;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => event = Some(value.to_owned()),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    events
+}
