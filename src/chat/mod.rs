@@ -9,11 +9,6 @@ pub mod completion;
 pub mod request;
 pub mod stream;
 
-#[cfg(test)]
-mod stream_fixtures;
-#[cfg(test)]
-mod stream_props;
-
 use std::sync::Arc;
 
 use bytes::Bytes;

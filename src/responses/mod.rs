@@ -22,8 +22,3 @@ pub mod stream;
 mod choice;
 
 pub use dialect::Responses;
-
-#[cfg(test)]
-mod stream_fixtures;
-#[cfg(test)]
-mod stream_props;

@@ -1,7 +1,9 @@
 //! What the crate's own stream tests share: an agent's tools and their plan
 //! in each dialect, a judge of any dialect fed as the body feeds it (cut
 //! anywhere), the recorded streams under `fixtures/streams/`, and what a
-//! client makes of each dialect's stream.
+//! client makes of each dialect's stream; and the judges' fixture and
+//! property tests that use them (kept here, so the dialects never import
+//! this module).
 //!
 //! The client views are written independently of the proxy's SSE parser
 //! on purpose: they read the bytes the way the providers' SDKs do.
@@ -30,8 +32,14 @@ pub use crate::turn::{RoundEnd, RoundJudge};
 #[allow(dead_code)]
 #[path = "../../tests/common/sse_client.rs"]
 pub mod chat_client;
+mod chat_fixtures;
+mod chat_props;
 pub mod messages_client;
+mod messages_fixtures;
+mod messages_props;
 pub mod responses_client;
+mod responses_fixtures;
+mod responses_props;
 
 // ---- plans ----
 

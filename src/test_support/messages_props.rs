@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::Messages;
+use crate::messages::Messages;
 use crate::mode::{Mode, Runtime};
 use crate::test_support::messages_client::reassemble;
 use crate::test_support::{

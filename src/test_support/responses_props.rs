@@ -8,8 +8,8 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::Responses;
 use crate::mode::{Mode, Runtime};
+use crate::responses::Responses;
 use crate::test_support::responses_client::reassemble;
 use crate::test_support::{
     fixtures, judge_pieces, pieces_at, responses_plan, same_at_every_cut, Judged, ResponsesJudge,
