@@ -8,7 +8,8 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(stream_judge request_rewrite sdk_render sandbox_boundary)
+    targets=(stream_judge request_rewrite responses_stream_judge messages_stream_judge
+             responses_request_rewrite messages_request_rewrite sdk_render sandbox_boundary)
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo +nightly install --locked cargo-fuzz
