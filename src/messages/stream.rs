@@ -2,13 +2,13 @@
 //! client sees out.
 //!
 //! Pure and synchronous, like the chat and Responses judges, and driven the
-//! same way by [`crate::stream::InterceptBody`]. Each content block is
+//! same way by `crate::stream::InterceptBody`. Each content block is
 //! decided at its `content_block_start` (a `tool_use` block by
 //! [`items::judge_block`] on its name) and a call is judged again, whole, at
 //! its `content_block_stop`. Text, thinking, server tool blocks, passed
 //! calls and `ping` go out as they arrive; a withheld block's events never
 //! do. At the round's `message_delta` (or its `message_stop`, or the end of
-//! the body) [`turn::decide`] says what follows: the client's
+//! the body) [`crate::turn::decide`] says what follows: the client's
 //! `message_delta` and `message_stop`, a repair or a program inside the
 //! same client stream.
 //!

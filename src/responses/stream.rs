@@ -1,13 +1,13 @@
 //! The Responses stream judge: SSE events in, the bytes the client sees out.
 //!
-//! Pure and synchronous, like the chat judge ([`crate::stream::judge`]), and
-//! driven the same way by [`crate::stream::InterceptBody`]. Each output item
+//! Pure and synchronous, like the chat judge ([`crate::chat::stream`]), and
+//! driven the same way by `crate::stream::InterceptBody`. Each output item
 //! is decided at its `response.output_item.added` (a call by
 //! [`items::judge_item`] on its name) and judged again, whole, at its
 //! `response.output_item.done`. Text, reasoning and passed calls go out as
 //! they arrive; a withheld item's events never do. At the round's terminal
 //! event (`response.completed` / `response.incomplete`, or the end of the
-//! body) [`turn::decide`] says what follows: the client's terminal event, a
+//! body) [`crate::turn::decide`] says what follows: the client's terminal event, a
 //! repair or a program inside the same client stream.
 //!
 //! Across rounds the client sees one response: the first response id on
