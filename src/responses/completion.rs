@@ -19,8 +19,6 @@ pub struct JudgedResponse {
 
 impl JudgedResponse {
     /// The text of the turn's message items.
-    // Read by no path yet (the Messages twin is the JSON path's).
-    #[allow(dead_code)]
     pub fn text(&self) -> Option<String> {
         let text: String = self.items.iter().filter_map(message_text).collect();
         (!text.is_empty()).then_some(text)
