@@ -95,6 +95,9 @@ pub enum ProxyError {
     /// The upstream did not answer in time.
     #[error("the upstream provider did not answer within {0} s; retry, or raise CODEMODE_UPSTREAM_TIMEOUT_SECS")]
     UpstreamTimeout(u64),
+    /// The upstream began its answer, then went silent.
+    #[error("the upstream provider sent part of its answer, then nothing for {0} s; retry, or raise CODEMODE_UPSTREAM_IDLE_SECS")]
+    UpstreamStalled(u64),
     /// Every program slot and queue place is taken; the request can be retried as it is.
     #[error("the proxy is running as many programs as it may ({0}); nothing was lost: send the same request again in a moment")]
     RuntimeBusy(String),
@@ -141,7 +144,9 @@ impl ProxyError {
             ProxyError::UpstreamUnreachable(_)
             | ProxyError::UpstreamInvalid(_)
             | ProxyError::UpstreamRepairRejected(..) => StatusCode::BAD_GATEWAY,
-            ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::UpstreamTimeout(_) | ProxyError::UpstreamStalled(_) => {
+                StatusCode::GATEWAY_TIMEOUT
+            }
             ProxyError::RuntimeBusy(_) | ProxyError::StoreUnavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -180,7 +185,7 @@ impl ProxyError {
             ProxyError::DuplicateKey(_) => "duplicate_key",
             ProxyError::NonCanonicalPath { .. } => "non_canonical_path",
             ProxyError::UpstreamUnreachable(_) => "upstream_unreachable",
-            ProxyError::UpstreamTimeout(_) => "upstream_timeout",
+            ProxyError::UpstreamTimeout(_) | ProxyError::UpstreamStalled(_) => "upstream_timeout",
             ProxyError::UpstreamInvalid(_) => "upstream_invalid_response",
             ProxyError::RuntimeBusy(_) => "runtime_busy",
             ProxyError::StoreUnavailable(_) => "store_unavailable",
@@ -210,6 +215,7 @@ impl ProxyError {
             413 => "request_too_large",
             429 => "rate_limit_error",
             503 | 529 => "overloaded_error",
+            504 => "timeout_error",
             _ => "api_error",
         };
         let v = json!({"type": "error", "error": {"type": kind, "message": self.to_string()}});

@@ -387,3 +387,67 @@ async fn a_busy_keepalive_connection_serves_request_after_request() {
         tokio::time::sleep(Duration::from_millis(700)).await;
     }
 }
+
+/// A provider that sends its head and part of a JSON answer, then goes
+/// silent past `CODEMODE_UPSTREAM_IDLE_SECS`, is a timeout, not a broken
+/// answer: 504 `upstream_timeout` in every dialect's error shape.
+#[tokio::test]
+async fn a_json_answer_that_stalls_is_a_504_timeout_in_every_dialect() {
+    for route in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+        let mut provider = RawProvider::start(|_| {
+            vec![
+                Step::Send(br#"{"id": "partial", "object": "#.to_vec()),
+                Step::HoldUntilClosed,
+            ]
+        })
+        .await;
+        let base = provider.base();
+        let proxy = start_with(config(
+            &base,
+            &[
+                ("CODEMODE_UPSTREAM_IDLE_SECS", "1"),
+                ("CODEMODE_RUNTIME", "embedded"),
+                ("CODEMODE_ANTHROPIC_UPSTREAM", &base),
+            ],
+        ))
+        .await;
+        let (body, headers): (Value, &[(&str, &str)]) = match route {
+            "/v1/chat/completions" => (
+                json!({"model": "m", "tools": agent_tools(),
+                "messages": [{"role": "user", "content": "go"}]}),
+                &[],
+            ),
+            "/v1/responses" => (
+                json!({"model": "m", "input": "go",
+                "tools": [{"type": "function", "name": "read", "parameters": {"type": "object"}}]}),
+                &[],
+            ),
+            _ => (
+                json!({"model": "m", "max_tokens": 10,
+                "tools": [{"name": "read", "input_schema": {"type": "object"}}],
+                "messages": [{"role": "user", "content": "go"}]}),
+                &[("anthropic-version", "2023-06-01")],
+            ),
+        };
+        let res = tokio::time::timeout(Duration::from_secs(20), proxy.post(route, &body, headers))
+            .await
+            .expect("the stalled answer ends instead of hanging");
+        assert_eq!(res.status(), 504, "{route}");
+        let err: Value = res.json().await.unwrap();
+        let message = err["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("CODEMODE_UPSTREAM_IDLE_SECS"),
+            "{route}: {err}"
+        );
+        if route == "/v1/messages" {
+            assert_eq!(err["type"], "error", "{err}");
+            assert_eq!(err["error"]["type"], "timeout_error", "{err}");
+        } else {
+            assert_eq!(err["error"]["code"], "upstream_timeout", "{route}: {err}");
+        }
+        assert!(
+            provider.wait_closed(Duration::from_secs(5)).await,
+            "{route}: the proxy lets go of the silent provider"
+        );
+    }
+}

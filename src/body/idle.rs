@@ -25,14 +25,19 @@ pub struct UpstreamIdle(pub u64);
 impl UpstreamIdle {
     /// Whether `err`, or an error it wraps, is a silent upstream.
     pub fn caused(err: &(dyn std::error::Error + 'static)) -> bool {
-        if err.is::<UpstreamIdle>() {
-            return true;
+        UpstreamIdle::find(err).is_some()
+    }
+
+    /// The silence `err`, or an error it wraps, reports.
+    pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a UpstreamIdle> {
+        if let Some(idle) = err.downcast_ref::<UpstreamIdle>() {
+            return Some(idle);
         }
         // Boxing a body boxes its error again: look through every layer.
         if let Some(b) = err.downcast_ref::<BoxedError>() {
-            return UpstreamIdle::caused(b.inner());
+            return UpstreamIdle::find(b.inner());
         }
-        err.source().is_some_and(UpstreamIdle::caused)
+        err.source().and_then(UpstreamIdle::find)
     }
 }
 

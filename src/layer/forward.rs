@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Limited};
 use tower::ServiceExt;
 
 use super::{State, Upstream};
-use crate::body::{full, ProxyBody, SseErrorTail};
+use crate::body::{full, ProxyBody, SseErrorTail, UpstreamIdle};
 use crate::error::ProxyError;
 use crate::select::HEADER_PREFIX;
 
@@ -155,10 +155,13 @@ pub(crate) async fn read_upstream_body(
                 "the response body is larger than {limit} bytes (CODEMODE_MAX_UPSTREAM_BODY_BYTES)"
             )))
         }
-        Ok(Err(e)) => Err(ProxyError::UpstreamUnreachable(format!(
-            "the response body broke off: {}",
-            error_chain(&*e)
-        ))),
+        Ok(Err(e)) => match UpstreamIdle::find(&*e) {
+            Some(idle) => Err(ProxyError::UpstreamStalled(idle.0)),
+            None => Err(ProxyError::UpstreamUnreachable(format!(
+                "the response body broke off: {}",
+                error_chain(&*e)
+            ))),
+        },
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }
