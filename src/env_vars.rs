@@ -49,6 +49,8 @@ pub const WORKER_THREADS: &str = "CODEMODE_WORKER_THREADS";
 pub const RUN_CONCURRENCY: &str = "CODEMODE_RUN_CONCURRENCY";
 /// Programs that may wait for a free slot before new ones are refused.
 pub const RUN_QUEUE: &str = "CODEMODE_RUN_QUEUE";
+/// Milliseconds a program waits for a free slot before it is refused.
+pub const RUN_QUEUE_TIMEOUT_MS: &str = "CODEMODE_RUN_QUEUE_TIMEOUT_MS";
 /// Seconds a client may take to send a request's headers.
 pub const HEADER_READ_TIMEOUT_SECS: &str = "CODEMODE_HEADER_READ_TIMEOUT_SECS";
 /// Seconds an idle keep-alive connection stays open.
@@ -59,6 +61,8 @@ pub const UPSTREAM_IDLE_SECS: &str = "CODEMODE_UPSTREAM_IDLE_SECS";
 pub const MAX_UPSTREAM_BODY_BYTES: &str = "CODEMODE_MAX_UPSTREAM_BODY_BYTES";
 /// Most upstream bytes one judged client stream takes in across its rounds.
 pub const MAX_STREAM_STATE_BYTES: &str = "CODEMODE_MAX_STREAM_STATE_BYTES";
+/// Milliseconds between SSE comments on a judged stream that waits on the proxy.
+pub const STREAM_KEEPALIVE_MS: &str = "CODEMODE_STREAM_KEEPALIVE_MS";
 /// MiB the in-memory execution store may hold.
 pub const EXECUTION_STORE_MB: &str = "CODEMODE_EXECUTION_STORE_MB";
 /// MiB the in-memory mixed-turn store may hold.

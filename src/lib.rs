@@ -22,6 +22,7 @@ mod body;
 mod cache;
 mod chat;
 mod classify;
+mod conversation;
 mod dialect;
 mod env_vars;
 mod messages;

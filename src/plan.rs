@@ -262,6 +262,12 @@ impl PlanCache {
         }
     }
 
+    /// Bytes held, as weighed against the budget.
+    pub fn weighed_bytes(&self) -> u64 {
+        self.cache.run_pending_tasks();
+        self.cache.weighted_size()
+    }
+
     /// The plan for this tool set, preset and mode, built on a miss.
     pub fn get_or_build(
         &self,

@@ -6,12 +6,13 @@
 //! into the history whenever the client sends that turn again, so the model
 //! learns of them and its view stays consistent.
 //!
-//! A splice belongs to its tenant and its turn: it is keyed by a SHA-256 of
-//! the tenant and the set of the turn's allowed call ids, and found only by
-//! an assistant message of that tenant carrying exactly those ids. A call id
-//! reused by another conversation (`call_1` is common) or named by another
-//! client finds nothing. Behind a trait so a shared store can serve several
-//! replicas.
+//! A splice belongs to its tenant, its conversation and its turn: it is
+//! keyed by a SHA-256 of the tenant, the conversation's anchor
+//! ([`crate::conversation::Anchor`]) and the set of the turn's allowed call
+//! ids, and found only by a turn of that tenant, in that conversation,
+//! carrying exactly those ids. A call id reused by another conversation
+//! (`call_1` is common) or named by another client finds nothing. Behind a
+//! trait so a shared store can serve several replicas.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,7 @@ use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::cache::{cache_ttl, weight as store_weight};
+use crate::conversation::Anchor;
 use crate::store_error::{StoreError, StoreFuture};
 use crate::tenant::{hash_parts, Tenant};
 
@@ -34,20 +36,22 @@ pub struct Splice {
     pub denials: Vec<Value>,
 }
 
-/// The key of one turn's splice: tenant and the turn's call ids.
+/// The key of one turn's splice: tenant, conversation and the turn's call ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SpliceKey([u8; 32]);
 
 impl SpliceKey {
-    /// The key of `tenant`'s turn whose (allowed) calls carry `ids`, in any order.
-    pub fn of_turn<S: AsRef<str>>(tenant: &Tenant, ids: &[S]) -> SpliceKey {
+    /// The key of `tenant`'s turn, in the conversation `anchor` names,
+    /// whose (allowed) calls carry `ids`, in any order.
+    pub fn of_turn<S: AsRef<str>>(tenant: &Tenant, anchor: &Anchor, ids: &[S]) -> SpliceKey {
         let mut sorted: Vec<&[u8]> = ids.iter().map(|s| s.as_ref().as_bytes()).collect();
         sorted.sort_unstable();
         sorted.dedup();
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(sorted.len() + 1);
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(sorted.len() + 2);
         parts.push(tenant.as_bytes());
+        parts.push(anchor.as_bytes());
         parts.extend(sorted);
-        SpliceKey(hash_parts("codemode-proxy splice v1", &parts))
+        SpliceKey(hash_parts("codemode-proxy splice v2", &parts))
     }
 }
 
@@ -78,6 +82,8 @@ pub trait SpliceLookup: Send + Sync {
     fn get(&self, key: &SpliceKey) -> Option<Arc<Splice>>;
     /// Whether nothing was ever stored, so requests can skip looking.
     fn is_empty(&self) -> bool;
+    /// Bytes held, as weighed against the store's budget.
+    fn weighed_bytes(&self) -> u64;
 }
 
 /// An in-memory store: bounded by bytes, entries expire.
@@ -127,6 +133,11 @@ impl SpliceLookup for MemorySpliceStore {
 
     fn is_empty(&self) -> bool {
         !self.used.load(Ordering::Relaxed)
+    }
+
+    fn weighed_bytes(&self) -> u64 {
+        self.cache.run_pending_tasks();
+        self.cache.weighted_size()
     }
 }
 
@@ -184,14 +195,15 @@ impl TenantSplices {
         self.fetched.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records the denials of a mixed turn whose allowed calls carry
-    /// `allowed_ids`. A remote store's write goes out at once, on its own
-    /// task; [`TenantSplices::settle`] waits for it.
-    pub fn put(&self, allowed_ids: &[String], splice: Arc<Splice>) {
+    /// Records the denials of a mixed turn, in the conversation `anchor`
+    /// names, whose allowed calls carry `allowed_ids`. A remote store's
+    /// write goes out at once, on its own task; [`TenantSplices::settle`]
+    /// waits for it.
+    pub fn put(&self, anchor: &Anchor, allowed_ids: &[String], splice: Arc<Splice>) {
         if allowed_ids.is_empty() {
             return;
         }
-        let key = SpliceKey::of_turn(&self.tenant, allowed_ids);
+        let key = SpliceKey::of_turn(&self.tenant, anchor, allowed_ids);
         if let Some(local) = self.store.local() {
             local.put(key, splice);
             return;
@@ -203,12 +215,13 @@ impl TenantSplices {
         fetched.writes.push(write);
     }
 
-    /// The splice of the assistant turn whose calls carry exactly `ids`.
-    pub fn get<S: AsRef<str>>(&self, ids: &[S]) -> Option<Arc<Splice>> {
+    /// The splice of the assistant turn, in the conversation `anchor`
+    /// names, whose calls carry exactly `ids`.
+    pub fn get<S: AsRef<str>>(&self, anchor: &Anchor, ids: &[S]) -> Option<Arc<Splice>> {
         if ids.is_empty() {
             return None;
         }
-        let key = SpliceKey::of_turn(&self.tenant, ids);
+        let key = SpliceKey::of_turn(&self.tenant, anchor, ids);
         if let Some(local) = self.store.local() {
             return local.get(&key);
         }
@@ -275,27 +288,53 @@ mod tests {
     fn entries_expire() {
         let s = Arc::new(MemorySpliceStore::new(Duration::from_millis(20), 1 << 20));
         let v = view(&s, "a");
-        v.put(&["a".into()], splice("x"));
-        assert!(v.get(&["a"]).is_some());
+        v.put(&Anchor::NONE, &["a".into()], splice("x"));
+        assert!(v.get(&Anchor::NONE, &["a"]).is_some());
         std::thread::sleep(Duration::from_millis(60));
-        assert!(v.get(&["a"]).is_none());
+        assert!(v.get(&Anchor::NONE, &["a"]).is_none());
     }
 
     #[test]
     fn a_splice_is_found_only_by_its_tenant_and_its_whole_turn() {
         let s = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
         let (a, b) = (view(&s, "a"), view(&s, "b"));
-        a.put(&["call_1".into(), "call_2".into()], splice("a"));
-        b.put(&["call_1".into()], splice("b"));
-        assert_eq!(a.get(&["call_2", "call_1"]), Some(splice("a")));
+        a.put(
+            &Anchor::NONE,
+            &["call_1".into(), "call_2".into()],
+            splice("a"),
+        );
+        b.put(&Anchor::NONE, &["call_1".into()], splice("b"));
         assert_eq!(
-            a.get(&["call_1"]),
+            a.get(&Anchor::NONE, &["call_2", "call_1"]),
+            Some(splice("a"))
+        );
+        assert_eq!(
+            a.get(&Anchor::NONE, &["call_1"]),
             None,
             "a part of the turn is not the turn"
         );
-        assert_eq!(a.get(&["call_1", "call_2", "call_3"]), None);
-        assert_eq!(b.get(&["call_1"]), Some(splice("b")));
-        assert_eq!(b.get(&["call_1", "call_2"]), None, "another tenant's turn");
+        assert_eq!(a.get(&Anchor::NONE, &["call_1", "call_2", "call_3"]), None);
+        assert_eq!(b.get(&Anchor::NONE, &["call_1"]), Some(splice("b")));
+        assert_eq!(
+            b.get(&Anchor::NONE, &["call_1", "call_2"]),
+            None,
+            "another tenant's turn"
+        );
+    }
+
+    #[test]
+    fn a_splice_is_found_only_in_its_conversation() {
+        let s = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+        let v = view(&s, "a");
+        let (one, two) = (
+            Anchor::of_content(&json!("first task")),
+            Anchor::of_content(&json!("second task")),
+        );
+        v.put(&one, &["call_0".into()], splice("one"));
+        v.put(&two, &["call_0".into()], splice("two"));
+        assert_eq!(v.get(&one, &["call_0"]), Some(splice("one")));
+        assert_eq!(v.get(&two, &["call_0"]), Some(splice("two")));
+        assert_eq!(v.get(&Anchor::NONE, &["call_0"]), None);
     }
 
     #[test]
@@ -304,7 +343,7 @@ mod tests {
         let v = view(&s, "a");
         let big = "x".repeat(1000);
         for i in 0..1000 {
-            v.put(&[format!("k{i}")], splice(&big));
+            v.put(&Anchor::NONE, &[format!("k{i}")], splice(&big));
         }
         s.cache.run_pending_tasks();
         assert!(s.cache.weighted_size() <= 64 << 10);
@@ -315,12 +354,14 @@ mod tests {
     fn refreshing_a_key_evicts_no_live_key() {
         let s = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
         let v = view(&s, "a");
-        v.put(&["one".into()], splice("1"));
-        v.put(&["two".into()], splice("2"));
+        v.put(&Anchor::NONE, &["one".into()], splice("1"));
+        v.put(&Anchor::NONE, &["two".into()], splice("2"));
         for _ in 0..10_000 {
-            v.put(&["three".into()], splice("3"));
+            v.put(&Anchor::NONE, &["three".into()], splice("3"));
         }
         s.cache.run_pending_tasks();
-        assert!(v.get(&["one"]).is_some() && v.get(&["two"]).is_some());
+        assert!(
+            v.get(&Anchor::NONE, &["one"]).is_some() && v.get(&Anchor::NONE, &["two"]).is_some()
+        );
     }
 }

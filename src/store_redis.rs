@@ -446,7 +446,11 @@ mod tests {
         assert_ne!(ka, keys.execution(&b, "18cx00x11"));
         assert_ne!(keys.alias(&a, "cmabcdefg"), keys.alias(&b, "cmabcdefg"));
         assert!(keys.alias(&a, "cmabcdefg").starts_with("cm:a:"));
-        let s = keys.splice(&SpliceKey::of_turn(&a, &["call_1"]));
+        let s = keys.splice(&SpliceKey::of_turn(
+            &a,
+            &crate::conversation::Anchor::NONE,
+            &["call_1"],
+        ));
         assert!(
             s.starts_with("cm:s:") && s.len() == "cm:s:".len() + 64,
             "{s}"

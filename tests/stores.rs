@@ -551,3 +551,162 @@ async fn a_streamed_mixed_turn_splices_only_into_its_own_tenants_history() {
     );
     assert!(sent[2].to_string().contains("rm ALICE"), "{}", sent[2]);
 }
+
+/// One dialect's wire for the two-conversation test: the model's mixed
+/// turn (the client's own `run_code`, which passes, and a direct `read`,
+/// denied in code mode, with numbered ids), its final answer, and the
+/// client's first and next requests.
+struct MixedWire {
+    route: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    mixed: fn(&str) -> Value,
+    done: Value,
+    first: fn(&str) -> Value,
+    next: fn(&str) -> Value,
+}
+
+fn chat_wire() -> MixedWire {
+    MixedWire {
+        route: "/v1/chat/completions",
+        headers: ALICE,
+        mixed: |target| {
+            calls_completion(
+                vec![
+                    call("call_0", "run_code", r#"{"code":"1"}"#),
+                    call("call_1", "read", &json!({ "path": target }).to_string()),
+                ],
+                usage(1, 1),
+            )
+        },
+        done: text_completion("done", usage(1, 1)),
+        first: |task| chat_body(json!([{"role": "user", "content": task}])),
+        next: |task| {
+            chat_body(json!([
+                {"role": "user", "content": task},
+                {"role": "assistant", "content": null, "tool_calls": [call("call_0", "run_code", r#"{"code":"1"}"#)]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "content of a"}
+            ]))
+        },
+    }
+}
+
+fn responses_wire() -> MixedWire {
+    use common::responses_model::{fn_call, response, responses_usage, said};
+    fn tools() -> Value {
+        json!([{"type": "function", "name": "read", "parameters": {"type": "object"}},
+               {"type": "function", "name": "run_code", "parameters": {"type": "object"}}])
+    }
+    MixedWire {
+        route: "/v1/responses",
+        headers: ALICE,
+        mixed: |target| {
+            response(
+                "resp_mixed",
+                &[
+                    fn_call("call_0", "run_code", r#"{"code":"1"}"#),
+                    fn_call("call_1", "read", &json!({ "path": target }).to_string()),
+                ],
+                responses_usage(1, 1),
+            )
+        },
+        done: response("resp_done", &[said("done")], responses_usage(1, 1)),
+        first: |task| json!({"model": "m", "tools": tools(), "input": [{"role": "user", "content": task}]}),
+        next: |task| {
+            json!({"model": "m", "tools": tools(), "input": [
+                {"role": "user", "content": task},
+                {"type": "function_call", "call_id": "call_0", "name": "run_code", "arguments": r#"{"code":"1"}"#},
+                {"type": "function_call_output", "call_id": "call_0", "output": "content of a"}
+            ]})
+        },
+    }
+}
+
+fn messages_wire() -> MixedWire {
+    use common::messages_model::{anthropic_usage, tool_use};
+    fn tools() -> Value {
+        json!([{"name": "read", "input_schema": {"type": "object"}},
+               {"name": "run_code", "input_schema": {"type": "object"}}])
+    }
+    MixedWire {
+        route: "/v1/messages",
+        headers: &[
+            ("authorization", "Bearer sk-alice"),
+            ("anthropic-version", "2023-06-01"),
+        ],
+        mixed: |target| {
+            json!({"id": "msg_mixed", "type": "message", "role": "assistant", "model": "m",
+                   "content": [tool_use("call_0", "run_code", json!({"code": "1"})),
+                               tool_use("call_1", "read", json!({"path": target}))],
+                   "stop_reason": "tool_use", "stop_sequence": null, "usage": anthropic_usage(1, 1)})
+        },
+        done: json!({"id": "msg_done", "type": "message", "role": "assistant", "model": "m",
+                     "content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn",
+                     "stop_sequence": null, "usage": anthropic_usage(1, 1)}),
+        first: |task| {
+            json!({"model": "m", "max_tokens": 100, "tools": tools(),
+                   "messages": [{"role": "user", "content": task}]})
+        },
+        next: |task| {
+            json!({"model": "m", "max_tokens": 100, "tools": tools(), "messages": [
+                {"role": "user", "content": task},
+                {"role": "assistant", "content": [tool_use("call_0", "run_code", json!({"code": "1"}))]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": "content of a"}]}
+            ]})
+        },
+    }
+}
+
+/// Two conversations of one tenant whose mixed turns carry the same call
+/// ids (a provider that numbers them) each get their own denials spliced
+/// back, in every dialect.
+#[tokio::test]
+async fn denials_stay_in_their_conversation_when_call_ids_repeat() {
+    for wire in [chat_wire(), responses_wire(), messages_wire()] {
+        let route = wire.route;
+        let p = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::path(route))
+            .respond_with(Script::new(
+                [
+                    (wire.mixed)("alpha-target"),
+                    (wire.mixed)("beta-target"),
+                    wire.done.clone(),
+                    wire.done.clone(),
+                ]
+                .into_iter()
+                .map(|b| wiremock::ResponseTemplate::new(200).set_body_json(b)),
+            ))
+            .mount(&p)
+            .await;
+        let upstream = format!("{}/v1", p.uri());
+        let proxy = start(&p, &[("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str())]).await;
+        for task in ["fix the alpha bug", "fix the beta bug"] {
+            let res = proxy.post(route, &(wire.first)(task), wire.headers).await;
+            let text = res.text().await.unwrap();
+            assert!(
+                text.contains("call_0") && !text.contains("-target"),
+                "{route}: the client gets the allowed call only: {text}"
+            );
+        }
+        for task in ["fix the beta bug", "fix the alpha bug"] {
+            let res = proxy.post(route, &(wire.next)(task), wire.headers).await;
+            assert_eq!(res.status(), 200, "{route}: {}", res.text().await.unwrap());
+        }
+        let sent: Vec<Value> = p
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        assert_eq!(sent.len(), 4, "{route}");
+        let (beta, alpha) = (sent[2].to_string(), sent[3].to_string());
+        assert!(
+            beta.contains("beta-target") && !beta.contains("alpha-target"),
+            "{route}: the beta conversation gets its own denial only: {beta}"
+        );
+        assert!(
+            alpha.contains("alpha-target") && !alpha.contains("beta-target"),
+            "{route}: the alpha conversation gets its own denial only: {alpha}"
+        );
+    }
+}

@@ -43,6 +43,10 @@ impl Dialect for Chat {
         request.field(key)
     }
 
+    fn anchor(request: &ChatRequest) -> crate::conversation::Anchor {
+        request.anchor()
+    }
+
     fn streams(request: &ChatRequest) -> bool {
         request.stream
     }

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
@@ -163,8 +164,14 @@ impl ChatRequest {
         Ok(())
     }
 
+    /// The conversation this request continues: its first user message.
+    pub fn anchor(&self) -> Anchor {
+        Anchor::of_history(&self.messages)
+    }
+
     /// Splices stored denials into the assistant turns they belong to: a
-    /// turn of this tenant whose calls carry exactly the ids the client got.
+    /// turn of this tenant and conversation whose calls carry exactly the
+    /// ids the client got.
     fn splice_denials(&mut self, splices: &TenantSplices) -> Result<(), ProxyError> {
         #[derive(Deserialize)]
         struct Calls {
@@ -174,6 +181,7 @@ impl ChatRequest {
         struct CallId {
             id: Option<Value>,
         }
+        let anchor = self.anchor();
         let mut i = 0;
         while i < self.messages.len() {
             let raw = self.messages[i].get();
@@ -192,7 +200,7 @@ impl ChatRequest {
                     _ => None,
                 })
                 .collect();
-            let Some(splice) = splices.get(&ids) else {
+            let Some(splice) = splices.get(&anchor, &ids) else {
                 i += 1;
                 continue;
             };

@@ -25,6 +25,10 @@ pub use crate::env_vars::*;
 /// `CODEMODE_MAX_STREAM_STATE_BYTES` by default: 64 MiB, as the largest
 /// whole answer the proxy reads (`CODEMODE_MAX_UPSTREAM_BODY_BYTES`).
 pub const DEFAULT_MAX_STREAM_STATE_BYTES: usize = 64 << 20;
+
+/// `CODEMODE_STREAM_KEEPALIVE_MS` by default: well inside the 60 s idle
+/// timeouts of common load balancers and reverse proxies.
+pub const DEFAULT_STREAM_KEEPALIVE_MS: u64 = 10_000;
 pub use crate::runtime::pool::RunSlots;
 pub use crate::select::ClientSelect;
 pub use egress::{Egress, ProxyUrl};
@@ -82,6 +86,10 @@ pub struct Config {
     /// Most upstream bytes one judged client stream takes in across its
     /// rounds: a bound on what its judge holds.
     pub max_stream_state_bytes: usize,
+    /// How often a judged stream that waits on the proxy (a program's
+    /// slot, its run, the model's next round) sends the client an SSE
+    /// comment, so no idle timeout between them cuts it; `None`: never.
+    pub stream_keepalive: Option<Duration>,
     /// Byte budgets of the in-memory stores and caches.
     pub budgets: StoreBudgets,
     /// How the binary writes its log lines (`CODEMODE_LOG_FORMAT`).
@@ -274,6 +282,21 @@ impl Config {
             &mut fail,
             |v| bounded::<usize>(v, "a size in bytes", 16 << 30),
         );
+        let stream_keepalive = parse_or(
+            &get,
+            STREAM_KEEPALIVE_MS,
+            Some(DEFAULT_STREAM_KEEPALIVE_MS),
+            &mut fail,
+            |v| {
+                v.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n <= 600_000)
+                    .ok_or_else(|| {
+                        format!("`{v}` is not a number of milliseconds from 0 (never) to 600000")
+                    })
+            },
+        );
         let mib = |var: &'static str, default: u64, fail: &mut dyn FnMut(&'static str, String)| {
             match get(var) {
                 None => Some(default << 20),
@@ -358,6 +381,7 @@ impl Config {
                 upstream_idle,
                 max_upstream_body,
                 max_stream_state,
+                stream_keepalive,
                 budgets,
                 anthropic_upstream,
                 egress,
@@ -386,6 +410,7 @@ impl Config {
                     Some(upstream_idle),
                     Some(max_upstream_body_bytes),
                     Some(max_stream_state_bytes),
+                    Some(stream_keepalive),
                     Some(budgets),
                     Some(anthropic_upstream),
                     Some(egress),
@@ -415,6 +440,8 @@ impl Config {
                 upstream_idle_timeout: Duration::from_secs(upstream_idle),
                 max_upstream_body_bytes,
                 max_stream_state_bytes,
+                stream_keepalive: (stream_keepalive > 0)
+                    .then(|| Duration::from_millis(stream_keepalive)),
                 budgets,
                 egress,
                 store,

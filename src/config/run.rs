@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::parse::{bounded, parse_or};
 use super::{
     RUN_CONCURRENCY, RUN_LIFETIME_SECS, RUN_MAX_CALLS, RUN_MAX_OUTPUT, RUN_MEMORY_MB, RUN_QUEUE,
-    RUN_SLICE_MS,
+    RUN_QUEUE_TIMEOUT_MS, RUN_SLICE_MS,
 };
 use crate::runtime::pool::RunSlots;
 
@@ -63,6 +63,13 @@ pub(super) fn limits(
     }
 }
 
+/// Programs that may wait for a slot: a waiting program holds only its
+/// request, so a burst of a thousand agents waits rather than fails.
+pub const DEFAULT_RUN_QUEUE: usize = 1024;
+
+/// How long a program waits for a slot: about fifteen default slices.
+pub const DEFAULT_RUN_QUEUE_TIMEOUT_MS: u64 = 30_000;
+
 /// The run pool's slots and queue; `None` when a variable is wrong.
 pub(super) fn slots(
     get: &impl Fn(&str) -> Option<String>,
@@ -72,15 +79,26 @@ pub(super) fn slots(
     let run_concurrency = parse_or(get, RUN_CONCURRENCY, Some(cpus), fail, |v| {
         bounded::<usize>(v, "a number of programs", 1024)
     });
-    let run_queue = parse_or(get, RUN_QUEUE, Some(64), fail, |v| {
+    let run_queue = parse_or(get, RUN_QUEUE, Some(DEFAULT_RUN_QUEUE), fail, |v| {
         v.trim()
             .parse::<usize>()
             .ok()
             .filter(|n| *n <= 100_000)
             .ok_or_else(|| format!("`{v}` is not a number of programs from 0 to 100000"))
     });
-    match (run_concurrency, run_queue) {
-        (Some(concurrency), Some(queue)) => Some(RunSlots { concurrency, queue }),
+    let wait_ms = parse_or(
+        get,
+        RUN_QUEUE_TIMEOUT_MS,
+        Some(DEFAULT_RUN_QUEUE_TIMEOUT_MS),
+        fail,
+        |v| bounded::<u64>(v, "a number of milliseconds", 600_000),
+    );
+    match (run_concurrency, run_queue, wait_ms) {
+        (Some(concurrency), Some(queue), Some(wait_ms)) => Some(RunSlots {
+            concurrency,
+            queue,
+            wait: Duration::from_millis(wait_ms),
+        }),
         _ => None,
     }
 }

@@ -132,7 +132,21 @@ fn hardening_defaults_are_seconds_and_bytes() {
     assert_eq!(c.max_upstream_body_bytes, 64 << 20);
     assert_eq!(c.budgets.executions_bytes, 256 << 20);
     assert!(c.run_slots.concurrency >= 1);
-    assert_eq!(c.run_slots.queue, 64);
+    assert_eq!(c.run_slots.queue, 1024);
+    assert_eq!(c.run_slots.wait, Duration::from_secs(30));
+    assert_eq!(c.run_slots.per_tenant(), 512);
+    assert_eq!(c.stream_keepalive, Some(Duration::from_secs(10)));
+}
+
+#[test]
+fn a_zero_keepalive_turns_the_stream_comments_off_and_waits_are_bounded() {
+    let c = from(&[(STREAM_KEEPALIVE_MS, "0"), (RUN_QUEUE_TIMEOUT_MS, "250")]).unwrap();
+    assert_eq!(c.stream_keepalive, None);
+    assert_eq!(c.run_slots.wait, Duration::from_millis(250));
+    let err = from(&[(RUN_QUEUE_TIMEOUT_MS, "forever")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("CODEMODE_RUN_QUEUE_TIMEOUT_MS"), "{err}");
 }
 
 #[test]

@@ -34,6 +34,17 @@ pub(crate) async fn readyz(state: &State) -> Result<Response<ProxyBody>, ProxyEr
 
 /// `GET /metrics`: the Prometheus series (see `crate::observe::metrics`).
 pub(crate) fn metrics(state: &State) -> Response<ProxyBody> {
+    state
+        .metrics
+        .occupancy(&crate::observe::metrics::Occupancy {
+            programs_running: state.runs.running(),
+            programs_waiting: state.runs.waiting(),
+            stores: [
+                Some(state.plans.weighed_bytes()),
+                state.executions.local().map(|s| s.weighed_bytes()),
+                state.splices.local().map(|s| s.weighed_bytes()),
+            ],
+        });
     let mut res = Response::new(full(state.metrics.encode()));
     res.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -71,7 +71,7 @@ pub(crate) async fn intercepted<D: Dialect>(
             Decision::Final => {}
             Decision::Splice => {
                 if let Some((keys, splice)) = turn::splice::<D>(&turn.calls) {
-                    splices.put(&keys, Arc::new(splice));
+                    splices.put(&D::anchor(&request), &keys, Arc::new(splice));
                     splices.settle().await?;
                 }
             }

@@ -63,6 +63,7 @@ pub(crate) async fn streamed<D: Dialect>(
         StreamLimits {
             max_event: DEFAULT_MAX_EVENT_BYTES,
             max_state: state.config.max_stream_state_bytes,
+            keepalive: state.config.stream_keepalive,
         },
     );
     Ok(tag(res, selection, None))
@@ -99,6 +100,10 @@ impl<D: Dialect> RepairTarget for Reasker<D> {
             self.state.config.upstream_timeout,
             self.state.config.max_upstream_body_bytes,
         ))
+    }
+
+    fn anchor(&self) -> crate::conversation::Anchor {
+        D::anchor(&self.request.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn run_program(&mut self, program: HeldProgram) -> RepairFuture {

@@ -39,6 +39,10 @@ impl Dialect for Messages {
         request.field(key)
     }
 
+    fn anchor(request: &MessagesRequest) -> crate::conversation::Anchor {
+        request.anchor()
+    }
+
     fn streams(request: &MessagesRequest) -> bool {
         request.stream
     }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
@@ -188,7 +189,15 @@ impl MessagesRequest {
     /// the assistant message before it, their `tool_result`s right after
     /// the user message's own (every `tool_result` before other content,
     /// as the API requires). Nothing is added twice.
+    /// The conversation this request continues: its first user message.
+    pub fn anchor(&self) -> Anchor {
+        self.messages
+            .as_deref()
+            .map_or(Anchor::NONE, Anchor::of_history)
+    }
+
     fn splice_denials(&mut self, splices: &TenantSplices) -> Result<(), ProxyError> {
+        let anchor = self.anchor();
         let Some(messages) = &mut self.messages else {
             return Ok(());
         };
@@ -196,7 +205,7 @@ impl MessagesRequest {
             let Some((answered, at)) = tool_results(&messages[i]) else {
                 continue;
             };
-            let Some(splice) = splices.get(&answered) else {
+            let Some(splice) = splices.get(&anchor, &answered) else {
                 continue;
             };
             let Some(called) = tool_uses(&messages[i - 1]) else {

@@ -8,6 +8,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
@@ -38,6 +39,11 @@ struct CodeLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabel {
+    store: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -76,7 +82,22 @@ pub struct Metrics {
     output_tokens: Counter,
     round_trips_saved: Counter,
     context_bytes_saved: Counter,
+    programs_running: Gauge,
+    programs_waiting: Gauge,
+    /// By [`Occupancy::stores`]' order.
+    store_bytes: [Gauge; 3],
 }
+
+/// What the proxy holds now, read when the metrics are scraped.
+pub(crate) struct Occupancy {
+    pub(crate) programs_running: usize,
+    pub(crate) programs_waiting: usize,
+    /// Weighed bytes of the in-memory plan cache, execution store and
+    /// splice store (`None` for a store that lives elsewhere).
+    pub(crate) stores: [Option<u64>; 3],
+}
+
+const STORES: [&str; 3] = ["plans", "executions", "splices"];
 
 /// One finished request, as the metrics count it.
 pub(crate) struct Finished {
@@ -160,6 +181,26 @@ impl Metrics {
             "Bytes of nested results kept out of the model's context",
             context_bytes_saved.clone(),
         );
+        let programs_running = Gauge::default();
+        registry.register(
+            "codemode_programs_running",
+            "Programs running in the embedded runtime's slots now",
+            programs_running.clone(),
+        );
+        let programs_waiting = Gauge::default();
+        registry.register(
+            "codemode_programs_waiting",
+            "Programs waiting for a slot now (CODEMODE_RUN_QUEUE bounds them)",
+            programs_waiting.clone(),
+        );
+        let store_bytes = Family::<StoreLabel, Gauge>::default();
+        registry.register(
+            "codemode_memory_store_bytes",
+            "Bytes the in-memory caches and stores hold, as weighed against their budgets",
+            store_bytes.clone(),
+        );
+        let store_bytes =
+            STORES.map(|store| store_bytes.get_or_create(&StoreLabel { store }).clone());
         // Series a dashboard expects from the start, before any traffic.
         let denials = DENIAL_CODES.map(|code| denials.get_or_create(&CodeLabel { code }).clone());
         let executions = Outcome::ALL.map(|outcome| {
@@ -185,6 +226,19 @@ impl Metrics {
             output_tokens,
             round_trips_saved,
             context_bytes_saved,
+            programs_running,
+            programs_waiting,
+            store_bytes,
+        }
+    }
+
+    /// Sets the gauges of what the proxy holds now (before an encode).
+    pub(crate) fn occupancy(&self, now: &Occupancy) {
+        let set = |g: &Gauge, n: u64| g.set(i64::try_from(n).unwrap_or(i64::MAX));
+        set(&self.programs_running, now.programs_running as u64);
+        set(&self.programs_waiting, now.programs_waiting as u64);
+        for (gauge, bytes) in self.store_bytes.iter().zip(now.stores) {
+            set(gauge, bytes.unwrap_or(0));
         }
     }
 

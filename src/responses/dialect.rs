@@ -38,6 +38,10 @@ impl Dialect for Responses {
         request.field(key)
     }
 
+    fn anchor(request: &ResponsesRequest) -> crate::conversation::Anchor {
+        request.anchor()
+    }
+
     fn streams(request: &ResponsesRequest) -> bool {
         request.stream
     }

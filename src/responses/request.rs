@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
@@ -111,7 +112,6 @@ impl ResponsesRequest {
     }
 
     /// `previous_response_id`, when the request continues a stored response.
-    #[cfg(test)]
     pub fn previous_response_id(&self) -> Option<String> {
         self.field("previous_response_id").and_then(|r| {
             serde_json::from_str::<Option<String>>(r.get())
@@ -210,7 +210,24 @@ impl ResponsesRequest {
     /// its call. With `previous_response_id` the provider holds the turn
     /// (denied calls included) and the input carries only the outputs: the
     /// answers then go right before them.
+    /// The conversation this request continues: its first user message;
+    /// none when the provider holds the conversation
+    /// (`previous_response_id`), whose call ids are the provider's own.
+    pub fn anchor(&self) -> Anchor {
+        if self.previous_response_id().is_some() {
+            return Anchor::NONE;
+        }
+        match &self.input {
+            Some(items) => Anchor::of_history(items),
+            None => self
+                .field("input")
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .map_or(Anchor::NONE, |text| Anchor::of_content(&text)),
+        }
+    }
+
     fn splice_denials(&mut self, splices: &TenantSplices) {
+        let anchor = self.anchor();
         let Some(items) = &mut self.input else {
             return;
         };
@@ -220,13 +237,15 @@ impl ResponsesRequest {
         for (start, end) in runs(&roles, |r| !matches!(r, Role::Other)) {
             let whole = outputs(&roles[start..end], start);
             let hits: Vec<(Vec<usize>, std::sync::Arc<Splice>)> =
-                match lookup(&roles, &whole, splices) {
+                match lookup(&roles, &whole, &anchor, splices) {
                     Some(s) => vec![(whole, s)],
                     None => runs(&roles[start..end], |r| matches!(r, Role::Output(_)))
                         .filter_map(|(s, e)| {
                             let part: Vec<usize> = (start + s..start + e).collect();
                             (part.len() < whole.len())
-                                .then(|| lookup(&roles, &part, splices).map(|hit| (part, hit)))
+                                .then(|| {
+                                    lookup(&roles, &part, &anchor, splices).map(|hit| (part, hit))
+                                })
                                 .flatten()
                         })
                         .collect(),
@@ -364,10 +383,11 @@ fn id_of(role: &Role) -> Option<&str> {
 fn lookup(
     roles: &[Role],
     outs: &[usize],
+    anchor: &Anchor,
     splices: &TenantSplices,
 ) -> Option<std::sync::Arc<Splice>> {
     let ids: Vec<&str> = outs.iter().filter_map(|&i| id_of(&roles[i])).collect();
-    splices.get(&ids)
+    splices.get(anchor, &ids)
 }
 
 #[cfg(test)]

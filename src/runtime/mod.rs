@@ -342,11 +342,11 @@ pub enum Step {
 
 /// Runs the program once more (replaying every answered call) in a slot of
 /// `pool`, on a blocking thread, so a busy program never stalls the proxy's
-/// I/O. When the pool is full the program is not run and ends with an
-/// error the model can act on (run it again), so the conversation stays
-/// well formed.
+/// I/O. It waits its tenant's turn for a slot; when none comes in time the
+/// program is not run and ends with an error the model can act on (run it
+/// again), so the conversation stays well formed.
 ///
-/// `Err` when the pool is full and the program was not run: the execution
+/// `Err` when the program was not run (no slot in time): the execution
 /// is returned unchanged, so the caller decides what the model or the
 /// client is told (a new program gets a `BusyError` result; a resume is a
 /// retryable 503, since the client's results must not be spent).
@@ -355,10 +355,11 @@ pub async fn step(
     limits: Limits,
     pool: &RunPool,
 ) -> Result<(Execution, Step), (Execution, PoolError)> {
+    let tenant = exec.tenant;
     let job = {
         let exec = exec.clone();
         let limits = limits.clone();
-        pool.run(move || {
+        pool.run(&tenant, move || {
             sandbox::run_with(
                 &exec.code,
                 &exec.tools,
@@ -372,8 +373,8 @@ pub async fn step(
     };
     let outcome = match job.await {
         Ok(o) => o,
-        Err(busy @ PoolError::Busy { .. }) => return Err((exec, busy)),
-        Err(e @ PoolError::Crashed(_)) => RunOutcome::Failed {
+        Err(busy) if busy.not_started() => return Err((exec, busy)),
+        Err(e) => RunOutcome::Failed {
             output: String::new(),
             error: e.to_string(),
         },

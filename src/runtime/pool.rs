@@ -1,30 +1,54 @@
-//! The run pool: how many programs run at once, and how many may wait.
+//! The run pool: how many programs run at once, how long and how many may
+//! wait, and in what order the waiting ones get a slot.
 //!
 //! Programs are CPU-bound and each may hold its whole heap limit, so the
-//! proxy runs at most `concurrency` of them (on blocking threads) and lets
-//! at most `queue` more wait for a slot, first come first served. One more
-//! is refused at once: the model gets a `run_code` error it can act on, and
-//! the proxy keeps its memory bounded and its I/O threads answering.
+//! proxy runs at most `concurrency` of them (on blocking threads). A burst
+//! waits for a slot rather than failing: a program waits up to `wait`
+//! (`CODEMODE_RUN_QUEUE_TIMEOUT_MS`) among at most `queue` waiting ones.
+//!
+//! Waiting programs are served round-robin between tenants: each tenant
+//! has its own first-come queue, and a freed slot goes to the next tenant
+//! in turn that has a program waiting. A tenant that floods the proxy
+//! therefore delays another tenant's program by at most one run per tenant
+//! ahead of it, however many programs it queued; and no tenant may hold
+//! more than half the waiting places, so it cannot shut the others out.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 
-use crate::env_vars::{RUN_CONCURRENCY, RUN_QUEUE};
+use crate::env_vars::{RUN_CONCURRENCY, RUN_QUEUE, RUN_QUEUE_TIMEOUT_MS};
+use crate::tenant::Tenant;
 
-/// Concurrency of the embedded runtime: slots, then a bounded queue.
+/// Concurrency of the embedded runtime: slots, then a bounded wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunSlots {
     /// Programs running at once.
     pub concurrency: usize,
-    /// Programs waiting for a slot; one more is refused with a clear error.
+    /// Programs waiting for a slot; one more is refused at once.
     pub queue: usize,
+    /// How long a program waits for a slot before it is refused.
+    pub wait: Duration,
+}
+
+impl RunSlots {
+    /// Waiting places one tenant may hold: half the queue (at least one
+    /// when there is a queue at all).
+    pub fn per_tenant(&self) -> usize {
+        if self.queue == 0 {
+            0
+        } else {
+            self.queue.div_ceil(2)
+        }
+    }
 }
 
 /// Why a job did not run to its end.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
-    /// Every slot is taken and the queue is full: the job was not started.
+    /// Every slot is taken and no waiting place is left: the job was not started.
     #[error(
         "BusyError: the proxy is already running {concurrency} programs with {queue} more waiting \
          ({RUN_CONCURRENCY}, {RUN_QUEUE}), so this program was not started; run it again in a moment"
@@ -32,171 +56,242 @@ pub enum PoolError {
     Busy {
         /// Programs running at once.
         concurrency: usize,
-        /// Programs waiting for a slot.
+        /// Waiting places (the whole queue, or this tenant's share of it).
         queue: usize,
+    },
+    /// The job waited its whole time for a slot: it was not started.
+    #[error(
+        "BusyError: this program waited {waited_ms} ms for one of the proxy's {concurrency} \
+         program slots ({RUN_QUEUE_TIMEOUT_MS}, {RUN_CONCURRENCY}) and was not started; run it \
+         again in a moment"
+    )]
+    WaitedOut {
+        /// Programs running at once.
+        concurrency: usize,
+        /// How long it waited.
+        waited_ms: u128,
     },
     /// The job's thread ended abnormally (a panic).
     #[error("Error: the program's thread ended abnormally ({0})")]
     Crashed(String),
 }
 
-/// Slots for running programs and a bounded queue in front of them.
+impl PoolError {
+    /// Whether the job never started, so running it again is safe.
+    pub fn not_started(&self) -> bool {
+        matches!(self, PoolError::Busy { .. } | PoolError::WaitedOut { .. })
+    }
+}
+
+/// Slots for running programs and fair, bounded waiting in front of them.
 #[derive(Clone, Debug)]
 pub struct RunPool {
     slots: RunSlots,
-    /// Held from admission to the end of the run: slots plus the queue.
-    admitted: Arc<Semaphore>,
-    /// Held while the job runs.
-    running: Arc<Semaphore>,
+    fair: Arc<Mutex<Fair>>,
+}
+
+/// The pool's book: free slots and each tenant's waiting programs.
+#[derive(Debug, Default)]
+struct Fair {
+    free: usize,
+    waiting: usize,
+    queues: HashMap<Tenant, VecDeque<Waiter>>,
+    /// Tenants with a program waiting, in the order they are served.
+    turns: VecDeque<Tenant>,
+    next_id: u64,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    id: u64,
+    grant: oneshot::Sender<()>,
+}
+
+impl Fair {
+    /// Gives a freed slot to the next tenant in turn, or keeps it free.
+    fn hand_on(&mut self) {
+        while let Some(tenant) = self.turns.pop_front() {
+            let Some(queue) = self.queues.get_mut(&tenant) else {
+                continue;
+            };
+            let Some(waiter) = queue.pop_front() else {
+                self.queues.remove(&tenant);
+                continue;
+            };
+            self.waiting -= 1;
+            if queue.is_empty() {
+                self.queues.remove(&tenant);
+            } else {
+                self.turns.push_back(tenant);
+            }
+            // A waiter always removes itself before it goes away, so the
+            // send only fails for one that is leaving right now: next.
+            if waiter.grant.send(()).is_ok() {
+                return;
+            }
+        }
+        self.free += 1;
+    }
+
+    /// Takes waiter `id` of `tenant` out of the queue; whether it was there.
+    fn withdraw(&mut self, tenant: &Tenant, id: u64) -> bool {
+        let Some(queue) = self.queues.get_mut(tenant) else {
+            return false;
+        };
+        let Some(at) = queue.iter().position(|w| w.id == id) else {
+            return false;
+        };
+        queue.remove(at);
+        self.waiting -= 1;
+        if queue.is_empty() {
+            self.queues.remove(tenant);
+            self.turns.retain(|t| t != tenant);
+        }
+        true
+    }
+}
+
+/// A slot held: given back (to the next tenant in turn) when dropped.
+struct Slot(Arc<Mutex<Fair>>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.0).hand_on();
+    }
+}
+
+/// A place in a tenant's queue. Dropped while waiting (the caller went
+/// away, or its time ran out), it leaves the queue; should the slot have
+/// been granted meanwhile, the slot is passed on.
+struct Place {
+    fair: Arc<Mutex<Fair>>,
+    tenant: Tenant,
+    id: u64,
+    granted: Option<oneshot::Receiver<()>>,
+}
+
+impl Place {
+    /// The slot, once granted.
+    async fn granted(mut self) -> Slot {
+        if let Some(rx) = self.granted.as_mut() {
+            // The sender lives in the queue until it grants (Ok) or this
+            // place withdraws (which only `drop` does).
+            let _ = rx.await;
+        }
+        self.granted = None;
+        Slot(self.fair.clone())
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.granted.take() else {
+            return;
+        };
+        let mut fair = lock(&self.fair);
+        if !fair.withdraw(&self.tenant, self.id) && rx.try_recv().is_ok() {
+            fair.hand_on();
+        }
+    }
+}
+
+fn lock(fair: &Mutex<Fair>) -> MutexGuard<'_, Fair> {
+    fair.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl RunPool {
     /// A pool of `slots.concurrency` slots and `slots.queue` waiting places.
     pub fn new(slots: RunSlots) -> RunPool {
-        let concurrency = slots.concurrency.clamp(1, Semaphore::MAX_PERMITS);
-        let admitted = concurrency
-            .saturating_add(slots.queue)
-            .min(Semaphore::MAX_PERMITS);
+        let fair = Fair {
+            free: slots.concurrency.max(1),
+            ..Fair::default()
+        };
         RunPool {
             slots,
-            admitted: Arc::new(Semaphore::new(admitted)),
-            running: Arc::new(Semaphore::new(concurrency)),
+            fair: Arc::new(Mutex::new(fair)),
         }
     }
 
-    /// Runs `job` on a blocking thread once a slot is free, or refuses it
-    /// at once when the queue is full.
+    /// Runs `tenant`'s `job` on a blocking thread once a slot is free: at
+    /// once, or after waiting its turn. Refused at once when no waiting
+    /// place is left, or after waiting `wait` without a slot.
     ///
-    /// The permits move into the job's thread: a caller that goes away
+    /// The slot moves into the job's thread: a caller that goes away
     /// (a client that hung up) gives its slot back only when the job ends,
     /// so the bound holds for threads, not for futures.
-    pub async fn run<T, F>(&self, job: F) -> Result<T, PoolError>
+    pub async fn run<T, F>(&self, tenant: &Tenant, job: F) -> Result<T, PoolError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let busy = || PoolError::Busy {
-            concurrency: self.slots.concurrency,
-            queue: self.slots.queue,
-        };
-        let admitted = self
-            .admitted
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| busy())?;
-        // The semaphores are never closed; a closed one would only mean "busy".
-        let running = self
-            .running
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| busy())?;
+        let slot = self.admit(tenant).await?;
         tokio::task::spawn_blocking(move || {
-            let _permits = (admitted, running);
+            let _slot = slot;
             job()
         })
         .await
         .map_err(|e| PoolError::Crashed(e.to_string()))
     }
 
+    async fn admit(&self, tenant: &Tenant) -> Result<Slot, PoolError> {
+        let place = {
+            let mut fair = lock(&self.fair);
+            if fair.free > 0 {
+                fair.free -= 1;
+                return Ok(Slot(self.fair.clone()));
+            }
+            let mine = fair.queues.get(tenant).map_or(0, VecDeque::len);
+            if fair.waiting >= self.slots.queue {
+                return Err(self.busy(self.slots.queue));
+            }
+            if mine >= self.slots.per_tenant() {
+                return Err(self.busy(self.slots.per_tenant()));
+            }
+            let (grant, granted) = oneshot::channel();
+            let id = fair.next_id;
+            fair.next_id += 1;
+            fair.waiting += 1;
+            let queue = fair.queues.entry(*tenant).or_default();
+            queue.push_back(Waiter { id, grant });
+            if queue.len() == 1 {
+                fair.turns.push_back(*tenant);
+            }
+            Place {
+                fair: self.fair.clone(),
+                tenant: *tenant,
+                id,
+                granted: Some(granted),
+            }
+        };
+        let started = tokio::time::Instant::now();
+        match tokio::time::timeout(self.slots.wait, place.granted()).await {
+            Ok(slot) => Ok(slot),
+            // Dropping the place withdrew it, or passed on a slot granted
+            // in the same instant.
+            Err(_) => Err(PoolError::WaitedOut {
+                concurrency: self.slots.concurrency,
+                waited_ms: started.elapsed().as_millis(),
+            }),
+        }
+    }
+
+    fn busy(&self, queue: usize) -> PoolError {
+        PoolError::Busy {
+            concurrency: self.slots.concurrency,
+            queue,
+        }
+    }
+
     /// Programs running now.
-    #[cfg(test)]
     pub fn running(&self) -> usize {
-        self.slots
-            .concurrency
-            .clamp(1, Semaphore::MAX_PERMITS)
-            .saturating_sub(self.running.available_permits())
+        self.slots.concurrency.max(1) - lock(&self.fair).free
+    }
+
+    /// Programs waiting now.
+    pub fn waiting(&self) -> usize {
+        lock(&self.fair).waiting
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::mpsc;
-    use std::time::Duration;
-
-    use super::*;
-
-    fn pool(concurrency: usize, queue: usize) -> RunPool {
-        RunPool::new(RunSlots { concurrency, queue })
-    }
-
-    /// Starts a job that holds its slot until `release` is sent to.
-    async fn hold(
-        pool: &RunPool,
-    ) -> (
-        mpsc::Sender<()>,
-        tokio::task::JoinHandle<Result<(), PoolError>>,
-    ) {
-        let (release, wait) = mpsc::channel::<()>();
-        let (started_tx, started) = tokio::sync::oneshot::channel();
-        let p = pool.clone();
-        let handle = tokio::spawn(async move {
-            p.run(move || {
-                let _ = started_tx.send(());
-                let _ = wait.recv_timeout(Duration::from_secs(60));
-            })
-            .await
-        });
-        started.await.expect("the job started");
-        (release, handle)
-    }
-
-    #[tokio::test]
-    async fn past_the_queue_a_job_is_refused_naming_the_env_vars() {
-        let p = pool(1, 0);
-        let (release, first) = hold(&p).await;
-        let err = p.run(|| ()).await.unwrap_err();
-        assert_eq!(
-            err,
-            PoolError::Busy {
-                concurrency: 1,
-                queue: 0
-            }
-        );
-        let text = err.to_string();
-        assert!(
-            text.contains("CODEMODE_RUN_CONCURRENCY") && text.contains("CODEMODE_RUN_QUEUE"),
-            "{text}"
-        );
-        release.send(()).unwrap();
-        first.await.unwrap().unwrap();
-        assert_eq!(p.run(|| 7).await, Ok(7), "the slot came back");
-    }
-
-    #[tokio::test]
-    async fn queued_jobs_wait_for_a_slot_and_then_run() {
-        let p = pool(1, 1);
-        let (release, first) = hold(&p).await;
-        let q = p.clone();
-        let queued = tokio::spawn(async move { q.run(|| "ran").await });
-        // Wait (without a timed assertion) until the queued job holds its place.
-        while p.admitted.available_permits() != 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert!(matches!(
-            p.run(|| "third").await,
-            Err(PoolError::Busy { .. })
-        ));
-        assert_eq!(p.running(), 1);
-        release.send(()).unwrap();
-        first.await.unwrap().unwrap();
-        assert_eq!(queued.await.unwrap(), Ok("ran"));
-    }
-
-    #[tokio::test]
-    async fn a_caller_that_goes_away_keeps_the_slot_until_the_job_ends() {
-        let p = pool(1, 0);
-        let (release, first) = hold(&p).await;
-        first.abort();
-        let _ = first.await;
-        assert!(
-            matches!(p.run(|| ()).await, Err(PoolError::Busy { .. })),
-            "the job still runs, so its slot is still taken"
-        );
-        release.send(()).unwrap();
-        while p.running() != 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert_eq!(p.run(|| 1).await, Ok(1));
-    }
-}
+mod tests;

@@ -54,6 +54,11 @@ pub trait ExecutionLookup: Send + Sync {
     fn alias(&self, tenant: &Tenant, short: &str) -> Option<String>;
     /// Saves a new state of an execution (an interrupted program closed).
     fn put(&self, exec: Arc<Execution>);
+    /// Bytes held, as weighed against the store's budget (0 for a view
+    /// that holds no records of its own).
+    fn weighed_bytes(&self) -> u64 {
+        0
+    }
 }
 
 type Key = (Tenant, Box<str>);
@@ -117,6 +122,20 @@ impl ExecutionLookup for MemoryExecutionStore {
         } else {
             self.waiting.insert(key, exec);
         }
+    }
+
+    fn weighed_bytes(&self) -> u64 {
+        [&self.waiting, &self.ended]
+            .map(|c| {
+                c.run_pending_tasks();
+                c.weighted_size()
+            })
+            .iter()
+            .sum::<u64>()
+            + {
+                self.aliases.run_pending_tasks();
+                self.aliases.weighted_size()
+            }
     }
 
     fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>> {

@@ -11,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Response};
@@ -18,6 +19,7 @@ use http_body::{Body, Frame};
 use serde_json::Value;
 
 use crate::body::{BoxedError, ProxyBody, UpstreamIdle};
+use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::runtime::StoreError;
 use crate::splice::TenantSplices;
@@ -43,6 +45,11 @@ pub trait RepairTarget: Send {
     fn reask(&mut self, messages: Vec<Value>) -> RepairFuture;
     /// Runs the model's program; then asks again, or hands its calls to the client.
     fn run_program(&mut self, program: HeldProgram) -> RepairFuture;
+    /// The conversation the stream's turns belong to, for a mixed turn's
+    /// stored denials.
+    fn anchor(&self) -> Anchor {
+        Anchor::NONE
+    }
 }
 
 /// Which kind of round is being started.
@@ -73,13 +80,23 @@ pub struct StreamLimits {
     /// judges (its text, its calls' arguments, the items a Responses
     /// client's terminal lists), so this bounds what it holds.
     pub max_state: usize,
+    /// How often a client waiting on the proxy gets an SSE comment
+    /// (`CODEMODE_STREAM_KEEPALIVE_MS`); `None`: never.
+    pub keepalive: Option<Duration>,
 }
+
+/// What a waiting client is sent: an SSE comment, which every client's
+/// event parser skips (providers send such lines too).
+const KEEPALIVE: &[u8] = b": codemode-proxy is working on this answer\n\n";
 
 impl Default for StreamLimits {
     fn default() -> StreamLimits {
         StreamLimits {
             max_event: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             max_state: crate::config::DEFAULT_MAX_STREAM_STATE_BYTES,
+            keepalive: Some(Duration::from_millis(
+                crate::config::DEFAULT_STREAM_KEEPALIVE_MS,
+            )),
         }
     }
 }
@@ -101,6 +118,8 @@ pub struct InterceptBody<J> {
     held: Vec<Bytes>,
     /// The current upstream round's trace span: the judge's denials are its events.
     round: Round,
+    /// When the client waiting on the next round gets its next comment.
+    tick: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// The client's response for an upstream stream: its status and headers,
@@ -128,6 +147,7 @@ pub fn intercept_stream<J: RoundJudge>(
         splices,
         held: Vec::new(),
         round,
+        tick: None,
     };
     Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body))
 }
@@ -177,7 +197,8 @@ impl<J: RoundJudge> InterceptBody<J> {
             RoundEnd::Done { splice } => {
                 self.phase = Phase::Done;
                 if let Some((keys, splice)) = splice {
-                    self.splices.put(&keys, Arc::new(splice));
+                    self.splices
+                        .put(&self.repair.anchor(), &keys, Arc::new(splice));
                     if self.splices.is_remote() {
                         let splices = self.splices.clone();
                         self.phase = Phase::Saving(Box::pin(async move { splices.settle().await }));
@@ -188,6 +209,49 @@ impl<J: RoundJudge> InterceptBody<J> {
             }
         }
         self.out.extend(self.emitted.drain(..));
+    }
+
+    /// While the next round is prepared (a program waits for its slot or
+    /// runs, the model is asked again), a comment every so often keeps the
+    /// client's and any middlebox's idle timeout from cutting the stream.
+    fn keep_alive(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
+        let Some(every) = self.limits.keepalive else {
+            return Poll::Pending;
+        };
+        let tick = self
+            .tick
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(every)));
+        ready!(tick.as_mut().poll(cx));
+        tick.as_mut().reset(tokio::time::Instant::now() + every);
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(KEEPALIVE)))))
+    }
+
+    /// Starts the round the pending future prepared, or ends the stream.
+    fn next_round(&mut self, next: Result<Next, ProxyError>, pending: Pending) {
+        match next {
+            Ok(Next::Stream(res)) => {
+                match pending {
+                    Pending::Repair => self.judge.start_repair_round(),
+                    Pending::Program => self.judge.start_program_round(),
+                }
+                self.parser = SseParser::new(self.limits.max_event);
+                let (mut parts, body) = res.into_parts();
+                self.round = Round::of_response(&mut parts.extensions);
+                self.phase = Phase::Reading(body);
+            }
+            Ok(Next::HandOff(turn)) => {
+                self.judge.hand_off(&turn, &mut self.emitted);
+                self.out.extend(self.emitted.drain(..));
+                self.phase = Phase::Done;
+            }
+            Err(e) => {
+                let message = e.to_string();
+                self.fail(&message, e.code());
+            }
+        }
     }
 
     fn fail(&mut self, message: &str, code: &str) {
@@ -229,25 +293,12 @@ impl<J: RoundJudge> Body for InterceptBody<J> {
                     }
                     None => this.end_of_round(),
                 },
-                Phase::Asking(future, pending) => match ready!(future.as_mut().poll(cx)) {
-                    Ok(Next::Stream(res)) => {
-                        match pending {
-                            Pending::Repair => this.judge.start_repair_round(),
-                            Pending::Program => this.judge.start_program_round(),
-                        }
-                        this.parser = SseParser::new(this.limits.max_event);
-                        let (mut parts, body) = res.into_parts();
-                        this.round = Round::of_response(&mut parts.extensions);
-                        this.phase = Phase::Reading(body);
-                    }
-                    Ok(Next::HandOff(turn)) => {
-                        this.judge.hand_off(&turn, &mut this.emitted);
-                        this.out.extend(this.emitted.drain(..));
-                        this.phase = Phase::Done;
-                    }
-                    Err(e) => {
-                        let message = e.to_string();
-                        this.fail(&message, e.code());
+                Phase::Asking(future, pending) => match future.as_mut().poll(cx) {
+                    Poll::Pending => return this.keep_alive(cx),
+                    Poll::Ready(next) => {
+                        let pending = *pending;
+                        this.tick = None;
+                        this.next_round(next, pending);
                     }
                 },
                 Phase::Saving(saving) => {

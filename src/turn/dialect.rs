@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{JudgedCall, RoundJudge};
+use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::Trailing;
@@ -91,6 +92,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
     ) -> Result<Option<Trailing>, Vec<String>>;
+    /// The conversation the request continues, for its mixed turns'
+    /// stored denials.
+    fn anchor(request: &Self::Request) -> Anchor;
     /// The request's `model`, or null.
     fn model(request: &Self::Request) -> Value {
         Self::field(request, "model")

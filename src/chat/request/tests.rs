@@ -4,6 +4,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::conversation::Anchor;
 use crate::preset::Catalog;
 use crate::splice::{MemorySpliceStore, Splice, TenantSplices};
 
@@ -93,6 +94,7 @@ fn forced_native_tool_becomes_run_code_in_code_mode() {
 fn stored_denials_are_spliced_after_the_turns_results() {
     let s = store();
     s.put(
+        &Anchor::of_content(&json!("go")),
         &["keep".into()],
         Arc::new(Splice {
             denied_calls: vec![json!({"id": "gone", "type": "function", "function": {"name": "read", "arguments": "{}"}})],

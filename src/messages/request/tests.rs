@@ -4,6 +4,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::conversation::Anchor;
 use crate::dialect::Dialect;
 use crate::messages::items;
 use crate::mode::{Mode, Runtime};
@@ -252,7 +253,12 @@ fn stored_turn(splices: &TenantSplices, plan: &ToolPlan) {
         .collect();
     let (keys, splice) = crate::turn::splice::<crate::messages::Messages>(&calls).unwrap();
     assert_eq!(keys, ["toolu_run"]);
-    splices.put(&keys, Arc::new(splice));
+    // The conversation of `history()`: its first user message.
+    splices.put(
+        &Anchor::of_content(&json!("read a")),
+        &keys,
+        Arc::new(splice),
+    );
 }
 
 fn history() -> Value {
@@ -302,6 +308,7 @@ fn stored_denials_join_their_turn_and_its_answers() {
         crate::tenant::Tenant::anonymous("other"),
     );
     other.put(
+        &Anchor::of_content(&json!("read a")),
         &["unrelated".to_owned()],
         Arc::new(Splice {
             denied_calls: vec![],

@@ -4,6 +4,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::conversation::Anchor;
 use crate::dialect::Dialect;
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile, Preset};
@@ -269,8 +270,10 @@ fn a_preset_hiding_a_tool_of_a_namespace_keeps_the_rest_of_the_group() {
     }
 }
 
-fn stored(splices: &TenantSplices, ids: &[&str]) {
+/// Stores a turn's splice in the conversation `anchor` names.
+fn stored(splices: &TenantSplices, anchor: &Anchor, ids: &[&str]) {
     splices.put(
+        anchor,
         &ids.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
         Arc::new(Splice {
             denied_calls: vec![json!({"type": "function_call", "call_id": "d1", "name": "bash", "arguments": "{}"})],
@@ -297,7 +300,10 @@ fn kinds(v: &Value) -> Vec<String> {
 #[test]
 fn stored_denials_follow_the_turns_calls_in_every_history_shape() {
     let splices = store();
-    stored(&splices, &["a", "b"]);
+    // Histories that open with the user's "u", and ones that carry no
+    // user message (previous_response_id, a bare run of calls).
+    stored(&splices, &Anchor::of_content(&json!("u")), &["a", "b"]);
+    stored(&splices, &Anchor::NONE, &["a", "b"]);
     let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "exec_command", "arguments": "{}"});
     let out = |id: &str| json!({"type": "function_call_output", "call_id": id, "output": "ok"});
     let user = json!({"role": "user", "content": "u"});
@@ -373,7 +379,7 @@ fn stored_denials_follow_the_turns_calls_in_every_history_shape() {
 #[test]
 fn two_turns_in_one_run_are_told_apart_by_their_outputs() {
     let splices = store();
-    stored(&splices, &["b"]);
+    stored(&splices, &Anchor::NONE, &["b"]);
     let call = |id: &str| json!({"type": "custom_tool_call", "call_id": id, "name": "apply_patch", "input": "p"});
     let out = |id: &str| json!({"type": "custom_tool_call_output", "call_id": id, "output": "ok"});
     let v = rewritten(

@@ -865,6 +865,7 @@ async fn through_body(
         crate::stream::StreamLimits {
             max_event: 1 << 20,
             max_state: usize::MAX,
+            keepalive: None,
         },
     );
     let bytes = res.into_body().collect().await.unwrap().to_bytes().to_vec();
