@@ -26,8 +26,14 @@
 //! without its dialect's end, a call the model made directly reaching the
 //! client, or a final text that is not the one expected.
 //!
-//! Prints a markdown table of samples (time, resident memory, streams
-//! open, conversations and requests done, errors, the proxy's CPU) and a
+//! The proxy keeps ended executions for `SOAK_STORE_TTL_SECS` (60; its own
+//! default is an hour, during which the execution store grows toward its
+//! budget by design), so a ten-minute run reaches its steady state; what
+//! the stores hold (`codemode_memory_store_bytes`) is sampled beside RSS.
+//!
+//! Prints a markdown table of samples (time, resident memory, bytes in the
+//! stores, streams open, conversations and requests done, errors, the
+//! proxy's CPU) and a
 //! verdict: resident memory after the warm-up (`SOAK_WARMUP_SECS`, by
 //! default the first minute, or the first fifth of a shorter run) flat
 //! within 10%, and no error. The proxy holds two sockets per stream:
@@ -983,6 +989,8 @@ fn cpu_secs(pid: u32) -> f64 {
 struct Sample {
     at: f64,
     rss_kib: u64,
+    /// What the proxy's in-memory stores hold (`codemode_memory_store_bytes`).
+    stores: u64,
     open: i64,
     conversations: u64,
     requests: u64,
@@ -1003,7 +1011,20 @@ fn start_provider(delay_ms: u64) -> (std::process::Child, String) {
     (child, addr.trim().to_owned())
 }
 
-fn start_proxy(provider: &str) -> (std::process::Child, String) {
+/// The bytes the proxy's in-memory stores hold, from `GET /metrics`.
+async fn store_bytes(client: &reqwest::Client, base: &str) -> u64 {
+    let Ok(res) = client.get(format!("{base}/metrics")).send().await else {
+        return 0;
+    };
+    let text = res.text().await.unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("codemode_memory_store_bytes{"))
+        .filter_map(|l| l.rsplit(' ').next())
+        .filter_map(|v| v.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+fn start_proxy(provider: &str, ttl: u64) -> (std::process::Child, String) {
     // PROXY_BIN measures another build (an older commit, another allocator).
     let bin =
         std::env::var("PROXY_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_codemode-proxy").into());
@@ -1014,6 +1035,8 @@ fn start_proxy(provider: &str) -> (std::process::Child, String) {
         .env("CODEMODE_ANTHROPIC_UPSTREAM", &upstream)
         .env("CODEMODE_RUNTIME", "embedded")
         .env("CODEMODE_MODE", "code")
+        .env("CODEMODE_RUN_LIFETIME_SECS", ttl.to_string())
+        .env("CODEMODE_SPLICE_TTL_SECS", ttl.to_string())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()
@@ -1047,14 +1070,18 @@ async fn main() {
     let sample = env_u64("SOAK_SAMPLE_SECS", 10).max(1);
     let warmup = env_u64("SOAK_WARMUP_SECS", 60.min(secs / 5));
     let event_ms = env_u64("SOAK_EVENT_MS", 500);
+    // Ended executions are kept for the longer of the two (an hour by
+    // default), so the store grows toward its budget for that long, by
+    // design; a minute lets a ten-minute soak reach its steady state.
+    let ttl = env_u64("SOAK_STORE_TTL_SECS", 60);
 
     let (mut provider_child, paddr) = start_provider(event_ms);
-    let (mut proxy, addr) = start_proxy(&paddr);
+    let (mut proxy, addr) = start_proxy(&paddr, ttl);
     let pid = proxy.id();
     let base: Arc<str> = format!("http://{addr}").into();
     println!(
         "soak: {streams} streams, {secs} s, a sample every {sample} s (warm-up {warmup} s), \
-         {event_ms} ms between provider events; proxy pid {pid} on {addr}"
+         {event_ms} ms between provider events, executions kept {ttl} s; proxy pid {pid} on {addr}"
     );
 
     let client = reqwest::Client::builder()
@@ -1079,16 +1106,18 @@ async fn main() {
     let all = futures_util::future::join_all(tasks);
     tokio::pin!(all);
 
-    let take = |counters: &Counters| Sample {
+    let metrics = reqwest::Client::new();
+    let take = |counters: &Counters, stores: u64| Sample {
         at: started.elapsed().as_secs_f64(),
         rss_kib: rss_kib(pid),
+        stores,
         open: counters.open.load(Ordering::Relaxed),
         conversations: counters.conversations.load(Ordering::Relaxed),
         requests: counters.requests.load(Ordering::Relaxed),
         errors: counters.errors.load(Ordering::Relaxed),
         cpu: cpu_secs(pid),
     };
-    let mut samples = vec![take(&counters)];
+    let mut samples = vec![take(&counters, store_bytes(&metrics, &base).await)];
     let mut ticker = tokio::time::interval_at(
         tokio::time::Instant::now() + Duration::from_secs(sample),
         Duration::from_secs(sample),
@@ -1097,16 +1126,18 @@ async fn main() {
         tokio::select! {
             _ = &mut all => break,
             _ = ticker.tick() => {
-                let s = take(&counters);
+                let stores = store_bytes(&metrics, &base).await;
+                let s = take(&counters, stores);
                 eprintln!(
-                    "{:>6.0} s  {:>7.1} MB  {:>5} open  {:>8} conversations  {:>8} requests  {} errors",
-                    s.at, s.rss_kib as f64 / 1024.0, s.open, s.conversations, s.requests, s.errors
+                    "{:>6.0} s  {:>7.1} MB ({:.1} MB in stores)  {:>5} open  {:>8} conversations  {:>8} requests  {} errors",
+                    s.at, s.rss_kib as f64 / 1024.0, s.stores as f64 / 1e6, s.open, s.conversations, s.requests, s.errors
                 );
                 samples.push(s);
             }
         }
     }
-    samples.push(take(&counters));
+    let stores = store_bytes(&metrics, &base).await;
+    samples.push(take(&counters, stores));
     let others = (cpu_secs(std::process::id()), cpu_secs(provider_child.id()));
     let _ = proxy.kill();
     let _ = proxy.wait();
@@ -1125,17 +1156,18 @@ fn report(
     (clients_cpu, provider_cpu): (f64, f64),
 ) {
     println!();
-    println!("| time | proxy RSS | streams open | conversations done | requests done | errors | proxy CPU |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| time | proxy RSS | in stores | streams open | conversations done | requests done | errors | proxy CPU |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (i, s) in samples.iter().enumerate() {
         let cpu = match i.checked_sub(1).map(|p| &samples[p]) {
             Some(p) if s.at > p.at => format!("{:.0}%", 100.0 * (s.cpu - p.cpu) / (s.at - p.at)),
             _ => String::new(),
         };
         println!(
-            "| {:.0} s | {:.1} MB | {} | {} | {} | {} | {cpu} |",
+            "| {:.0} s | {:.1} MB | {:.1} MB | {} | {} | {} | {} | {cpu} |",
             s.at,
             s.rss_kib as f64 / 1024.0,
+            s.stores as f64 / 1e6,
             s.open,
             s.conversations,
             s.requests,
