@@ -35,6 +35,12 @@ impl CodeModeService {
     pub fn connection_limits(&self) -> crate::config::ConnectionLimits {
         self.state.config.connections
     }
+
+    /// What the proxy did so far (programs, nested calls, savings,
+    /// denials), summed over every request this service served.
+    pub fn totals(&self) -> crate::observe::Totals {
+        self.state.metrics.totals()
+    }
 }
 
 impl<B> tower::Service<Request<B>> for CodeModeService

@@ -55,16 +55,30 @@ impl LogFormat {
 /// Lines are written in batches ([`super::log_writer`]): call [`flush`]
 /// before the process exits.
 pub fn layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
+    // Colours only for a terminal: a file or a collector gets plain text.
+    let ansi = std::io::stderr().is_terminal();
+    layer_to(format, super::log_writer::batched_stderr(), ansi)
+}
+
+/// The same lines as [`layer`], written to `file` instead of stderr
+/// (`codemode-proxy run`: the agent keeps the terminal), without colours.
+pub fn file_layer(format: LogFormat, file: std::fs::File) -> Box<dyn Layer<Registry> + Send + Sync> {
+    layer_to(format, std::sync::Mutex::new(file), false)
+}
+
+fn layer_to<W>(format: LogFormat, writer: W, ansi: bool) -> Box<dyn Layer<Registry> + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let filter = env.and(filter_fn(|meta| {
         !(meta.is_span()
             && (meta.target() == crate::telemetry::TARGET
                 || meta.target() == super::REQUEST_TARGET))
     }));
-    // Colours only for a terminal: a file or a collector gets plain text.
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(super::log_writer::batched_stderr())
-        .with_ansi(std::io::stderr().is_terminal());
+        .with_writer(writer)
+        .with_ansi(ansi);
     match format {
         LogFormat::Text => fmt
             .event_format(TextLine)

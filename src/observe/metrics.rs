@@ -12,6 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::ledger::{Outcome, Route, DENIAL_CODES};
@@ -86,6 +87,29 @@ pub struct Metrics {
     programs_waiting: Gauge,
     /// By [`Occupancy::stores`]' order.
     store_bytes: [Gauge; 3],
+    /// Answers of 401 or 403 on the routes that reach a provider, by
+    /// [`Route`]: not a series (the requests family has them by status),
+    /// kept so `codemode-proxy run` can say which credential to fix.
+    refused: [AtomicU64; Route::ALL.len()],
+}
+
+/// The counters `codemode-proxy run` sums up when its command exits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Programs run to their end, whatever their outcome.
+    pub programs: u64,
+    /// Tool calls those programs made.
+    pub nested_calls: u64,
+    /// Batches of nested calls answered without asking the model.
+    pub round_trips_saved: u64,
+    /// Bytes of nested results kept out of the model's context.
+    pub context_bytes_saved: u64,
+    /// Tool calls the rule denied.
+    pub denials: u64,
+    /// 401 and 403 answers on the Messages routes (`/v1/messages`, `count_tokens`).
+    pub refused_anthropic: u64,
+    /// 401 and 403 answers on the OpenAI routes (chat, responses, the rest of `/v1`).
+    pub refused_openai: u64,
 }
 
 /// What the proxy holds now, read when the metrics are scraped.
@@ -229,6 +253,26 @@ impl Metrics {
             programs_running,
             programs_waiting,
             store_bytes,
+            refused: Default::default(),
+        }
+    }
+
+    /// What the proxy did so far, summed over every request.
+    pub fn totals(&self) -> Totals {
+        let refused = |routes: &[Route]| -> u64 {
+            routes
+                .iter()
+                .map(|r| self.refused[*r as usize].load(Relaxed))
+                .sum()
+        };
+        Totals {
+            programs: self.executions.iter().map(Counter::get).sum(),
+            nested_calls: self.nested_calls.get(),
+            round_trips_saved: self.round_trips_saved.get(),
+            context_bytes_saved: self.context_bytes_saved.get(),
+            denials: self.denials.iter().map(Counter::get).sum(),
+            refused_anthropic: refused(&[Route::Messages, Route::CountTokens]),
+            refused_openai: refused(&[Route::Chat, Route::Responses, Route::Passthrough]),
         }
     }
 
@@ -284,6 +328,9 @@ impl Metrics {
         add(&self.output_tokens, f.tokens.1);
         add(&self.round_trips_saved, f.round_trips_saved);
         add(&self.context_bytes_saved, f.context_bytes_saved);
+        if matches!(f.status, 401 | 403) {
+            self.refused[f.route as usize].fetch_add(1, Relaxed);
+        }
     }
 }
 

@@ -29,6 +29,7 @@ use crate::body::ProxyBody;
 use ledger::{RequestLedger, REQUEST_ID};
 
 pub use logging::LogFormat;
+pub use metrics::Totals;
 
 /// Response header: the nested calls of the programs that ended during the request.
 pub static RESPONSE_NESTED_CALLS: HeaderName = HeaderName::from_static("x-codemode-nested-calls");
