@@ -11,6 +11,7 @@
 // The supported surface: the layer and its service, the configuration,
 // the server helpers, the errors, the modes, and the store traits a shared
 // store implements.
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -16,6 +16,12 @@ use tracing_subscriber::util::SubscriberInitExt;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // `run` and `configure` write their logs elsewhere (or none): they
+    // set up their own output.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(code) = codemode_proxy::cli::dispatch(&args) {
+        return code;
+    }
     // Before any runtime: the OTLP exporter runs on threads of its own.
     let (otel, traces) = match telemetry::otel_layer(|k| std::env::var(k).ok()) {
         Ok(otel) => otel.unzip(),

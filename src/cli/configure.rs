@@ -1,0 +1,328 @@
+//! `codemode-proxy configure <claude|codex|opencode> [--url URL] [--undo]`:
+//! points an agent's own settings file at a running proxy.
+//!
+//! Only the keys the proxy owns change (Claude Code's
+//! `env.ANTHROPIC_BASE_URL`; Codex's `model_provider` and
+//! `[model_providers.codemode]`; opencode's `baseURL` of its `openai` and
+//! `anthropic` providers). The file as it was is kept next to it
+//! (`<file>.codemode-backup`, or `<file>.codemode-absent` when there was
+//! none) the first time, and `--undo` puts those bytes back.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+
+use super::agents::{self, Agent};
+
+/// Where a proxy runs when `--url` is not given (`CODEMODE_LISTEN`'s default).
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
+
+/// What `configure` was asked to do.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ConfigureArgs {
+    /// The agent whose settings change.
+    pub agent: Agent,
+    /// The proxy's root URL (no `/v1`).
+    pub url: String,
+    /// Restore the file as it was before the first `configure`.
+    pub undo: bool,
+}
+
+/// The agent's settings file, under the directories it reads: `$HOME`,
+/// and `CLAUDE_CONFIG_DIR`, `CODEX_HOME` or `XDG_CONFIG_HOME` when set.
+pub fn settings_path(agent: Agent, env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let set = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = set("HOME");
+    Some(match agent {
+        Agent::Claude => set("CLAUDE_CONFIG_DIR")
+            .or_else(|| Some(home?.join(".claude")))?
+            .join("settings.json"),
+        Agent::Codex => set("CODEX_HOME")
+            .or_else(|| Some(home?.join(".codex")))?
+            .join("config.toml"),
+        Agent::Opencode => set("XDG_CONFIG_HOME")
+            .or_else(|| Some(home?.join(".config")))?
+            .join("opencode/opencode.json"),
+    })
+}
+
+/// Runs `configure`; prints what changed.
+pub fn configure(args: ConfigureArgs) -> ExitCode {
+    let Some(path) = settings_path(args.agent, |k| std::env::var(k).ok()) else {
+        eprintln!("codemode-proxy: HOME is not set, so the settings file cannot be found");
+        return ExitCode::from(2);
+    };
+    let done = if args.undo {
+        undo(&path)
+    } else {
+        let key_var = std::env::var_os("OPENAI_API_KEY")
+            .filter(|v| !v.is_empty())
+            .map(|_| "OPENAI_API_KEY");
+        apply(args.agent, &path, &args.url, key_var)
+    };
+    match done {
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("codemode-proxy: {}: {e}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn backup_of(path: &Path) -> PathBuf {
+    sibling(path, ".codemode-backup")
+}
+
+fn absent_marker_of(path: &Path) -> PathBuf {
+    sibling(path, ".codemode-absent")
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+/// Writes the proxy's keys into the file at `path`; the lines to print.
+pub fn apply(
+    agent: Agent,
+    path: &Path,
+    url: &str,
+    key_var: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let old = match std::fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    let text = match &old {
+        Some(bytes) => {
+            Some(std::str::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())?)
+        }
+        None => None,
+    };
+    let (new, changes) = match agent {
+        Agent::Claude => edit_claude(text, url)?,
+        Agent::Codex => edit_codex(text, url, key_var)?,
+        Agent::Opencode => edit_opencode(text, url)?,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create its directory: {e}"))?;
+    }
+    let backup = backup_of(path);
+    let absent = absent_marker_of(path);
+    let mut lines = vec![format!("{}: {}", agent.as_str(), path.display())];
+    lines.extend(changes.into_iter().map(|c| format!("  {c}")));
+    if backup.exists() || absent.exists() {
+        lines.push("  backup kept from the first configure".into());
+    } else {
+        match &old {
+            Some(bytes) => {
+                std::fs::write(&backup, bytes).map_err(|e| format!("cannot back it up: {e}"))?;
+                lines.push(format!("  backup: {}", backup.display()));
+            }
+            None => {
+                std::fs::write(&absent, b"")
+                    .map_err(|e| format!("cannot note that it was absent: {e}"))?;
+                lines.push("  (the file was new; --undo removes it)".into());
+            }
+        }
+    }
+    // A whole new file, renamed over the old one: never half a file.
+    let tmp = sibling(path, ".codemode-tmp");
+    std::fs::write(&tmp, new.as_bytes()).map_err(|e| format!("cannot write it: {e}"))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write it: {e}"))?;
+    lines.push(format!(
+        "  undo: codemode-proxy configure {} --undo",
+        agent.as_str()
+    ));
+    Ok(lines)
+}
+
+/// Puts back the file as it was before the first `configure`.
+pub fn undo(path: &Path) -> Result<Vec<String>, String> {
+    let backup = backup_of(path);
+    let absent = absent_marker_of(path);
+    if backup.exists() {
+        std::fs::rename(&backup, path).map_err(|e| format!("cannot restore it: {e}"))?;
+        return Ok(vec![format!(
+            "{}: restored from {}",
+            path.display(),
+            backup.display()
+        )]);
+    }
+    if absent.exists() {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove it: {e}")),
+        }
+        let _ = std::fs::remove_file(&absent);
+        return Ok(vec![format!(
+            "{}: removed (it did not exist before configure)",
+            path.display()
+        )]);
+    }
+    Err(format!(
+        "nothing to undo: no {} next to it",
+        backup.display()
+    ))
+}
+
+fn json_object(text: Option<&str>) -> Result<Value, String> {
+    match text.map(str::trim) {
+        None | Some("") => Ok(json!({})),
+        Some(t) => match serde_json::from_str::<Value>(t) {
+            Ok(v) if v.is_object() => Ok(v),
+            Ok(_) => Err("it is not a JSON object; edit it by hand".into()),
+            Err(e) => Err(format!("it is not plain JSON ({e}); edit it by hand")),
+        },
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    // Serialising a Value cannot fail.
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn shown(v: Option<&Value>) -> String {
+    v.map_or_else(|| "unset".to_owned(), Value::to_string)
+}
+
+/// Claude Code: `env.ANTHROPIC_BASE_URL` in settings.json.
+pub fn edit_claude(text: Option<&str>, url: &str) -> Result<(String, Vec<String>), String> {
+    let mut v = json_object(text)?;
+    let was = shown(v.pointer("/env/ANTHROPIC_BASE_URL"));
+    agents::set_path(&mut v, &["env", "ANTHROPIC_BASE_URL"], json!(url));
+    let change = format!("env.ANTHROPIC_BASE_URL: {was} -> {}", json!(url));
+    Ok((pretty(&v), vec![change]))
+}
+
+/// opencode: `provider.openai` and `provider.anthropic` `options.baseURL`.
+pub fn edit_opencode(text: Option<&str>, url: &str) -> Result<(String, Vec<String>), String> {
+    let mut v = json_object(text)?;
+    let base = json!(format!("{url}/v1"));
+    let mut changes = Vec::new();
+    for provider in ["openai", "anthropic"] {
+        let was = shown(v.pointer(&format!("/provider/{provider}/options/baseURL")));
+        agents::set_path(
+            &mut v,
+            &["provider", provider, "options", "baseURL"],
+            base.clone(),
+        );
+        changes.push(format!(
+            "provider.{provider}.options.baseURL: {was} -> {base}"
+        ));
+    }
+    Ok((pretty(&v), changes))
+}
+
+/// Codex: `model_provider` and `[model_providers.codemode]` in config.toml,
+/// the rest of the document (comments, order) kept as it was.
+pub fn edit_codex(
+    text: Option<&str>,
+    url: &str,
+    key_var: Option<&str>,
+) -> Result<(String, Vec<String>), String> {
+    use toml_edit::{value, DocumentMut, Item, Table};
+    let mut doc: DocumentMut = text
+        .unwrap_or("")
+        .parse()
+        .map_err(|e| format!("it is not valid TOML ({e}); edit it by hand"))?;
+    let p = agents::CODEX_PROVIDER;
+    let was = doc
+        .get("model_provider")
+        .and_then(Item::as_str)
+        .map_or_else(|| "unset".to_owned(), |s| format!("{s:?}"));
+    doc["model_provider"] = value(p);
+    if !doc.contains_key("model_providers") {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        doc["model_providers"] = Item::Table(t);
+    }
+    let providers = doc["model_providers"]
+        .as_table_mut()
+        .ok_or("`model_providers` is not a table; edit it by hand")?;
+    let mut t = Table::new();
+    t["name"] = value(p);
+    t["base_url"] = value(format!("{url}/v1"));
+    t["wire_api"] = value("responses");
+    let auth = match key_var {
+        Some(var) => {
+            t["env_key"] = value(var);
+            format!("env_key = {var:?}")
+        }
+        None => {
+            t["requires_openai_auth"] = value(true);
+            "requires_openai_auth = true (Codex's own login)".to_owned()
+        }
+    };
+    providers.insert(p, Item::Table(t));
+    let changes = vec![
+        format!("model_provider: {was} -> {p:?}"),
+        format!("[model_providers.{p}]: base_url = \"{url}/v1\", wire_api = \"responses\", {auth}"),
+    ];
+    Ok((doc.to_string(), changes))
+}
+
+/// `--url` as the proxy's root: `http(s)://host:port[/preset/NAME]`, no
+/// trailing `/` or `/v1`.
+pub fn normalize_url(url: &str) -> Result<String, String> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    if !(root.starts_with("http://") || root.starts_with("https://")) || root.contains(' ') {
+        return Err(format!(
+            "--url `{url}` is not an http(s) URL such as {DEFAULT_URL}"
+        ));
+    }
+    Ok(root.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_paths_honour_the_agents_own_directory_variables() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let home = env(&[("HOME", "/h")]);
+        assert_eq!(
+            settings_path(Agent::Claude, &home).unwrap(),
+            Path::new("/h/.claude/settings.json")
+        );
+        assert_eq!(
+            settings_path(Agent::Codex, env(&[("HOME", "/h"), ("CODEX_HOME", "/c")])).unwrap(),
+            Path::new("/c/config.toml")
+        );
+        assert_eq!(
+            settings_path(Agent::Opencode, env(&[("XDG_CONFIG_HOME", "/x")])).unwrap(),
+            Path::new("/x/opencode/opencode.json")
+        );
+    }
+
+    #[test]
+    fn codex_edit_keeps_comments_and_other_providers() {
+        let old = "# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"openai\"\n\n[model_providers.other]\nbase_url = \"http://x\"\n";
+        let (new, _) = edit_codex(Some(old), "http://127.0.0.1:8080", None).unwrap();
+        assert!(new.starts_with("# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"codemode\"\n"), "{new}");
+        assert!(new.contains("[model_providers.other]\nbase_url = \"http://x\""), "{new}");
+        assert!(new.contains("[model_providers.codemode]"), "{new}");
+        assert!(new.contains("requires_openai_auth = true"), "{new}");
+    }
+
+    #[test]
+    fn urls_lose_a_trailing_v1() {
+        assert_eq!(normalize_url("http://h:1/v1/").unwrap(), "http://h:1");
+        assert!(normalize_url("h:1").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! The binary's subcommands beside serving: `run` (the proxy around one
+//! command) and `configure` (an agent's settings pointed at a proxy).
+//!
+//! ```text
+//! codemode-proxy run [--mode M] [--preset P] [--runtime R] [--config FILE] [--log FILE] -- claude
+//! codemode-proxy configure codex --url http://127.0.0.1:8080
+//! codemode-proxy configure codex --undo
+//! ```
+//!
+//! Anything else on the command line is left to the binary (serve, `demo`).
+
+pub mod agents;
+pub mod configure;
+pub mod run;
+mod signals;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use agents::Agent;
+use configure::ConfigureArgs;
+use run::RunArgs;
+
+/// Usage, printed for `--help` and after a mistake.
+pub const USAGE: &str = "\
+usage:
+  codemode-proxy                      serve (configured by CODEMODE_* variables)
+  codemode-proxy run [--mode native|code|both] [--preset NAME] [--runtime embedded|client]
+                     [--config FILE] [--log FILE] -- COMMAND [ARGS...]
+  codemode-proxy configure claude|codex|opencode [--url URL] [--undo]
+  codemode-proxy demo
+";
+
+/// A subcommand of this module, parsed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Subcommand {
+    /// `run`.
+    Run(RunArgs),
+    /// `configure`.
+    Configure(ConfigureArgs),
+}
+
+/// Runs `run` or `configure` when `args` (without the program name) name
+/// one; `None` leaves the command line to the binary.
+pub fn dispatch(args: &[OsString]) -> Option<ExitCode> {
+    match parse(args)? {
+        Ok(Subcommand::Run(a)) => Some(run::run(a)),
+        Ok(Subcommand::Configure(a)) => Some(configure::configure(a)),
+        Err(message) => {
+            eprintln!("codemode-proxy: {message}\n\n{USAGE}");
+            Some(ExitCode::from(2))
+        }
+    }
+}
+
+/// Parses `args`; `None` when they name neither subcommand.
+pub fn parse(args: &[OsString]) -> Option<Result<Subcommand, String>> {
+    match args.first()?.to_str()? {
+        "run" => Some(parse_run(&args[1..]).map(Subcommand::Run)),
+        "configure" => Some(parse_configure(&args[1..]).map(Subcommand::Configure)),
+        _ => None,
+    }
+}
+
+/// The value after a flag, which must be text.
+fn value(flag: &str, rest: &mut std::slice::Iter<'_, OsString>) -> Result<String, String> {
+    rest.next()
+        .and_then(|v| v.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{flag} needs a value"))
+}
+
+fn parse_run(args: &[OsString]) -> Result<RunArgs, String> {
+    let mut out = RunArgs::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.to_str() {
+            Some("--") => break,
+            Some("--mode") => {
+                let v = value("--mode", &mut rest)?;
+                out.mode = Some(v.parse().map_err(|e| format!("--mode: {e}"))?);
+            }
+            Some("--preset") => out.preset = Some(value("--preset", &mut rest)?),
+            Some("--runtime") => out.runtime = Some(value("--runtime", &mut rest)?),
+            Some("--config") => out.config = Some(value("--config", &mut rest)?),
+            Some("--log") => out.log = Some(value("--log", &mut rest)?.into()),
+            Some(flag) if flag.starts_with('-') => {
+                return Err(format!("run: unknown flag `{flag}`"))
+            }
+            // The first word that is no flag starts the command.
+            _ => {
+                out.command.push(arg.clone());
+                break;
+            }
+        }
+    }
+    out.command.extend(rest.cloned());
+    if out.command.is_empty() {
+        return Err("run needs a command, e.g. `codemode-proxy run -- claude`".into());
+    }
+    Ok(out)
+}
+
+fn parse_configure(args: &[OsString]) -> Result<ConfigureArgs, String> {
+    let mut agent = None;
+    let mut url = configure::DEFAULT_URL.to_owned();
+    let mut undo = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.to_str() {
+            Some("--url") => url = configure::normalize_url(&value("--url", &mut rest)?)?,
+            Some("--undo") => undo = true,
+            Some(name) if agent.is_none() && !name.starts_with('-') => {
+                agent = Some(Agent::named(name).ok_or_else(|| {
+                    format!("configure: `{name}` is not an agent; use claude, codex or opencode")
+                })?);
+            }
+            _ => {
+                return Err(format!(
+                    "configure: unexpected `{}`",
+                    arg.to_string_lossy()
+                ))
+            }
+        }
+    }
+    let agent = agent.ok_or("configure needs an agent: claude, codex or opencode")?;
+    Ok(ConfigureArgs { agent, url, undo })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Mode;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn run_flags_stop_at_the_double_dash() {
+        let parsed = parse(&args(&["run", "--mode", "both", "--", "claude", "--mode", "x"]));
+        let Some(Ok(Subcommand::Run(a))) = parsed else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(a.mode, Some(Mode::Both));
+        assert_eq!(a.command, args(&["claude", "--mode", "x"]));
+    }
+
+    #[test]
+    fn run_without_a_command_is_a_usage_error() {
+        assert!(matches!(parse(&args(&["run", "--"])), Some(Err(_))));
+    }
+
+    #[test]
+    fn other_command_lines_are_left_to_the_binary() {
+        assert!(parse(&args(&["demo"])).is_none());
+        assert!(parse(&args(&[])).is_none());
+    }
+
+    #[test]
+    fn configure_takes_an_agent_a_url_and_undo() {
+        let parsed = parse(&args(&["configure", "codex", "--url", "http://h:9/v1", "--undo"]));
+        let Some(Ok(Subcommand::Configure(c))) = parsed else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(c.agent, Agent::Codex);
+        assert_eq!(c.url, "http://h:9");
+        assert!(c.undo);
+    }
+}

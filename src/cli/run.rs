@@ -1,0 +1,326 @@
+//! `codemode-proxy run [flags] -- COMMAND [ARGS...]`: the proxy in this
+//! process on a free loopback port, the command as a child pointed at it.
+//!
+//! The child keeps the terminal (stdin, stdout, stderr are its own); the
+//! proxy's log lines go to a file. When the child ends, one summary line
+//! on stderr, and the process exits with the child's code (128 + the
+//! signal when a signal ended it).
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::process::{ExitCode, ExitStatus};
+use std::time::Duration;
+
+use tokio::process::Command;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use super::agents::{self, Agent, BaseUrls};
+use crate::config::{Config, ANTHROPIC_UPSTREAM, CONFIG, LISTEN, MODE, RUNTIME, UPSTREAM};
+use crate::observe::{logging, Totals};
+use crate::Mode;
+
+/// What `run` was asked to do.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RunArgs {
+    /// `--mode`: the default tool mode (`CODEMODE_MODE`).
+    pub mode: Option<Mode>,
+    /// `--preset`: the preset the child's base URLs select (`/preset/NAME`).
+    pub preset: Option<String>,
+    /// `--runtime`: where programs run (`CODEMODE_RUNTIME`).
+    pub runtime: Option<String>,
+    /// `--config`: the presets file (`CODEMODE_CONFIG`).
+    pub config: Option<String>,
+    /// `--log`: where the proxy's log lines go.
+    pub log: Option<PathBuf>,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+}
+
+/// Runs the command behind the proxy; the child's exit code.
+pub fn run(args: RunArgs) -> ExitCode {
+    let config = match config(&args, |k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(message) => {
+            eprint!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let log_path = args.log.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("codemode-proxy-run-{}.log", std::process::id()))
+    });
+    let log = match std::fs::File::create(&log_path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "codemode-proxy: cannot write the log file {}: {e}",
+                log_path.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!("codemode-proxy: proxy logs in {}", log_path.display());
+    tracing_subscriber::registry()
+        .with(logging::file_layer(config.log_format, log))
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.worker_threads.unwrap_or(2))
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("codemode-proxy: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let agent = args.command.first().and_then(|p| Agent::of_program(p));
+    let outcome = runtime.block_on(serve_and_run(config, &args));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match outcome {
+        Ok((status, totals)) => {
+            eprintln!("{}", summary(&totals));
+            for line in refusal_hints(&totals, agent) {
+                eprintln!("{line}");
+            }
+            exit_code(status)
+        }
+        Err(Failure::Start(e)) => {
+            eprintln!("codemode-proxy: cannot start the proxy: {e}");
+            ExitCode::FAILURE
+        }
+        Err(Failure::Spawn(e)) => {
+            let program = args.command[0].to_string_lossy();
+            eprintln!("codemode-proxy: cannot run `{program}`: {e}");
+            // As a shell says it: 127 not found, 126 found but not runnable.
+            ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            })
+        }
+    }
+}
+
+/// The configuration: the environment as the binary reads it, with the
+/// flags over it and a free loopback port. A base URL the user had set
+/// for the agent becomes the proxy's upstream, unless the proxy's own
+/// variable names one.
+pub fn config(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+    let set = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let mut over: Vec<(&str, String)> = vec![(LISTEN, "127.0.0.1:0".into())];
+    if let Some(mode) = args.mode {
+        over.push((MODE, mode.as_str().into()));
+    }
+    if let Some(runtime) = &args.runtime {
+        over.push((RUNTIME, runtime.clone()));
+    }
+    if let Some(file) = &args.config {
+        over.push((CONFIG, file.clone()));
+    }
+    if set(UPSTREAM).is_none() {
+        if let Some(url) = set("OPENAI_BASE_URL") {
+            over.push((UPSTREAM, url));
+        }
+    }
+    if set(ANTHROPIC_UPSTREAM).is_none() {
+        if let Some(url) = set("ANTHROPIC_BASE_URL") {
+            over.push((ANTHROPIC_UPSTREAM, format!("{}/v1", url.trim_end_matches('/'))));
+        }
+    }
+    let config = Config::from_lookup(|k| {
+        over.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| env(k))
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(preset) = &args.preset {
+        if config.catalog.get(preset).is_none() {
+            return Err(format!(
+                "codemode-proxy: --preset `{preset}` is not a preset; known: {}\n",
+                config.catalog.names().join(", ")
+            ));
+        }
+    }
+    Ok(config)
+}
+
+enum Failure {
+    Start(io::Error),
+    Spawn(io::Error),
+}
+
+async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, Totals), Failure> {
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(Failure::Start)?;
+    let addr = listener.local_addr().map_err(Failure::Start)?;
+    tracing::info!(
+        upstream = %config.upstream,
+        anthropic_upstream = %config.anthropic_upstream,
+        mode = %config.default_mode,
+        "codemode-proxy run listening on http://{addr}"
+    );
+    let service = crate::server::stack(config).map_err(Failure::Start)?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::server::serve(listener, service.clone(), async {
+        let _ = stopped.await;
+    }));
+    let urls = BaseUrls::new(&format!("http://{addr}"), args.preset.as_deref());
+    let mut child = command(&args.command, &urls)
+        .spawn()
+        .map_err(Failure::Spawn)?;
+    let status = super::signals::wait_forwarding(&mut child).await;
+    let _ = stop.send(());
+    // The child is gone, so are its connections; a stray one is not waited for.
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    let status = status.map_err(Failure::Spawn)?;
+    Ok((status, service.totals()))
+}
+
+/// The child: the command with both base URLs, and what its agent reads.
+fn command(command: &[OsString], urls: &BaseUrls) -> Command {
+    let (program, rest) = command
+        .split_first()
+        .expect("the parser requires a command");
+    let mut cmd = Command::new(program);
+    let agent = Agent::of_program(program);
+    if agent == Some(Agent::Codex) {
+        // Codex's `-c` is global: it may come before the subcommand.
+        let key = std::env::var_os("OPENAI_API_KEY")
+            .filter(|v| !v.is_empty())
+            .map(|_| "OPENAI_API_KEY");
+        cmd.args(agents::codex_overrides(urls, key));
+    }
+    cmd.args(rest)
+        .env("OPENAI_BASE_URL", &urls.openai)
+        .env("ANTHROPIC_BASE_URL", &urls.anthropic);
+    if agent == Some(Agent::Opencode) {
+        let own = std::env::var(agents::OPENCODE_CONFIG_CONTENT).ok();
+        cmd.env(
+            agents::OPENCODE_CONFIG_CONTENT,
+            agents::opencode_config(urls, own.as_deref()),
+        );
+    }
+    cmd
+}
+
+/// The one line printed when the child ends.
+pub fn summary(t: &Totals) -> String {
+    fn n(count: u64, one: &str, many: &str) -> String {
+        format!("{count} {}", if count == 1 { one } else { many })
+    }
+    format!(
+        "codemode-proxy: {}, {}, {}, {}, {}",
+        n(t.programs, "program run", "programs run"),
+        n(t.nested_calls, "nested call", "nested calls"),
+        n(
+            t.round_trips_saved,
+            "model round trip saved",
+            "model round trips saved"
+        ),
+        n(
+            t.context_bytes_saved,
+            "context byte saved",
+            "context bytes saved"
+        ),
+        n(t.denials, "denial", "denials"),
+    )
+}
+
+/// A line for each API whose provider refused the credential, naming
+/// what the agent needs.
+pub fn refusal_hints(t: &Totals, agent: Option<Agent>) -> Vec<String> {
+    [
+        (t.refused_anthropic, true, "Anthropic"),
+        (t.refused_openai, false, "OpenAI"),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, anthropic, api)| {
+        let hint = match agent {
+            Some(a) => a.credential_hint(anthropic),
+            None => agents::generic_hint(anthropic),
+        };
+        format!("codemode-proxy: the {api} provider refused the credential ({n}x 401/403): {hint}")
+    })
+    .collect()
+}
+
+fn exit_code(status: ExitStatus) -> ExitCode {
+    if let Some(code) = status.code() {
+        return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return ExitCode::from(u8::try_from(128 + signal).unwrap_or(255));
+        }
+    }
+    ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn run_listens_on_a_free_loopback_port_with_the_flags_over_the_environment() {
+        let args = RunArgs {
+            mode: Some(Mode::Both),
+            ..Default::default()
+        };
+        let c = config(&args, env(&[("CODEMODE_MODE", "native"), ("CODEMODE_LISTEN", "0.0.0.0:80")])).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:0");
+        assert_eq!(c.default_mode, Mode::Both);
+    }
+
+    #[test]
+    fn the_agents_own_base_url_becomes_the_upstream() {
+        let c = config(&RunArgs::default(), env(&[("ANTHROPIC_BASE_URL", "http://gw.example/")])).unwrap();
+        assert_eq!(c.anthropic_upstream.to_string(), "http://gw.example/v1");
+    }
+
+    #[test]
+    fn an_unknown_preset_names_the_known_ones() {
+        let args = RunArgs {
+            preset: Some("nope".into()),
+            ..Default::default()
+        };
+        let e = config(&args, env(&[])).unwrap_err();
+        assert!(e.contains("standard, code"), "{e}");
+    }
+
+    #[test]
+    fn the_summary_counts_in_words() {
+        let t = Totals {
+            programs: 1,
+            nested_calls: 2,
+            round_trips_saved: 1,
+            context_bytes_saved: 10,
+            ..Default::default()
+        };
+        assert_eq!(
+            summary(&t),
+            "codemode-proxy: 1 program run, 2 nested calls, 1 model round trip saved, 10 context bytes saved, 0 denials"
+        );
+    }
+
+    #[test]
+    fn a_refused_credential_names_what_the_agent_needs() {
+        let t = Totals {
+            refused_anthropic: 1,
+            ..Default::default()
+        };
+        let hints = refusal_hints(&t, Some(Agent::Claude));
+        assert_eq!(hints.len(), 1);
+        assert!(hints[0].contains("ANTHROPIC_API_KEY") && hints[0].contains("/login"));
+    }
+}
