@@ -1,0 +1,150 @@
+//! `codemode-proxy configure <agent>` and `--undo`, through the real
+//! binary, on settings files in a temp HOME that hold keys of their own:
+//! those keys survive, and undo restores the file byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+struct Home(PathBuf);
+
+impl Home {
+    fn new(test: &str) -> Home {
+        let dir = std::env::temp_dir().join(format!("cm-configure-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Home(dir)
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.0.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `codemode-proxy configure ARGS` with only PATH, HOME and `vars` set.
+fn configure(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
+    cmd.arg("configure")
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the binary starts");
+    assert!(
+        out.status.success(),
+        "configure {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn configure_claude_keeps_unrelated_keys_and_undo_restores_the_bytes() {
+    let home = Home::new("claude");
+    // Tabs and a key order of the user's own: undo must give these bytes back.
+    let original = "{\n\t\"model\": \"opus\",\n\t\"env\": {\"FOO\": \"1\"},\n\t\"permissions\": {\"allow\": [\"Bash(ls)\"]}\n}\n";
+    let path = home.write(".claude/settings.json", original);
+    let out = configure(&home.0, &["claude", "--url", "http://127.0.0.1:9999"], &[]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("env.ANTHROPIC_BASE_URL: unset -> \"http://127.0.0.1:9999\""),
+        "it prints what it changed: {printed}"
+    );
+    let now: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(now["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9999");
+    assert_eq!(now["env"]["FOO"], "1");
+    assert_eq!(now["model"], "opus");
+    assert_eq!(now["permissions"]["allow"][0], "Bash(ls)");
+    // A second configure keeps the first backup: undo goes back to the start.
+    configure(&home.0, &["claude", "--url", "http://127.0.0.1:7777"], &[]);
+    configure(&home.0, &["claude", "--undo"], &[]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    assert_eq!(dir_names(&home.0.join(".claude")), vec!["settings.json"]);
+}
+
+#[test]
+fn configure_codex_keeps_comments_and_other_providers_and_undo_restores_the_bytes() {
+    let home = Home::new("codex");
+    let codex_home = home.0.join("codex-home");
+    let original = "# my settings\nmodel = \"gpt-5.5\"\nmodel_provider = \"mine\"\n\n[model_providers.mine]\nname = \"mine\"\nbase_url = \"https://gw.example/v1\"\n\n[tui]\nnotifications = true\n";
+    let path = home.write("codex-home/config.toml", original);
+    let vars = [("CODEX_HOME", codex_home.to_str().unwrap())];
+    let out = configure(&home.0, &["codex"], &vars);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("model_provider: \"mine\" -> \"codemode\""),
+        "{printed}"
+    );
+    let now = std::fs::read_to_string(&path).unwrap();
+    let doc: toml::Table = now.parse().unwrap();
+    assert_eq!(doc["model_provider"].as_str(), Some("codemode"));
+    let ours = &doc["model_providers"]["codemode"];
+    assert_eq!(ours["base_url"].as_str(), Some("http://127.0.0.1:8080/v1"));
+    assert_eq!(ours["wire_api"].as_str(), Some("responses"));
+    assert_eq!(
+        doc["model_providers"]["mine"]["base_url"].as_str(),
+        Some("https://gw.example/v1")
+    );
+    assert_eq!(doc["tui"]["notifications"].as_bool(), Some(true));
+    assert!(now.starts_with("# my settings\n"), "{now}");
+    assert!(
+        !home.0.join(".codex").exists(),
+        "CODEX_HOME is honoured, ~/.codex untouched"
+    );
+    configure(&home.0, &["codex", "--undo"], &vars);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+}
+
+#[test]
+fn configure_opencode_keeps_unrelated_keys_and_undo_restores_the_bytes() {
+    let home = Home::new("opencode");
+    let original = "{\"$schema\":\"https://opencode.ai/config.json\",\"theme\":\"dark\",\"provider\":{\"openai\":{\"models\":{\"gpt-5.5\":{}}}}}";
+    let path = home.write(".config/opencode/opencode.json", original);
+    configure(&home.0, &["opencode", "--url", "http://127.0.0.1:9999/"], &[]);
+    let now: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(now["theme"], "dark");
+    assert_eq!(now["provider"]["openai"]["models"]["gpt-5.5"], serde_json::json!({}));
+    assert_eq!(
+        now["provider"]["openai"]["options"]["baseURL"],
+        "http://127.0.0.1:9999/v1"
+    );
+    assert_eq!(
+        now["provider"]["anthropic"]["options"]["baseURL"],
+        "http://127.0.0.1:9999/v1"
+    );
+    configure(&home.0, &["opencode", "--undo"], &[]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+}
+
+#[test]
+fn undo_removes_a_settings_file_that_configure_created() {
+    let home = Home::new("created");
+    configure(&home.0, &["claude"], &[]);
+    let path = home.0.join(".claude/settings.json");
+    let now: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(now["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:8080");
+    configure(&home.0, &["claude", "--undo"], &[]);
+    assert!(dir_names(&home.0.join(".claude")).is_empty());
+}

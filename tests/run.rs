@@ -1,0 +1,212 @@
+//! `codemode-proxy run -- COMMAND`, through the real binary: the child's
+//! exit code and signals, the base URLs it sees, the log file and the
+//! summary line. The real agents under `run` are in tests/run_agents.rs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A fresh directory, removed when dropped.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(test: &str) -> Temp {
+        let dir = std::env::temp_dir().join(format!("cm-run-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Temp(dir)
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `codemode-proxy run ARGS` with only PATH, HOME and `vars` set.
+fn run_cmd(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
+    cmd.arg("run")
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("TMPDIR", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn run(home: &Path, args: &[&str]) -> Output {
+    run_cmd(home, args, &[]).output().expect("the binary starts")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn run_exits_with_the_commands_exit_code() {
+    let home = Temp::new("exit");
+    let out = run(&home.0, &["--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+}
+
+#[test]
+fn run_exits_128_plus_the_signal_that_killed_the_command() {
+    let home = Temp::new("killed");
+    let out = run(&home.0, &["--", "sh", "-c", "kill -KILL $$"]);
+    assert_eq!(out.status.code(), Some(128 + 9), "{}", stderr(&out));
+}
+
+#[test]
+fn a_command_that_does_not_exist_exits_127() {
+    let home = Temp::new("missing");
+    let out = run(&home.0, &["--", "no-such-command-cm"]);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(stderr(&out).contains("cannot run `no-such-command-cm`"));
+}
+
+#[test]
+fn the_child_sees_both_base_urls() {
+    let home = Temp::new("urls");
+    let file = home.0.join("urls");
+    let script = format!(
+        "echo \"$OPENAI_BASE_URL $ANTHROPIC_BASE_URL\" > {}",
+        file.display()
+    );
+    let out = run(&home.0, &["--", "sh", "-c", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(&file).unwrap();
+    let urls: Vec<&str> = seen.split_whitespace().collect();
+    assert_eq!(urls.len(), 2, "{seen}");
+    let root = urls[1];
+    assert!(root.starts_with("http://127.0.0.1:"), "{seen}");
+    assert_eq!(urls[0], format!("{root}/v1"), "OPENAI_BASE_URL ends in /v1");
+}
+
+#[test]
+fn a_preset_flag_moves_the_base_urls_under_its_path() {
+    let home = Temp::new("preset");
+    let file = home.0.join("urls");
+    let script = format!("echo \"$OPENAI_BASE_URL\" > {}", file.display());
+    let out = run(&home.0, &["--preset", "code", "sh", "-c", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(&file).unwrap();
+    assert!(seen.trim().ends_with("/preset/code/v1"), "{seen}");
+}
+
+#[test]
+fn logs_go_to_a_file_named_once_and_one_summary_line_ends_the_run() {
+    let home = Temp::new("logs");
+    let out = run(&home.0, &["--", "sh", "-c", "echo child-says-hi"]);
+    assert!(out.status.success());
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "a log path and a summary: {err}");
+    let path = lines[0]
+        .strip_prefix("codemode-proxy: proxy logs in ")
+        .expect("the log path first");
+    let log = std::fs::read_to_string(path).unwrap();
+    assert!(log.contains("listening on http://127.0.0.1:"), "{log}");
+    assert_eq!(
+        lines[1],
+        "codemode-proxy: 0 programs run, 0 nested calls, 0 model round trips saved, 0 context bytes saved, 0 denials"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "child-says-hi\n");
+}
+
+#[test]
+fn a_bad_flag_or_variable_stops_run_before_the_command_starts() {
+    let home = Temp::new("bad");
+    let marker = home.0.join("ran");
+    let script = format!("touch {}", marker.display());
+    let out = run(&home.0, &["--mode", "sideways", "--", "sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run_cmd(
+        &home.0,
+        &["--", "sh", "-c", &script],
+        &[("CODEMODE_MAX_REPAIRS", "many")],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("CODEMODE_MAX_REPAIRS"), "{}", stderr(&out));
+    assert!(!marker.exists(), "the command never ran");
+}
+
+#[test]
+fn sigterm_to_run_reaches_the_child() {
+    let home = Temp::new("term");
+    let ready = home.0.join("ready");
+    let got = home.0.join("got");
+    let script = format!(
+        "trap 'echo term > {got}; exit 3' TERM; touch {ready}; while :; do sleep 0.05; done",
+        got = got.display(),
+        ready = ready.display()
+    );
+    let mut child = run_cmd(&home.0, &["--", "sh", "-c", &script], &[])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the child never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "run exits with the code of the child's trap: {}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
+    assert!(stderr(&out).contains("programs run"), "the summary still comes");
+}
+
+#[tokio::test]
+async fn a_refused_credential_ends_the_run_with_the_variable_to_set() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let provider = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(serde_json::json!({
+            "type": "error",
+            "error": {"type": "authentication_error", "message": "invalid x-api-key"}
+        })))
+        .mount(&provider)
+        .await;
+    let home = Temp::new("refused");
+    let upstream = format!("{}/v1", provider.uri());
+    let script = "curl -s -o /dev/null -X POST \"$ANTHROPIC_BASE_URL/v1/messages\" \
+                  -H 'content-type: application/json' -H 'x-api-key: wrong' \
+                  -d '{\"model\":\"m\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'";
+    let mut cmd = tokio::process::Command::from(run_cmd(
+        &home.0,
+        &["--", "sh", "-c", script],
+        &[("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str())],
+    ));
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let hint = err
+        .lines()
+        .find(|l| l.contains("refused the credential"))
+        .unwrap_or_else(|| panic!("no hint: {err}"));
+    assert!(
+        hint.contains("Anthropic") && hint.contains("ANTHROPIC_API_KEY"),
+        "{hint}"
+    );
+}

@@ -1,0 +1,254 @@
+//! The real agents under `codemode-proxy run` (the binary), against a
+//! scripted model on loopback that the proxy's upstream variables name:
+//! `run -- claude -p ...` and `run -- codex exec ...` each complete a task
+//! through a program in code mode (the model saw only `run_code` and the
+//! SDK; the agent ran the nested calls), the summary line reports the
+//! program, and `run` wrote no settings file in the agent's home.
+//!
+//! The agents are installed by tests/agents/install.sh; outside CI a
+//! missing agent skips with a note.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::claude::{claude_bin, claude_ready};
+use common::codex::{agents_dir, codex_ready, WorkDir};
+use serde_json::{json, Value};
+
+fn workdir(test: &str, files: &[(&str, &str)]) -> WorkDir {
+    let dir = std::env::temp_dir().join(format!("cm-run-agents-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.join("work").join(name), content).unwrap();
+    }
+    WorkDir(dir)
+}
+
+/// `codemode-proxy run -- COMMAND` with only PATH, HOME=`home` and
+/// `vars`, in `cwd`; (exit code, stdout, stderr).
+async fn run(
+    home: &Path,
+    cwd: &Path,
+    command: &[&str],
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
+    cmd.arg("run")
+        .arg("--")
+        .args(command)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("TMPDIR", home)
+        .env("CODEMODE_RUNTIME", "embedded")
+        .env("CODEMODE_MODE", "code")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+        .await
+        .expect("run did not finish in 90 s")
+        .expect("the binary starts");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn assert_no_settings_written(home: &Path) {
+    for rel in [
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".config/opencode/opencode.json",
+    ] {
+        assert!(!home.join(rel).exists(), "run wrote {rel}");
+    }
+}
+
+#[tokio::test]
+async fn claude_under_run_completes_a_program_of_two_reads() {
+    use common::messages_model::*;
+    if !claude_ready() {
+        return;
+    }
+    let dir = workdir("claude", &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let code = format!(
+        "const a = await tools.Read({{file_path: {}}});\nconst b = await tools.Read({{file_path: {}}});\nreturn [a, b].join('\\n---\\n');",
+        json!(work.join("a.txt").to_str().unwrap()),
+        json!(work.join("b.txt").to_str().unwrap())
+    );
+    let model = MessagesModel::new([
+        vec![run_code_use("toolu_prog", &code)],
+        vec![json!({"type": "echo"})],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let claude = claude_bin();
+    let (status, stdout, stderr) = run(
+        &home,
+        &work,
+        &[
+            claude.to_str().unwrap(),
+            "-p",
+            "Show me a.txt and b.txt.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--model",
+            "claude-sonnet-4-5",
+        ],
+        &[
+            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test-key"),
+            ("IS_SANDBOX", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let result = events.iter().find(|e| e["type"] == "result");
+    let answer = result.and_then(|r| r["result"].as_str()).unwrap_or("");
+    assert!(
+        status == Some(0) && answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "claude under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    let reads = events
+        .iter()
+        .filter(|e| e["type"] == "assistant")
+        .flat_map(|e| e["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_use" && b["name"] == "Read")
+        .count();
+    assert_eq!(reads, 2, "Claude Code ran the two nested reads");
+    for s in model.seen().iter().filter(|s| s.path.starts_with("/v1/messages?")) {
+        let names: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t.get("type").is_none() || t["type"] == "custom")
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        assert!(s.body["system"].to_string().contains("declare const tools"));
+    }
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_no_settings_written(&home);
+}
+
+#[tokio::test]
+async fn codex_under_run_completes_a_program_of_two_shell_commands() {
+    use common::responses_model::*;
+    if !codex_ready() {
+        return;
+    }
+    let dir = workdir("codex", &[("a.txt", "alpha-1"), ("b.txt", "bravo-2")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let code = "const a = await tools.exec_command({cmd: 'cat a.txt'});\n\
+                const b = await tools.exec_command({cmd: 'cat b.txt'});\n\
+                return [a, b].join('\\n---\\n');";
+    let model = ResponsesModel::new([
+        vec![reasoning("rs_1"), run_code_call("call_prog", code)],
+        vec![json!({"type": "echo"})],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let codex = agents_dir().join("node/node_modules/.bin/codex");
+    let work_s = work.to_str().unwrap();
+    let (status, stdout, stderr) = run(
+        &home,
+        &work,
+        &[
+            codex.to_str().unwrap(),
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--ignore-rules",
+            "-m",
+            "gpt-5.5",
+            "-c",
+            "check_for_update_on_startup=false",
+            "-c",
+            "analytics.enabled=false",
+            "--disable",
+            "plugins",
+            "--disable",
+            "remote_plugin",
+            "--disable",
+            "apps",
+            "-C",
+            work_s,
+            "Show me a.txt and b.txt.",
+        ],
+        &[
+            ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ("OPENAI_API_KEY", "test-key"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let items: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "item.completed")
+        .map(|e| &e["item"])
+        .collect();
+    let answer = items
+        .iter()
+        .rev()
+        .find(|i| i["type"] == "agent_message")
+        .and_then(|i| i["text"].as_str())
+        .unwrap_or("");
+    assert!(
+        status == Some(0) && answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "codex under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    let commands = items
+        .iter()
+        .filter(|i| i["type"] == "command_execution")
+        .count();
+    assert_eq!(commands, 2, "Codex ran the two nested commands");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "the model was asked twice");
+    for s in &seen {
+        assert_eq!(s.status, 200);
+        let names: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace")
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+    }
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_no_settings_written(&home);
+}
