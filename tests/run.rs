@@ -150,7 +150,7 @@ fn sigterm_to_run_reaches_the_child() {
         got = got.display(),
         ready = ready.display()
     );
-    let mut child = run_cmd(&home.0, &["--", "sh", "-c", &script], &[])
+    let child = run_cmd(&home.0, &["--", "sh", "-c", &script], &[])
         .spawn()
         .unwrap();
     let start = Instant::now();
