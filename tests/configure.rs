@@ -122,10 +122,17 @@ fn configure_opencode_keeps_unrelated_keys_and_undo_restores_the_bytes() {
     let home = Home::new("opencode");
     let original = "{\"$schema\":\"https://opencode.ai/config.json\",\"theme\":\"dark\",\"provider\":{\"openai\":{\"models\":{\"gpt-5.5\":{}}}}}";
     let path = home.write(".config/opencode/opencode.json", original);
-    configure(&home.0, &["opencode", "--url", "http://127.0.0.1:9999/"], &[]);
+    configure(
+        &home.0,
+        &["opencode", "--url", "http://127.0.0.1:9999/"],
+        &[],
+    );
     let now: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(now["theme"], "dark");
-    assert_eq!(now["provider"]["openai"]["models"]["gpt-5.5"], serde_json::json!({}));
+    assert_eq!(
+        now["provider"]["openai"]["models"]["gpt-5.5"],
+        serde_json::json!({})
+    );
     assert_eq!(
         now["provider"]["openai"]["options"]["baseURL"],
         "http://127.0.0.1:9999/v1"

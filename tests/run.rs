@@ -43,7 +43,9 @@ fn run_cmd(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Command {
 }
 
 fn run(home: &Path, args: &[&str]) -> Output {
-    run_cmd(home, args, &[]).output().expect("the binary starts")
+    run_cmd(home, args, &[])
+        .output()
+        .expect("the binary starts")
 }
 
 fn stderr(out: &Output) -> String {
@@ -136,7 +138,11 @@ fn a_bad_flag_or_variable_stops_run_before_the_command_starts() {
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("CODEMODE_MAX_REPAIRS"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("CODEMODE_MAX_REPAIRS"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!marker.exists(), "the command never ran");
 }
 
@@ -173,7 +179,10 @@ fn sigterm_to_run_reaches_the_child() {
         stderr(&out)
     );
     assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), "term");
-    assert!(stderr(&out).contains("programs run"), "the summary still comes");
+    assert!(
+        stderr(&out).contains("programs run"),
+        "the summary still comes"
+    );
 }
 
 #[tokio::test]

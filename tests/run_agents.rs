@@ -139,11 +139,20 @@ async fn claude_under_run_completes_a_program_of_two_reads() {
     let reads = events
         .iter()
         .filter(|e| e["type"] == "assistant")
-        .flat_map(|e| e["message"]["content"].as_array().cloned().unwrap_or_default())
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|b| b["type"] == "tool_use" && b["name"] == "Read")
         .count();
     assert_eq!(reads, 2, "Claude Code ran the two nested reads");
-    for s in model.seen().iter().filter(|s| s.path.starts_with("/v1/messages?")) {
+    for s in model
+        .seen()
+        .iter()
+        .filter(|s| s.path.starts_with("/v1/messages?"))
+    {
         let names: Vec<&str> = s.body["tools"]
             .as_array()
             .unwrap()
@@ -241,7 +250,9 @@ async fn codex_under_run_completes_a_program_of_two_shell_commands() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|t| t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace")
+            .filter(|t| {
+                t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace"
+            })
             .filter_map(|t| t["name"].as_str())
             .collect();
         assert_eq!(names, vec!["run_code"], "the model sees run_code only");

@@ -208,9 +208,8 @@ mod tests {
             .map(|a| a.into_string().unwrap())
             .collect();
         assert!(args.contains(&r#"model_provider="codemode""#.to_owned()));
-        assert!(args.contains(
-            &r#"model_providers.codemode.base_url="http://127.0.0.1:9/v1""#.to_owned()
-        ));
+        assert!(args
+            .contains(&r#"model_providers.codemode.base_url="http://127.0.0.1:9/v1""#.to_owned()));
         assert!(args.contains(&r#"model_providers.codemode.wire_api="responses""#.to_owned()));
         assert!(args.contains(&r#"model_providers.codemode.env_key="OPENAI_API_KEY""#.to_owned()));
     }
@@ -218,7 +217,10 @@ mod tests {
     #[test]
     fn opencode_config_keeps_the_users_own_inline_config() {
         let urls = BaseUrls::new("http://127.0.0.1:9", None);
-        let merged = opencode_config(&urls, Some(r#"{"lsp":false,"provider":{"openai":{"models":{}}}}"#));
+        let merged = opencode_config(
+            &urls,
+            Some(r#"{"lsp":false,"provider":{"openai":{"models":{}}}}"#),
+        );
         let v: Value = serde_json::from_str(&merged).unwrap();
         assert_eq!(v["lsp"], false);
         assert_eq!(v["provider"]["openai"]["models"], json!({}));

@@ -293,11 +293,16 @@ mod tests {
     #[test]
     fn settings_paths_honour_the_agents_own_directory_variables() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
         let home = env(&[("HOME", "/h")]);
         assert_eq!(
-            settings_path(Agent::Claude, &home).unwrap(),
+            settings_path(Agent::Claude, home).unwrap(),
             Path::new("/h/.claude/settings.json")
         );
         assert_eq!(
@@ -314,8 +319,14 @@ mod tests {
     fn codex_edit_keeps_comments_and_other_providers() {
         let old = "# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"openai\"\n\n[model_providers.other]\nbase_url = \"http://x\"\n";
         let (new, _) = edit_codex(Some(old), "http://127.0.0.1:8080", None).unwrap();
-        assert!(new.starts_with("# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"codemode\"\n"), "{new}");
-        assert!(new.contains("[model_providers.other]\nbase_url = \"http://x\""), "{new}");
+        assert!(
+            new.starts_with("# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"codemode\"\n"),
+            "{new}"
+        );
+        assert!(
+            new.contains("[model_providers.other]\nbase_url = \"http://x\""),
+            "{new}"
+        );
         assert!(new.contains("[model_providers.codemode]"), "{new}");
         assert!(new.contains("requires_openai_auth = true"), "{new}");
     }

@@ -115,12 +115,7 @@ fn parse_configure(args: &[OsString]) -> Result<ConfigureArgs, String> {
                     format!("configure: `{name}` is not an agent; use claude, codex or opencode")
                 })?);
             }
-            _ => {
-                return Err(format!(
-                    "configure: unexpected `{}`",
-                    arg.to_string_lossy()
-                ))
-            }
+            _ => return Err(format!("configure: unexpected `{}`", arg.to_string_lossy())),
         }
     }
     let agent = agent.ok_or("configure needs an agent: claude, codex or opencode")?;
@@ -138,7 +133,9 @@ mod tests {
 
     #[test]
     fn run_flags_stop_at_the_double_dash() {
-        let parsed = parse(&args(&["run", "--mode", "both", "--", "claude", "--mode", "x"]));
+        let parsed = parse(&args(&[
+            "run", "--mode", "both", "--", "claude", "--mode", "x",
+        ]));
         let Some(Ok(Subcommand::Run(a))) = parsed else {
             panic!("{parsed:?}")
         };
@@ -159,7 +156,13 @@ mod tests {
 
     #[test]
     fn configure_takes_an_agent_a_url_and_undo() {
-        let parsed = parse(&args(&["configure", "codex", "--url", "http://h:9/v1", "--undo"]));
+        let parsed = parse(&args(&[
+            "configure",
+            "codex",
+            "--url",
+            "http://h:9/v1",
+            "--undo",
+        ]));
         let Some(Ok(Subcommand::Configure(c))) = parsed else {
             panic!("{parsed:?}")
         };

@@ -126,7 +126,10 @@ pub fn config(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<Co
     }
     if set(ANTHROPIC_UPSTREAM).is_none() {
         if let Some(url) = set("ANTHROPIC_BASE_URL") {
-            over.push((ANTHROPIC_UPSTREAM, format!("{}/v1", url.trim_end_matches('/'))));
+            over.push((
+                ANTHROPIC_UPSTREAM,
+                format!("{}/v1", url.trim_end_matches('/')),
+            ));
         }
     }
     let config = Config::from_lookup(|k| {
@@ -268,7 +271,12 @@ mod tests {
     use super::*;
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
@@ -277,14 +285,25 @@ mod tests {
             mode: Some(Mode::Both),
             ..Default::default()
         };
-        let c = config(&args, env(&[("CODEMODE_MODE", "native"), ("CODEMODE_LISTEN", "0.0.0.0:80")])).unwrap();
+        let c = config(
+            &args,
+            env(&[
+                ("CODEMODE_MODE", "native"),
+                ("CODEMODE_LISTEN", "0.0.0.0:80"),
+            ]),
+        )
+        .unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:0");
         assert_eq!(c.default_mode, Mode::Both);
     }
 
     #[test]
     fn the_agents_own_base_url_becomes_the_upstream() {
-        let c = config(&RunArgs::default(), env(&[("ANTHROPIC_BASE_URL", "http://gw.example/")])).unwrap();
+        let c = config(
+            &RunArgs::default(),
+            env(&[("ANTHROPIC_BASE_URL", "http://gw.example/")]),
+        )
+        .unwrap();
         assert_eq!(c.anthropic_upstream.to_string(), "http://gw.example/v1");
     }
 

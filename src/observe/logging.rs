@@ -62,7 +62,10 @@ pub fn layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
 
 /// The same lines as [`layer`], written to `file` instead of stderr
 /// (`codemode-proxy run`: the agent keeps the terminal), without colours.
-pub fn file_layer(format: LogFormat, file: std::fs::File) -> Box<dyn Layer<Registry> + Send + Sync> {
+pub fn file_layer(
+    format: LogFormat,
+    file: std::fs::File,
+) -> Box<dyn Layer<Registry> + Send + Sync> {
     layer_to(format, std::sync::Mutex::new(file), false)
 }
 
