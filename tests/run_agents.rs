@@ -1,9 +1,10 @@
 //! The real agents under `codemode-proxy run` (the binary), against a
 //! scripted model on loopback that the proxy's upstream variables name:
-//! `run -- claude -p ...` and `run -- codex exec ...` each complete a task
-//! through a program in code mode (the model saw only `run_code` and the
-//! SDK; the agent ran the nested calls), the summary line reports the
-//! program, and `run` wrote no settings file in the agent's home.
+//! `run -- claude -p ...`, `run -- codex exec ...` and `run -- opencode run`
+//! each complete a task through a program in code mode (the model saw only
+//! `run_code` and the SDK; the agent ran the nested calls), the summary
+//! line reports the program, and `run` wrote no settings file in the
+//! agent's home.
 //!
 //! The agents are installed by tests/agents/install.sh; outside CI a
 //! missing agent skips with a note.
@@ -78,6 +79,8 @@ fn assert_no_settings_written(home: &Path) {
         ".claude/settings.json",
         ".codex/config.toml",
         ".config/opencode/opencode.json",
+        // The opencode test's XDG_CONFIG_HOME.
+        "config/opencode/opencode.json",
     ] {
         assert!(!home.join(rel).exists(), "run wrote {rel}");
     }
@@ -256,6 +259,144 @@ async fn codex_under_run_completes_a_program_of_two_shell_commands() {
             .filter_map(|t| t["name"].as_str())
             .collect();
         assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+    }
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_no_settings_written(&home);
+}
+
+/// opencode's model on the Responses API (its built-in `openai`
+/// provider): a side request without tools (the title) gets a title;
+/// the task gets a program, then the program's result as the answer.
+#[derive(Clone, Default)]
+struct OpencodeModel {
+    code: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl wiremock::Respond for OpencodeModel {
+    fn respond(&self, req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        use common::responses_model::*;
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        self.seen.lock().unwrap().push(body.clone());
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let result = body["input"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|i| i["type"] == "function_call_output" && i["call_id"] == "call_prog")
+                .map(|i| i["output"].to_string())
+        });
+        let output = match (has_tools, result) {
+            (false, _) => vec![said("Two files")],
+            (true, Some(result)) => vec![said(&format!("The files: {result}"))],
+            (true, None) => vec![run_code_call("call_prog", &self.code)],
+        };
+        let response = response("resp_1", &output, responses_usage(100, 10));
+        wiremock::ResponseTemplate::new(200)
+            .set_body_raw(response_events(&response).into_bytes(), "text/event-stream")
+    }
+}
+
+#[tokio::test]
+async fn opencode_under_run_completes_a_program_of_two_reads() {
+    let marker = agents_dir().join("node/node_modules/.bin/opencode");
+    if !marker.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have opencode: run tests/agents/install.sh"
+        );
+        eprintln!("skipped: opencode is not installed (run tests/agents/install.sh)");
+        return;
+    }
+    let dir = workdir(
+        "opencode",
+        &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")],
+    );
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let code = format!(
+        "const a = await tools.read({{filePath: {}}});\nconst b = await tools.read({{filePath: {}}});\nreturn [a, b].join('\\n---\\n');",
+        json!(work.join("a.txt").to_str().unwrap()),
+        json!(work.join("b.txt").to_str().unwrap())
+    );
+    let model = OpencodeModel {
+        code,
+        ..Default::default()
+    };
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/responses"))
+        .respond_with(model.clone())
+        .mount(&server)
+        .await;
+    let upstream = format!("{}/v1", server.uri());
+    // The user's own inline config: a model of the built-in `openai`
+    // provider and its key; `run` adds only the provider's baseURL.
+    let own = json!({
+        "autoupdate": false, "share": "disabled", "snapshot": false, "lsp": false,
+        "formatter": false, "model": "openai/gpt-test", "small_model": "openai/gpt-test",
+        "provider": {"openai": {
+            "npm": "@ai-sdk/openai", "name": "OpenAI",
+            "options": {"apiKey": "test-key"},
+            "models": {"gpt-test": {"name": "gpt-test", "tool_call": true,
+                                    "limit": {"context": 128000, "output": 4096}}}
+        }},
+        "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny", "external_directory": "allow"}
+    })
+    .to_string();
+    let opencode = agents_dir().join("node/node_modules/.bin/opencode");
+    let xdg = |d: &str| home.join(d).to_string_lossy().into_owned();
+    let (data, config, state, cache) = (xdg("data"), xdg("config"), xdg("state"), xdg("cache"));
+    let (status, stdout, stderr) = run(
+        &home,
+        &work,
+        &[
+            opencode.to_str().unwrap(),
+            "run",
+            "--format",
+            "json",
+            "Show me a.txt and b.txt.",
+        ],
+        &[
+            ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ("OPENCODE_CONFIG_CONTENT", own.as_str()),
+            ("XDG_DATA_HOME", data.as_str()),
+            ("XDG_CONFIG_HOME", config.as_str()),
+            ("XDG_STATE_HOME", state.as_str()),
+            ("XDG_CACHE_HOME", cache.as_str()),
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+            ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+            ("OPENCODE_DISABLE_SHARE", "1"),
+            ("OPENCODE_DISABLE_CLAUDE_CODE", "1"),
+            ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1"),
+            ("OPENCODE_DISABLE_AUTOCOMPACT", "1"),
+            ("OPENCODE_DISABLE_TERMINAL_TITLE", "1"),
+            ("OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER", "1"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let answer: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["part"]["text"].as_str())
+        .collect();
+    assert!(
+        status == Some(0) && answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "opencode under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    for body in model.seen.lock().unwrap().iter() {
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(
+            names.is_empty() || names == vec!["run_code"],
+            "the model sees run_code only: {names:?}"
+        );
     }
     assert!(
         stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
