@@ -15,10 +15,12 @@
 //! ```
 
 mod admin;
+mod dry_run;
 mod embedded;
 mod entry;
 mod forward;
 mod json;
+mod query;
 mod round;
 mod service;
 mod stores;

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use http::{header, HeaderValue, Method, Request, Response};
 
 use super::entry::{judged, Route as Judged};
-use super::{admin, forward, State, Upstream};
+use super::{admin, dry_run, forward, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::chat::Chat;
 use crate::error::ProxyError;
@@ -192,7 +192,7 @@ async fn route(
         }
         (&Method::POST, "/codemode/dry-run") => {
             ledger.set_route(Route::Admin);
-            admin::dry_run(&state, path_preset, req).await
+            dry_run::dry_run(&state, path_preset, req).await
         }
         (_, "/healthz" | "/readyz" | "/metrics" | "/codemode/presets" | "/codemode/dry-run") => {
             Err(ProxyError::MethodNotAllowed(
