@@ -10,7 +10,9 @@
 //! rest (moving `cache_control` marks, re-serialising arguments, dropping
 //! reasoning), and two conversations rarely open with the same words.
 //! Conversations that do (one prompt fanned out to many agents) are told
-//! apart by their ids, as before.
+//! apart only by their ids: with numbered ids they still share keys, which
+//! a digest of the whole history would not fix either while the histories
+//! are the same.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

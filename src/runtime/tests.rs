@@ -443,27 +443,65 @@ fn stack_frames_cannot_hand_out_the_host_functions() {
     assert_eq!(output, "\u{fffd} is well formed now");
 }
 
+/// Keeps the calling thread on the first CPU it may use, so that the
+/// threads of a test share one core however many the host has.
+#[cfg(target_os = "linux")]
+fn pin_to_one_cpu() {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let allowed = sched_getaffinity(Pid::from_raw(0)).unwrap();
+    let first = (0..CpuSet::count()).find(|&c| allowed.is_set(c).unwrap_or(false));
+    let mut one = CpuSet::new();
+    one.set(first.unwrap()).unwrap();
+    sched_setaffinity(Pid::from_raw(0), &one).unwrap();
+}
+
+#[cfg(target_os = "linux")]
 #[test]
 fn the_slice_counts_cpu_time_not_time_spent_off_the_cpu() {
-    // Sixteen programs on many more threads than the machine has cores: each
-    // uses about a fifth of its slice in CPU (some 300 ms), however long it
-    // waits off the CPU. In wall time each would take seconds.
+    use nix::time::{clock_gettime, ClockId};
+    let cpu = || Duration::from(clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap());
+    let code = "let x = 0; for (let i = 0; i < 1000000; i++) { x = (x + i) % 7919; } return x;";
+    // What one program costs here, measured rather than assumed: a slow or
+    // oversubscribed host (whose stolen time a VM may count as CPU time)
+    // must not turn a finished program into a timeout.
+    let alone = std::thread::spawn(move || {
+        pin_to_one_cpu();
+        let start = cpu();
+        let generous = Limits {
+            slice: Duration::from_secs(60),
+            ..limits()
+        };
+        let outcome = sandbox::run(code, &tools(), &[], 1, 0, &generous);
+        assert!(
+            matches!(outcome, RunOutcome::Finished { .. }),
+            "{outcome:?}"
+        );
+        cpu() - start
+    })
+    .join()
+    .unwrap();
+    // Twelve programs share one core, so each takes about twelve times its
+    // CPU time in wall time: three times the slice. Counted in wall time,
+    // every one would run out.
     let l = Limits {
-        slice: Duration::from_millis(1500),
+        slice: alone * 4,
         ..limits()
     };
-    let code = "let x = 0; for (let i = 0; i < 12000000; i++) { x = (x + i) % 7919; } return x;";
-    let threads: Vec<_> = (0..16)
+    let threads: Vec<_> = (0..12)
         .map(|_| {
             let l = l.clone();
-            std::thread::spawn(move || sandbox::run(code, &tools(), &[], 1, 0, &l))
+            std::thread::spawn(move || {
+                pin_to_one_cpu();
+                sandbox::run(code, &tools(), &[], 1, 0, &l)
+            })
         })
         .collect();
     for t in threads {
         let outcome = t.join().unwrap();
         assert!(
             matches!(outcome, RunOutcome::Finished { .. }),
-            "{outcome:?}"
+            "{outcome:?} (one program alone used {alone:?} of CPU)"
         );
     }
 }

@@ -129,9 +129,9 @@ fn repair_round_non_json_body_is_a_clean_error() -> Scenario {
     unreadable(true, "text/html", "<html>bad gateway</html>")
 }
 
-/// A body cut short: JSON shorter than its content-length is a 502 (the
-/// README's `upstream_unreachable`: "its body broke off"); a stream that
-/// breaks off ends with `upstream_stream_broken`.
+/// A body cut short: JSON shorter than its content-length is a 502
+/// (`upstream_unreachable` in docs/errors.md: "its body broke off"); a
+/// stream that breaks off ends with `upstream_stream_broken`.
 fn cut_short(after_repair: bool) -> Scenario {
     faulty(
         after_repair,

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Interleaved A/B of two proxy builds in code mode at 32 connections:
+# throughput and each proxy's own CPU time per request (from /proc), so
+# the machine's drift falls alike on both.
+#
+#   A_BIN=/tmp/old/codemode-proxy B_BIN=./target/release/codemode-proxy bench/ab.sh
+#
+# Both proxies share CPU 0 (one loaded at a time); wrk and the provider run
+# on CPU 1. ROUNDS (5) rounds of DURATION (8) seconds each.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+A_BIN=${A_BIN:?set A_BIN to the first build}
+B_BIN=${B_BIN:-./target/release/codemode-proxy}
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-8}
+if ! command -v wrk >/dev/null; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; fi
+cargo build --release --quiet --example fake_provider
+W=$(mktemp -d)
+./target/release/examples/fake_provider 127.0.0.1:19200 200 5 >/dev/null &
+P=$!
+start() {
+    RUST_LOG=warn CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=127.0.0.1:$2 \
+        CODEMODE_UPSTREAM=http://127.0.0.1:19200/v1 CODEMODE_MODE=code "$1" >/dev/null 2>&1 &
+    echo $!
+}
+A=$(start "$A_BIN" 19201)
+B=$(start "$B_BIN" 19202)
+trap 'kill $P $A $B 2>/dev/null; rm -rf "$W"' EXIT
+sleep 1
+python3 bench/request.py "$W"
+taskset -a -pc 0 "$A" >/dev/null; taskset -a -pc 0 "$B" >/dev/null; taskset -a -pc 1 "$P" >/dev/null
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+for port in 19201 19202; do
+    curl -sf -o /dev/null -d @"$W/body.json" -H 'content-type: application/json' "http://127.0.0.1:$port/v1/chat/completions"
+done
+hz=$(getconf CLK_TCK)
+for round in $(seq "$ROUNDS"); do
+    for pair in "A $A 19201" "B $B 19202"; do
+        set -- $pair
+        c0=$(cpu_ticks "$2")
+        out=$(taskset -c 1 wrk -t1 -c32 -d"${DURATION}s" -s "$W/post.lua" "http://127.0.0.1:$3/v1/chat/completions")
+        c1=$(cpu_ticks "$2")
+        rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+        reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+        echo "$1 round $round: $rps req/s, $(python3 -c "print(round(($c1 - $c0) * 1e6 / $hz / $reqs, 1))") us CPU/request"
+    done
+done
