@@ -26,6 +26,10 @@ fn binaries() -> Option<(String, String)> {
     if PathBuf::from(&chromium).exists() && PathBuf::from(&driver).exists() {
         return Some((chromium, driver));
     }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have Chromium and chromedriver: .ci/run installs them ({chromium}, {driver} missing)"
+    );
     eprintln!(
         "SKIPPED: the inspector's browser test needs Chromium and chromedriver ({chromium}, {driver}); \
          install them with `apt-get install chromium chromium-driver`, or set CODEMODE_CHROMIUM and \
