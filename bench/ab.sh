@@ -5,6 +5,10 @@
 #
 #   A_BIN=/tmp/old/codemode-proxy B_BIN=./target/release/codemode-proxy bench/ab.sh
 #
+# A_ENV and B_ENV add variables to one side (one build twice, one setting
+# changed): A_BIN=target/release/codemode-proxy \
+#   B_ENV="CODEMODE_ADMIN_TOKEN=0123456789abcdef0123" bench/ab.sh
+#
 # Both proxies share CPU 0 (one loaded at a time); wrk and the provider run
 # on CPU 1. ROUNDS (5) rounds of DURATION (8) seconds each.
 set -euo pipefail
@@ -19,12 +23,13 @@ W=$(mktemp -d)
 ./target/release/examples/fake_provider 127.0.0.1:19200 200 5 >/dev/null &
 P=$!
 start() {
-    RUST_LOG=warn CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=127.0.0.1:$2 \
+    # shellcheck disable=SC2086 # $3 is a list of VAR=value words
+    env $3 RUST_LOG=warn CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=127.0.0.1:$2 \
         CODEMODE_UPSTREAM=http://127.0.0.1:19200/v1 CODEMODE_MODE=code "$1" >/dev/null 2>&1 &
     echo $!
 }
-A=$(start "$A_BIN" 19201)
-B=$(start "$B_BIN" 19202)
+A=$(start "$A_BIN" 19201 "${A_ENV:-}")
+B=$(start "$B_BIN" 19202 "${B_ENV:-}")
 trap 'kill $P $A $B 2>/dev/null; rm -rf "$W"' EXIT
 sleep 1
 python3 bench/request.py "$W"

@@ -67,6 +67,9 @@ pub fn classify(name: &str, visibility: Visibility, mode: Mode) -> Verdict {
     }
 }
 
+/// The code the answers below start with, as the inspector lists them.
+pub const ONE_PROGRAM_CODE: &str = "ONE_PROGRAM";
+
 /// The answer to a `run_code` call that shares its turn with other calls.
 pub const ONE_PROGRAM: &str =
     "ONE_PROGRAM: run_code must be the only tool call of its turn. Nothing \

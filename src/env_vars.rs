@@ -75,3 +75,10 @@ pub const STORE: &str = "CODEMODE_STORE";
 pub const STORE_PREFIX: &str = "CODEMODE_STORE_PREFIX";
 /// `text` (default) or `json`: how the binary writes its log lines.
 pub const LOG_FORMAT: &str = "CODEMODE_LOG_FORMAT";
+/// Turns on the inspector (`/codemode/inspector`, `/codemode/api/*`) and is
+/// the token that opens it.
+pub const ADMIN_TOKEN: &str = "CODEMODE_ADMIN_TOKEN";
+/// `on` shows tool arguments, results and console text in the inspector.
+pub const INSPECTOR_PAYLOADS: &str = "CODEMODE_INSPECTOR_PAYLOADS";
+/// MiB the inspector keeps of recent executions and denials.
+pub const INSPECTOR_MB: &str = "CODEMODE_INSPECTOR_MB";

@@ -57,6 +57,19 @@ pub enum ProxyError {
         "no route for {0}; the proxy serves /v1/*, /preset/NAME/v1/*, /healthz and /codemode/*"
     )]
     NotFound(String),
+    /// `/codemode/inspector` or `/codemode/api/*` while `CODEMODE_ADMIN_TOKEN` is unset.
+    #[error("the inspector is off: {0} is served only when the proxy runs with CODEMODE_ADMIN_TOKEN set")]
+    InspectorOff(String),
+    /// The inspector's API without the admin token, or with a wrong one.
+    #[error("{}", if *.0 {
+        "the admin token is not right: send the value of CODEMODE_ADMIN_TOKEN as `Authorization: Bearer <token>`, or open /codemode/inspector?token=<token> again in a browser"
+    } else {
+        "this endpoint needs the admin token: send `Authorization: Bearer <token>` with the value of CODEMODE_ADMIN_TOKEN, or open /codemode/inspector?token=<token> once in a browser"
+    })]
+    AdminUnauthorized(bool),
+    /// The inspector keeps no execution with this id.
+    #[error("the inspector keeps no execution `{0}` on this replica: it may be older than what CODEMODE_INSPECTOR_MB keeps, or another replica served it; list what it keeps with GET /codemode/api/executions")]
+    NoSuchExecution(String),
     /// A response the proxy minted was asked for: no provider holds it.
     #[error(
         "response `{0}` was written by codemode-proxy to hand a program's tool calls to the \
@@ -137,7 +150,11 @@ impl ProxyError {
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::SelectionDenied(_) => StatusCode::FORBIDDEN,
-            ProxyError::NotFound(_) | ProxyError::MintedResponse(_) => StatusCode::NOT_FOUND,
+            ProxyError::AdminUnauthorized(_) => StatusCode::UNAUTHORIZED,
+            ProxyError::NotFound(_)
+            | ProxyError::MintedResponse(_)
+            | ProxyError::InspectorOff(_)
+            | ProxyError::NoSuchExecution(_) => StatusCode::NOT_FOUND,
             ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
                 StatusCode::METHOD_NOT_ALLOWED
             }
@@ -157,6 +174,7 @@ impl ProxyError {
     /// The OpenAI `type` field.
     pub fn kind(&self) -> &'static str {
         match self.status() {
+            StatusCode::UNAUTHORIZED => "authentication_error",
             StatusCode::FORBIDDEN => "permission_error",
             StatusCode::NOT_FOUND => "not_found_error",
             StatusCode::SERVICE_UNAVAILABLE => "server_error",
@@ -178,7 +196,12 @@ impl ProxyError {
             ProxyError::MissingRunCode(_) => "run_code_missing",
             ProxyError::UnsupportedN(_) => "unsupported_n",
             ProxyError::UpstreamRepairRejected(..) => "upstream_repair_rejected",
-            ProxyError::NotFound(_) | ProxyError::MintedResponse(_) => "not_found",
+            ProxyError::NotFound(_)
+            | ProxyError::MintedResponse(_)
+            | ProxyError::InspectorOff(_)
+            | ProxyError::NoSuchExecution(_) => "not_found",
+            ProxyError::AdminUnauthorized(true) => "invalid_admin_token",
+            ProxyError::AdminUnauthorized(false) => "admin_token_required",
             ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
                 "method_not_allowed"
             }
@@ -249,6 +272,12 @@ impl ProxyError {
         ) {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if matches!(self, ProxyError::AdminUnauthorized(_)) {
+            res.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"codemode-inspector\""),
+            );
         }
         res
     }

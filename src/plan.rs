@@ -268,7 +268,10 @@ impl PlanCache {
         self.cache.weighted_size()
     }
 
-    /// The plan for this tool set, preset and mode, built on a miss.
+    /// The plan for this tool set, preset and mode of a Chat Completions
+    /// request, built on a miss. (The proxy's own paths name their dialect:
+    /// [`PlanCache::get_or_build_for`]; this is for the tests and benchmarks.)
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn get_or_build(
         &self,
         tools: Option<&RawValue>,

@@ -190,6 +190,13 @@ impl Catalog {
         &self.presets
     }
 
+    /// The scopes the config binds to a preset, sorted.
+    pub fn scopes(&self) -> Vec<&str> {
+        let mut scopes: Vec<&str> = self.scopes.keys().map(String::as_str).collect();
+        scopes.sort_unstable();
+        scopes
+    }
+
     /// Preset names in picker order, for error messages.
     pub fn names(&self) -> Vec<&str> {
         self.presets.iter().map(|p| p.name.as_str()).collect()

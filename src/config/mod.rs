@@ -6,6 +6,7 @@
 
 mod egress;
 mod errors;
+mod inspector;
 mod parse;
 mod run;
 mod store;
@@ -33,6 +34,7 @@ pub use crate::runtime::pool::RunSlots;
 pub use crate::select::ClientSelect;
 pub use egress::{Egress, ProxyUrl};
 pub use errors::{ConfigError, ConfigErrors};
+pub use inspector::{AdminToken, InspectorConfig, DEFAULT_INSPECTOR_MB, MIN_TOKEN_LEN};
 pub use store::StoreKind;
 pub use upstream::UpstreamBase;
 
@@ -98,6 +100,9 @@ pub struct Config {
     pub egress: Egress,
     /// Where executions and stored denials live.
     pub store: StoreKind,
+    /// The inspector (`/codemode/inspector`, `/codemode/api/*`): `None`
+    /// when `CODEMODE_ADMIN_TOKEN` is unset, and then nothing is recorded.
+    pub inspector: Option<InspectorConfig>,
 }
 
 /// Time limits on client connections, so none is held open for nothing.
@@ -325,6 +330,7 @@ impl Config {
         };
         let egress = Egress::from_lookup(&get, &mut fail);
         let store = StoreKind::from_lookup(&get, &mut fail);
+        let inspector = inspector::from_lookup(&get, &mut fail);
         let log_format = parse_or(
             &get,
             LOG_FORMAT,
@@ -387,6 +393,7 @@ impl Config {
                 egress,
                 store,
                 log_format,
+                inspector,
             ),
         ) {
             (
@@ -416,6 +423,7 @@ impl Config {
                     Some(egress),
                     Some(store),
                     Some(log_format),
+                    Some(inspector),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -446,6 +454,7 @@ impl Config {
                 egress,
                 store,
                 log_format,
+                inspector,
             }),
             _ => Err(ConfigErrors(errors)),
         }

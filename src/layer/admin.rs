@@ -1,17 +1,15 @@
-//! The proxy's own endpoints: liveness, readiness, the preset list, dry-run.
+//! The proxy's own endpoints: liveness, readiness, metrics, the preset
+//! list (dry-run: `super::dry_run`; the inspector: `super::inspector`).
 
 use http::header::{self, HeaderValue};
-use http::{Request, Response};
+use http::Response;
 use serde_json::{json, Value};
 
-use super::forward::read_client_body;
 use super::State;
 use crate::body::{full, ProxyBody};
-use crate::chat::ChatRequest;
 use crate::error::ProxyError;
-use crate::select::select;
 
-fn json_response(value: &Value) -> Response<ProxyBody> {
+pub(crate) fn json_response(value: &Value) -> Response<ProxyBody> {
     let mut res = Response::new(full(value.to_string()));
     res.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -73,45 +71,4 @@ pub(crate) fn presets(state: &State) -> Response<ProxyBody> {
         })
         .collect();
     json_response(&json!({"presets": presets}))
-}
-
-/// `POST /codemode/dry-run`: what the model would see, without calling upstream.
-pub(crate) async fn dry_run(
-    state: &State,
-    path_preset: Option<&str>,
-    req: Request<ProxyBody>,
-) -> Result<Response<ProxyBody>, ProxyError> {
-    let selection = select(
-        req.headers(),
-        path_preset,
-        &state.config.catalog,
-        state.config.client_select,
-    )?;
-    let (parts, body) = req.into_parts();
-    let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
-    let mut chat = ChatRequest::parse(&bytes)?;
-    let plan = state.plans.get_or_build(
-        chat.field("tools"),
-        &selection.preset,
-        selection.mode,
-        state.config.runtime,
-    )?;
-    // What this client's own stored denials would add; nobody else's.
-    let tenant = crate::tenant::Tenant::of(&parts.headers, &selection.scope);
-    let stores = super::stores::RequestStores::new(state, tenant);
-    stores
-        .read_ahead(|stores| {
-            let _ = chat.clone().rewrite(&plan, &stores.splices);
-        })
-        .await?;
-    chat.rewrite(&plan, &stores.splices)?;
-    let request: Value = serde_json::from_slice(&chat.to_bytes())
-        .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
-    Ok(json_response(&json!({
-        "scope": selection.scope,
-        "preset": selection.preset.name,
-        "mode": selection.mode.as_str(),
-        "sections": plan.sections,
-        "request": request,
-    })))
 }

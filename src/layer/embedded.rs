@@ -10,6 +10,8 @@ use tracing::Instrument;
 use super::stores::RequestStores;
 use super::State;
 use crate::error::ProxyError;
+use crate::observe::inspector::Phase;
+use crate::observe::ledger;
 use crate::plan::ToolPlan;
 use crate::runtime::{self, history, minted_for, Execution, Step};
 use crate::telemetry;
@@ -86,6 +88,7 @@ async fn resume_once(
     let limits = &state.config.limits;
     let Some(held) = held else {
         if minted_for(exec_id, tenant).is_some() {
+            ledger::program_lost(exec_id);
             return Ok(Some(Resumed::AskModel));
         }
         let ids: Vec<String> = trailing
@@ -131,7 +134,8 @@ async fn resume_once(
             limits.lifetime.as_secs()
         ));
         return Ok(save_over(state, stores, exec).await?.map(|e| {
-            crate::observe::ledger::program_ended(&e);
+            ledger::program_ended(&e);
+            ledger::program_seen(&*e, Phase::Expired, false);
             Resumed::AskModel
         }));
     }
@@ -165,21 +169,29 @@ async fn resume_once(
             missing.join(", ")
         )));
     }
-    // Busy: the results are not recorded, so the client's retry resumes.
+    ledger::program_seen(&exec, Phase::Running, false);
     let span = telemetry::program_span(&exec.run_call_id);
-    let (exec, step) = runtime::step(exec, limits.clone(), &state.runs)
+    let (exec, step) = match runtime::step(exec, limits.clone(), &state.runs)
         .instrument(span.clone())
         .await
-        .map_err(|(_, busy)| ProxyError::RuntimeBusy(busy.to_string()))?;
+    {
+        Ok(stepped) => stepped,
+        // Busy: the results are not recorded, so the client's retry resumes.
+        Err((exec, busy)) => {
+            ledger::program_seen(&exec, Phase::Waiting, false);
+            return Err(ProxyError::RuntimeBusy(busy.to_string()));
+        }
+    };
     trace_step(&span, &exec, &step);
     let Some(exec) = save_over(state, stores, exec).await? else {
         return Ok(None);
     };
     if fresh {
         // The client answered a batch and the program ran on: no model round trip.
-        crate::observe::ledger::round_trip_saved();
+        ledger::round_trip_saved();
     }
     log_step(&exec, &step);
+    ledger::program_seen(&*exec, phase(&step), fresh);
     Ok(Some(match step {
         Step::Waiting(range) => Resumed::Hand(exec, range),
         Step::Ended => Resumed::AskModel,
@@ -200,8 +212,16 @@ pub(crate) fn log_step(exec: &Execution, step: &Step) {
                 _ => "finished",
             };
             tracing::info!(target: "codemode::program", run_call, calls = exec.calls.len(), outcome, "program ended");
-            crate::observe::ledger::program_ended(exec);
+            ledger::program_ended(exec);
         }
+    }
+}
+
+/// A step as the inspector names it.
+fn phase(step: &Step) -> Phase {
+    match step {
+        Step::Waiting(_) => Phase::Waiting,
+        Step::Ended => Phase::Ended,
     }
 }
 
@@ -324,6 +344,7 @@ pub(crate) async fn run_new(
     exec.freeform.sort();
     exec.denied_calls = denied_calls;
     exec.denials = denials;
+    ledger::program_seen(&exec, Phase::Running, false);
     let span = telemetry::program_span(&exec.run_call_id);
     let (exec, step) = match code {
         Some(_) => match runtime::step(exec, state.config.limits.clone(), &state.runs)
@@ -352,5 +373,6 @@ pub(crate) async fn run_new(
     state.executions.put(exec.clone()).await?;
     tracing::info!(target: "codemode::program", run_call = %exec.run_call_id, tools = exec.tools.len(), "program started");
     log_step(&exec, &step);
+    ledger::program_seen(&*exec, phase(&step), false);
     Ok((exec, step))
 }

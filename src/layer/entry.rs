@@ -79,6 +79,11 @@ pub(crate) async fn judged<D: Dialect>(
     }
 
     let mut request = D::parse(&bytes)?;
+    if crate::observe::ledger::inspecting() {
+        if let Value::String(model) = D::model(&request) {
+            crate::observe::ledger::set_model(&model);
+        }
+    }
     // Executions and stored denials belong to the client's credential and scope.
     let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
     let plan = state.plans.get_or_build_for(

@@ -15,10 +15,13 @@
 //! ```
 
 mod admin;
+mod dry_run;
 mod embedded;
 mod entry;
 mod forward;
+mod inspector;
 mod json;
+mod query;
 mod round;
 mod service;
 mod stores;
@@ -52,6 +55,9 @@ pub(crate) struct State {
     pub(crate) runs: RunPool,
     /// What `GET /metrics` reports.
     pub(crate) metrics: Arc<crate::observe::metrics::Metrics>,
+    /// What `/codemode/inspector` shows; `None` (nothing recorded) unless
+    /// `CODEMODE_ADMIN_TOKEN` is set.
+    pub(crate) inspector: Option<Arc<crate::observe::inspector::Inspector>>,
 }
 
 /// Mounts Code Mode in front of an upstream service.
@@ -105,8 +111,16 @@ impl CodeModeLayer {
         // here, at start-up, rather than on a request.
         let _ = crate::tenant::unguessable();
         let plans = PlanCache::new(config.budgets.plans_bytes);
+        let inspector = config.inspector.as_ref().map(|i| {
+            Arc::new(crate::observe::inspector::Inspector::new(
+                i.budget_bytes,
+                i.payloads,
+                config.limits.lifetime.as_millis() as u64,
+            ))
+        });
         CodeModeLayer {
             state: Arc::new(State {
+                inspector,
                 runs: RunPool::new(config.run_slots),
                 config,
                 plans,

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use http::{header, HeaderValue, Method, Request, Response};
 
 use super::entry::{judged, Route as Judged};
-use super::{admin, forward, State, Upstream};
+use super::{admin, dry_run, forward, inspector, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::chat::Chat;
 use crate::error::ProxyError;
@@ -67,7 +67,10 @@ where
         let anthropic = speaks_anthropic(&req);
         // One record and one span per request: current for the handler and
         // for every poll of the response body.
-        let ledger = Arc::new(RequestLedger::new(req.headers(), state.metrics.clone()));
+        let ledger = Arc::new(
+            RequestLedger::new(req.headers(), state.metrics.clone())
+                .watched_by(state.inspector.as_ref()),
+        );
         let span = crate::observe::request_span(&ledger);
         let (mine, body_span) = (ledger.clone(), span.clone());
         Box::pin(crate::observe::scoped(ledger, span, async move {
@@ -198,7 +201,11 @@ async fn route(
         }
         (&Method::POST, "/codemode/dry-run") => {
             ledger.set_route(Route::Admin);
-            admin::dry_run(&state, path_preset, req).await
+            dry_run::dry_run(&state, path_preset, req).await
+        }
+        (_, p) if path_preset.is_none() && inspector::serves(p) => {
+            ledger.set_route(Route::Admin);
+            inspector::serve(&state, req, p).await
         }
         (_, "/healthz" | "/readyz" | "/metrics" | "/codemode/presets" | "/codemode/dry-run") => {
             Err(ProxyError::MethodNotAllowed(

@@ -9,11 +9,12 @@
 //! ledger writes the one access-log line and updates the metrics.
 
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use super::inspector::{DenialSeen, Inspector, Repair};
 use super::metrics::{Finished, Metrics};
 use crate::classify::DenialCode;
 use crate::select::Selection;
@@ -26,6 +27,10 @@ pub const MAX_REQUEST_ID: usize = 128;
 /// Every denial code, as the `code` label spells it.
 /// (In the order of the ledger's counters: see [`judged`].)
 pub const DENIAL_CODES: [&str; 2] = ["UNKNOWN_TOOL", "INVALID_ARGS"];
+
+mod watch;
+
+pub use watch::{inspecting, program_lost, program_seen, set_model, turn_judged};
 
 tokio::task_local! {
     static LEDGER: Arc<RequestLedger>;
@@ -150,6 +155,12 @@ pub struct RequestLedger {
     context_bytes_saved: AtomicU64,
     finished: AtomicBool,
     metrics: Arc<Metrics>,
+    /// The inspector, when `CODEMODE_ADMIN_TOKEN` is set; `None` records nothing.
+    inspector: Option<Arc<Inspector>>,
+    /// The request's `model`, noted only for the inspector.
+    model: OnceLock<String>,
+    /// Denials whose repair round has not been judged yet (inspector only).
+    pending: Mutex<Vec<DenialSeen>>,
 }
 
 impl RequestLedger {
@@ -179,7 +190,16 @@ impl RequestLedger {
             context_bytes_saved: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             metrics,
+            inspector: None,
+            model: OnceLock::new(),
+            pending: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same ledger, reporting to `inspector` when there is one.
+    pub fn watched_by(mut self, inspector: Option<&Arc<Inspector>>) -> RequestLedger {
+        self.inspector = inspector.cloned();
+        self
     }
 
     /// The request id, as the header carries it.
@@ -262,6 +282,11 @@ impl RequestLedger {
             context_bytes_saved: self.context_bytes_saved.load(Relaxed),
         };
         self.metrics.finished(&finished);
+        if let Some(inspector) = &self.inspector {
+            let pending = std::mem::take(&mut *watch::lock(&self.pending));
+            self.settle(inspector, pending, Repair::Unfinished);
+            inspector.finished(&finished);
+        }
         tracing::info!(
             target: "codemode::access",
             request_id = self.id_str(),

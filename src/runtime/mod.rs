@@ -14,6 +14,7 @@ pub mod pool;
 pub mod sandbox;
 mod store;
 mod view;
+mod watched;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

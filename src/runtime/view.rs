@@ -169,6 +169,7 @@ impl ExecutionLookup for ExecView {
 fn closed(exec: &Execution) {
     if exec.outcome.is_some() {
         crate::observe::ledger::program_ended(exec);
+        crate::observe::ledger::program_seen(exec, crate::observe::inspector::Phase::Ended, false);
     }
 }
 

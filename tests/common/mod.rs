@@ -5,6 +5,7 @@ pub mod agent;
 pub mod binary;
 pub mod claude;
 pub mod codex;
+pub mod inspector;
 pub mod messages_model;
 pub mod raw_provider;
 pub mod responses_model;

@@ -1,0 +1,188 @@
+//! `POST /codemode/dry-run`: what the model would see for a request, on
+//! any of the three wire APIs, without calling upstream.
+//!
+//! The dialect is the `dialect` query parameter (`chat`, `responses`,
+//! `messages`) when given; else an `anthropic-version` header means
+//! Messages; else the body tells ([`sniff`]).
+
+use std::sync::Arc;
+
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, Request, Response};
+use serde_json::{json, Value};
+
+use super::forward::read_client_body;
+use super::stores::RequestStores;
+use super::State;
+use crate::body::{full, ProxyBody};
+use crate::chat::Chat;
+use crate::dialect::Dialect as Api;
+use crate::error::ProxyError;
+use crate::messages::Messages;
+use crate::plan::ToolPlan;
+use crate::responses::Responses;
+use crate::select::{select, Selection};
+use crate::tenant::Tenant;
+use crate::turn::Dialect;
+
+/// `POST /codemode/dry-run`.
+pub(crate) async fn dry_run(
+    state: &State,
+    path_preset: Option<&str>,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let selection = select(
+        req.headers(),
+        path_preset,
+        &state.config.catalog,
+        state.config.client_select,
+    )?;
+    let (parts, body) = req.into_parts();
+    let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
+    let api = pick(parts.uri.query(), &parts.headers, &bytes)?;
+    // What this client's own stored denials would add; nobody else's.
+    let tenant = Tenant::of(&parts.headers, &selection.scope);
+    let (plan, request) = match api {
+        Api::Chat => rewritten::<Chat>(state, &selection, tenant, &bytes).await?,
+        Api::Responses => rewritten::<Responses>(state, &selection, tenant, &bytes).await?,
+        Api::Messages => rewritten::<Messages>(state, &selection, tenant, &bytes).await?,
+    };
+    let sdk = plan
+        .sections
+        .iter()
+        .find(|s| s.id == crate::sections::SDK_ID)
+        .map(|s| s.text.as_str());
+    let body = json!({
+        "dialect": api.as_str(),
+        "scope": selection.scope,
+        "preset": selection.preset.name,
+        "mode": selection.mode.as_str(),
+        "sections": plan.sections,
+        "sdk": sdk,
+        "wire_tools": wire_tools(&request),
+        "request": request,
+    });
+    let mut res = Response::new(full(body.to_string()));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(res)
+}
+
+/// The request rewritten as dialect `D` would send it, and its plan.
+async fn rewritten<D: Dialect>(
+    state: &State,
+    selection: &Selection,
+    tenant: Tenant,
+    bytes: &[u8],
+) -> Result<(Arc<ToolPlan>, Value), ProxyError> {
+    let mut request = D::parse(bytes)?;
+    let plan = state.plans.get_or_build_for(
+        D::KIND,
+        D::field(&request, "tools"),
+        &selection.preset,
+        selection.mode,
+        state.config.runtime,
+    )?;
+    let stores = RequestStores::new(state, tenant);
+    stores
+        .read_ahead(|stores| {
+            let _ = D::rewrite(&mut request.clone(), &plan, &stores.splices);
+        })
+        .await?;
+    D::rewrite(&mut request, &plan, &stores.splices)?;
+    let request = serde_json::from_slice(&D::to_bytes(&request))
+        .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
+    Ok((plan, request))
+}
+
+/// The dialect of a dry-run: the `dialect` parameter, else an
+/// `anthropic-version` header (Messages), else the body's shape.
+fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, ProxyError> {
+    if let Some(named) = query.and_then(|q| super::query::param(q, "dialect")) {
+        return match named.as_str() {
+            "chat" => Ok(Api::Chat),
+            "responses" => Ok(Api::Responses),
+            "messages" => Ok(Api::Messages),
+            other => Err(ProxyError::InvalidRequest(format!(
+                "dialect `{other}` is not one of chat, responses, messages; name one, or leave \
+                 the parameter out and the proxy tells the dialect from the body"
+            ))),
+        };
+    }
+    if headers.contains_key("anthropic-version") {
+        return Ok(Api::Messages);
+    }
+    // A body that is not JSON is refused by the dialect's own reading.
+    Ok(sniff(&serde_json::from_slice(body).unwrap_or(Value::Null)))
+}
+
+/// The dialect a body is written in: `input` without `messages` is a
+/// Responses body; `messages` with a top-level `system` or a tool with an
+/// `input_schema` is a Messages body; anything else is Chat Completions.
+fn sniff(body: &Value) -> Api {
+    let has = |key: &str| body.get(key).is_some();
+    if (has("input") || has("instructions")) && !has("messages") {
+        return Api::Responses;
+    }
+    let anthropic_tools = body["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()));
+    if has("system") || anthropic_tools {
+        return Api::Messages;
+    }
+    Api::Chat
+}
+
+/// The tools on the wire, by name and type, in any dialect's shape.
+fn wire_tools(request: &Value) -> Vec<Value> {
+    let Some(tools) = request["tools"].as_array() else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .map(|t| {
+            let name = t["function"]["name"]
+                .as_str()
+                .or_else(|| t["name"].as_str())
+                .or_else(|| t["type"].as_str())
+                .unwrap_or("");
+            let kind = t["type"].as_str().unwrap_or("custom");
+            json!({"name": name, "type": kind})
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_tells_the_dialect() {
+        let chat = json!({"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "read"}}]});
+        let responses = json!({"model": "m", "input": "hi"});
+        let messages = json!({"model": "m", "max_tokens": 1, "messages": [], "system": "x"});
+        let messages_tools =
+            json!({"model": "m", "messages": [], "tools": [{"name": "Read", "input_schema": {}}]});
+        assert_eq!(sniff(&chat), Api::Chat);
+        assert_eq!(sniff(&responses), Api::Responses);
+        assert_eq!(sniff(&messages), Api::Messages);
+        assert_eq!(sniff(&messages_tools), Api::Messages);
+    }
+
+    #[test]
+    fn the_parameter_wins_and_a_wrong_one_says_what_to_send() {
+        let h = HeaderMap::new();
+        let chat = br#"{"messages": []}"#;
+        assert_eq!(
+            pick(Some("dialect=messages"), &h, chat).unwrap(),
+            Api::Messages
+        );
+        let e = pick(Some("dialect=gemini"), &h, chat).unwrap_err();
+        assert!(e.to_string().contains("chat, responses, messages"));
+        let mut anthropic = HeaderMap::new();
+        anthropic.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        assert_eq!(pick(None, &anthropic, chat).unwrap(), Api::Messages);
+    }
+}

@@ -1,0 +1,92 @@
+//! What the request's ledger reports to the inspector: nothing without
+//! `CODEMODE_ADMIN_TOKEN` (the ledger holds no inspector, and each report
+//! checks that first and returns).
+
+use std::sync::Mutex;
+
+use super::{with, RequestLedger, LEDGER};
+use crate::observe::inspector::{Context, DenialSeen, Inspector, Phase, Repair, Watched};
+
+impl RequestLedger {
+    /// The request as the inspector names it.
+    pub(super) fn context(&self) -> Context<'_> {
+        let (scope, preset) = match self.selected.get() {
+            Some(s) => (s.scope.as_str(), s.preset.name.as_str()),
+            None => ("", ""),
+        };
+        Context {
+            scope,
+            preset,
+            dialect: self.route().as_str(),
+            model: self.model.get().map_or("", String::as_str),
+        }
+    }
+
+    /// Reports denials whose repair was judged to the inspector.
+    pub(super) fn settle(&self, inspector: &Inspector, denials: Vec<DenialSeen>, repair: Repair) {
+        if !denials.is_empty() {
+            inspector.denials(&self.context(), denials, repair);
+        }
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the current request reports to an inspector.
+pub fn inspecting() -> bool {
+    LEDGER.try_with(|l| l.inspector.is_some()).unwrap_or(false)
+}
+
+/// Notes the request's `model` for the inspector.
+pub fn set_model(model: &str) {
+    with(|l| {
+        if l.inspector.is_some() {
+            let _ = l.model.set(model.to_owned());
+        }
+    });
+}
+
+/// A program of the current request reached `phase`; `resumed` when a
+/// batch of its calls came back and it ran on without the model.
+pub fn program_seen(program: &dyn Watched, phase: Phase, resumed: bool) {
+    with(|l| {
+        if let Some(i) = &l.inspector {
+            i.program(&l.context(), program, phase, resumed);
+        }
+    });
+}
+
+/// Results came back for a program whose record is gone.
+pub fn program_lost(exec_id: &str) {
+    with(|l| {
+        if let Some(i) = &l.inspector {
+            i.lost(exec_id);
+        }
+    });
+}
+
+/// A model turn was judged, for the inspector: `withheld` lists the calls
+/// it denied (built only when an inspector listens); `next` is what
+/// becomes of them, `None` when a repair round asks the model again (then
+/// the next turn judged, or the request's end, tells how it went).
+pub fn turn_judged(withheld: impl FnOnce() -> Vec<DenialSeen>, next: Option<Repair>) {
+    with(|l| {
+        let Some(inspector) = &l.inspector else {
+            return;
+        };
+        let seen = withheld();
+        let earlier = std::mem::take(&mut *lock(&l.pending));
+        let repaired = if seen.is_empty() {
+            Repair::Succeeded
+        } else {
+            Repair::DeniedAgain
+        };
+        l.settle(inspector, earlier, repaired);
+        match next {
+            None => *lock(&l.pending) = seen,
+            Some(fate) => l.settle(inspector, seen, fate),
+        }
+    });
+}
