@@ -7,7 +7,8 @@
 //! codemode-proxy configure codex --undo
 //! ```
 //!
-//! Anything else on the command line is left to the binary (serve, `demo`).
+//! With no argument the binary serves, and `demo` is its own; `--help`
+//! prints the usage, and any other word is refused (exit 2).
 
 pub mod agents;
 pub mod configure;
@@ -38,6 +39,8 @@ pub enum Subcommand {
     Run(RunArgs),
     /// `configure`.
     Configure(ConfigureArgs),
+    /// `--help`, `-h` or `help`.
+    Help,
 }
 
 /// Runs `run` or `configure` when `args` (without the program name) name
@@ -46,6 +49,10 @@ pub fn dispatch(args: &[OsString]) -> Option<ExitCode> {
     match parse(args)? {
         Ok(Subcommand::Run(a)) => Some(run::run(a)),
         Ok(Subcommand::Configure(a)) => Some(configure::configure(a)),
+        Ok(Subcommand::Help) => {
+            print!("{USAGE}");
+            Some(ExitCode::SUCCESS)
+        }
         Err(message) => {
             eprintln!("codemode-proxy: {message}\n\n{USAGE}");
             Some(ExitCode::from(2))
@@ -53,13 +60,20 @@ pub fn dispatch(args: &[OsString]) -> Option<ExitCode> {
     }
 }
 
-/// Parses `args`; `None` when they name neither subcommand.
+/// Parses `args`; `None` when they leave it to the binary (nothing: serve;
+/// `demo`). Any other word is a mistake: a typo must not start a proxy.
 pub fn parse(args: &[OsString]) -> Option<Result<Subcommand, String>> {
-    match args.first()?.to_str()? {
-        "run" => Some(parse_run(&args[1..]).map(Subcommand::Run)),
-        "configure" => Some(parse_configure(&args[1..]).map(Subcommand::Configure)),
-        _ => None,
-    }
+    let first = args.first()?;
+    Some(match first.to_str() {
+        Some("demo") => return None,
+        Some("run") => parse_run(&args[1..]).map(Subcommand::Run),
+        Some("configure") => parse_configure(&args[1..]).map(Subcommand::Configure),
+        Some("--help" | "-h" | "help") => Ok(Subcommand::Help),
+        _ => Err(format!(
+            "`{}` is not a command; the proxy itself takes no arguments (it reads CODEMODE_* variables)",
+            first.to_string_lossy()
+        )),
+    })
 }
 
 /// The value after a flag, which must be text.
@@ -149,9 +163,20 @@ mod tests {
     }
 
     #[test]
-    fn other_command_lines_are_left_to_the_binary() {
+    fn serving_and_the_demo_are_left_to_the_binary() {
         assert!(parse(&args(&["demo"])).is_none());
         assert!(parse(&args(&[])).is_none());
+    }
+
+    #[test]
+    fn help_is_usage_and_an_unknown_word_is_a_mistake() {
+        for h in ["--help", "-h", "help"] {
+            assert_eq!(parse(&args(&[h])), Some(Ok(Subcommand::Help)));
+        }
+        let Some(Err(e)) = parse(&args(&["--port", "9000"])) else {
+            panic!("a typo must not start a proxy")
+        };
+        assert!(e.contains("`--port` is not a command"), "{e}");
     }
 
     #[test]
