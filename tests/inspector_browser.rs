@@ -90,7 +90,7 @@ impl Driver {
                 }
             }
             assert!(
-                started.elapsed() < Duration::from_secs(30),
+                started.elapsed() < Duration::from_secs(90),
                 "chromedriver did not start"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -176,7 +176,7 @@ impl Session<'_> {
                 return v;
             }
             assert!(
-                started.elapsed() < Duration::from_secs(20),
+                started.elapsed() < Duration::from_secs(60),
                 "the page never showed {what}; it shows: {}",
                 self.eval("return document.body.innerText").await
             );
