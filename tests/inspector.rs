@@ -438,14 +438,7 @@ async fn handed_out(proxy: &Proxy) -> (Vec<Value>, Value) {
 #[tokio::test]
 async fn a_program_the_agent_moves_away_from_is_interrupted() {
     let p = provider([
-        calls_completion(
-            vec![call(
-                "call_prog",
-                "run_code",
-                &json!({"code": CODE}).to_string(),
-            )],
-            usage(1, 1),
-        ),
+        runs_code(usage(1, 1)),
         text_completion("Fine, never mind.", usage(1, 1)),
     ])
     .await;
@@ -470,14 +463,7 @@ async fn a_program_the_agent_moves_away_from_is_interrupted() {
 #[tokio::test]
 async fn a_program_past_its_lifetime_is_expired() {
     let p = provider([
-        calls_completion(
-            vec![call(
-                "call_prog",
-                "run_code",
-                &json!({"code": CODE}).to_string(),
-            )],
-            usage(1, 1),
-        ),
+        runs_code(usage(1, 1)),
         text_completion("It took too long.", usage(1, 1)),
     ])
     .await;

@@ -45,19 +45,24 @@ impl Api {
     }
 }
 
+/// A Chat completion whose one call is `run_code` with [`CODE`].
+pub fn runs_code(usage: Value) -> Value {
+    calls_completion(
+        vec![call(
+            "call_prog",
+            "run_code",
+            &json!({"code": CODE}).to_string(),
+        )],
+        usage,
+    )
+}
+
 /// A model that runs [`CODE`] once and then answers, on `api`.
 pub async fn program_model(api: Api) -> MockServer {
     match api {
         Api::Chat => {
             provider([
-                calls_completion(
-                    vec![call(
-                        "call_prog",
-                        "run_code",
-                        &json!({"code": CODE}).to_string(),
-                    )],
-                    usage(100, 20),
-                ),
+                runs_code(usage(100, 20)),
                 text_completion("The files say alpha and bravo.", usage(150, 10)),
             ])
             .await
@@ -259,14 +264,7 @@ pub async fn all_models() -> MockServer {
     use wiremock::matchers::{method, path};
     use wiremock::Mock;
     let server = provider([
-        calls_completion(
-            vec![call(
-                "call_prog",
-                "run_code",
-                &json!({"code": CODE}).to_string(),
-            )],
-            usage(100, 20),
-        ),
+        runs_code(usage(100, 20)),
         text_completion("The files say alpha and bravo.", usage(150, 10)),
         calls_completion(
             vec![call("call_d", "read", r#"{"path":"a.txt"}"#)],
