@@ -9,6 +9,7 @@ mod errors;
 mod inspector;
 mod parse;
 mod presets;
+mod redis_url;
 mod run;
 mod store;
 mod upstream;
@@ -37,6 +38,7 @@ pub use crate::select::ClientSelect;
 pub use egress::{Egress, ProxyUrl};
 pub use errors::{ConfigError, ConfigErrors};
 pub use inspector::{AdminToken, InspectorConfig, DEFAULT_INSPECTOR_MB, MIN_TOKEN_LEN};
+pub use redis_url::{RedisTarget, REDIS_FORMS};
 pub use store::StoreKind;
 pub use upstream::UpstreamBase;
 

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::parse::parse_or;
+use super::redis_url::{RedisTarget, REDIS_FORMS};
 use super::{STORE, STORE_PREFIX};
 
 /// Where executions and stored denials live (`CODEMODE_STORE`).
@@ -11,10 +12,10 @@ use super::{STORE, STORE_PREFIX};
 pub enum StoreKind {
     /// In this process, bounded by [`StoreBudgets`](super::StoreBudgets): the default.
     Memory,
-    /// A Redis server shared by replicas.
+    /// Redis shared by replicas: one server, a cluster or a Sentinel-managed master.
     Redis {
-        /// `redis://` or `rediss://` URL; may hold a password, so it is
-        /// never printed whole ([`StoreKind::describe`]).
+        /// One of [`REDIS_FORMS`] ([`RedisTarget`]); may hold a password,
+        /// so it is never printed whole ([`StoreKind::describe`]).
         url: String,
         /// Prefix of every key.
         prefix: String,
@@ -92,16 +93,10 @@ fn redacted_url(url: &str) -> String {
 /// `CODEMODE_STORE`'s value, checked without connecting.
 fn parse_store(v: &str) -> Result<String, String> {
     let v = v.trim();
-    let shown = redacted_url(v);
-    if !(v.starts_with("redis://") || v.starts_with("rediss://")) {
-        return Err(format!(
-            "`{shown}` is not a store; use memory, or a Redis URL such as redis://host:6379/0 \
-             (rediss:// for TLS)"
-        ));
-    }
-    match redis::Client::open(v) {
-        // Redis' own message names what is wrong, never the URL.
-        Err(e) => Err(format!("`{shown}` is not a usable Redis URL ({e}); use redis://[user:password@]host[:port][/db]")),
-        Ok(_) => Ok(v.to_owned()),
-    }
+    RedisTarget::parse(v).map(|_| v.to_owned()).map_err(|e| {
+        format!(
+            "`{}` is not a store: {e}; use memory or one of {REDIS_FORMS}",
+            redacted_url(v)
+        )
+    })
 }

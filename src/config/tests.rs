@@ -171,6 +171,48 @@ fn the_store_is_memory_or_a_redis_url() {
 }
 
 #[test]
+fn the_store_may_be_a_cluster_or_a_sentinel_master() {
+    for url in [
+        "redis+cluster://10.0.0.1:7000,10.0.0.2:7000",
+        "rediss+cluster://:s3cret@a:7000",
+        "redis+sentinel://s1:26379,s2:26379/mymaster",
+        "rediss+sentinel://u:s3cret@s1:26379/mymaster/2",
+    ] {
+        let c = from(&[(STORE, url)]).unwrap();
+        assert!(matches!(&c.store, StoreKind::Redis { url: u, .. } if u == url));
+        assert!(
+            !c.store.describe().contains("s3cret"),
+            "{}",
+            c.store.describe()
+        );
+    }
+}
+
+#[test]
+fn a_malformed_store_is_refused_with_every_accepted_form() {
+    for bad in [
+        "redis+cluster://a:1/3",
+        "redis+sentinel://s1:26379",
+        "redis+sentinel://:s3cret@s1:x/m",
+        "sentinel://s1/m",
+    ] {
+        let errors = from(&[(STORE, bad)]).unwrap_err();
+        let text = errors.to_string();
+        assert!(text.contains("CODEMODE_STORE:"), "{text}");
+        for form in [
+            "redis://",
+            "rediss://",
+            "redis+cluster://",
+            "redis+sentinel://",
+            "memory",
+        ] {
+            assert!(text.contains(form), "{bad}: {form} missing in {text}");
+        }
+        assert!(!text.contains("s3cret"), "{text}");
+    }
+}
+
+#[test]
 fn a_bad_store_is_named_without_its_password() {
     for bad in [
         "postgres://u:s3cret@h/0",
