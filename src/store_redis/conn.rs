@@ -18,6 +18,7 @@ use redis::aio::{
 };
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{
     AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, RedisResult, Value,
@@ -64,6 +65,64 @@ impl ConnectionLike for Conn {
             Conn::Sentinel(c) => c.get_db(),
         }
     }
+}
+
+impl Conn {
+    /// Whether Redis can serve every key: `PING` on one server; on a
+    /// cluster, `PING` to each master `CLUSTER SLOTS` names, by address.
+    /// (A fan-out `PING` skips a master whose connection is down, so it
+    /// answers while a dead master's slots wait for their failover.)
+    pub(super) async fn ready(&mut self) -> RedisResult<()> {
+        let Conn::Cluster(cluster) = self else {
+            return redis::cmd("PING").query_async(self).await;
+        };
+        let slots: Value = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(cluster)
+            .await?;
+        let masters = masters_of(&slots);
+        if masters.is_empty() {
+            return Err((
+                redis::ServerErrorKind::ClusterDown.into(),
+                "no slot is served",
+            )
+                .into());
+        }
+        for (host, port) in masters {
+            let at = SingleNodeRoutingInfo::ByAddress { host, port };
+            cluster
+                .route_command(redis::cmd("PING"), RoutingInfo::SingleNode(at))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The masters in a `CLUSTER SLOTS` answer: each range is `[start, end,
+/// [host, port, id, ...], replicas...]`.
+fn masters_of(slots: &Value) -> Vec<(String, u16)> {
+    let Value::Array(ranges) = slots else {
+        return Vec::new();
+    };
+    let mut masters: Vec<(String, u16)> = ranges
+        .iter()
+        .filter_map(|range| match range {
+            Value::Array(r) => match r.get(2) {
+                Some(Value::Array(node)) => match (node.first(), node.get(1)) {
+                    (Some(Value::BulkString(h)), Some(Value::Int(p))) => Some((
+                        String::from_utf8_lossy(h).into_owned(),
+                        u16::try_from(*p).ok()?,
+                    )),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    masters.sort();
+    masters.dedup();
+    masters
 }
 
 /// How connections are made, and kept between operations.
@@ -213,5 +272,34 @@ impl Sentinel {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         *self.master.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, conn.clone()));
         Ok((Conn::Sentinel(conn), generation))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_slots_name_each_master_once() {
+        let node = |h: &str, p: i64| {
+            Value::Array(vec![
+                Value::BulkString(h.into()),
+                Value::Int(p),
+                Value::BulkString(b"id".to_vec()),
+            ])
+        };
+        let range = |a: i64, b: i64, master: Value, replica: Value| {
+            Value::Array(vec![Value::Int(a), Value::Int(b), master, replica])
+        };
+        let slots = Value::Array(vec![
+            range(0, 5460, node("10.0.0.1", 7000), node("10.0.0.4", 7003)),
+            range(5461, 10922, node("10.0.0.2", 7001), node("10.0.0.5", 7004)),
+            range(10923, 16383, node("10.0.0.1", 7000), node("10.0.0.6", 7005)),
+        ]);
+        assert_eq!(
+            masters_of(&slots),
+            [("10.0.0.1".to_owned(), 7000), ("10.0.0.2".to_owned(), 7001)]
+        );
+        assert!(masters_of(&Value::Nil).is_empty());
     }
 }

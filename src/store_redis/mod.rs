@@ -246,12 +246,10 @@ impl ExecutionStore for RedisStore {
 
     fn ready(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
-            let _: String = self
-                .with_conn("did not answer PING", |mut conn| async move {
-                    redis::cmd("PING").query_async(&mut conn).await
-                })
-                .await?;
-            Ok(())
+            self.with_conn("did not answer PING", |mut conn| async move {
+                conn.ready().await
+            })
+            .await
         })
     }
 }
