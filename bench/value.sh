@@ -70,6 +70,7 @@ fi
 PROXY_BIN=$(cd "$(dirname "$PROXY_BIN")" && pwd)/$(basename "$PROXY_BIN")
 command -v node >/dev/null || { echo "value: needs node (for the agents)" >&2; exit 1; }
 
+echo "value: $(echo $AGENTS | wc -w) agents x $(echo $TASKS | wc -w) tasks x 2 modes; about 3 minutes on 2 cores once the agents are installed (about 90 s more to install them)" >&2
 tests/agents/install.sh >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cm-value.XXXXXX")
@@ -242,6 +243,7 @@ def measure(agent, task, mode):
         "cost": cost, "plain": plain,
         "wall": int(open(os.path.join(run, "wall_ms")).read()) / 1000,
         "final": final, "problems": problems,
+        "first": (loop[0]["bytes"], loop[0]["tools"]) if loop else (0, 0),
     }
 
 R = {(a, t, m): measure(a, t, m) for a in agents for t in tasks for m in ("native", "code")}
@@ -274,6 +276,16 @@ for a in agents:
             rt_seq.append(ratio)
         if t in ("sequential", "fanout"):
             tok.append(fewer)
+print()
+print("The fixed prefix: the first request of the task loop (tools, system prompt, the user's task), bytes and tools on the wire.")
+print()
+print("| agent | native | code | change |")
+print("|---|---:|---:|---:|")
+for a in agents:
+    (nb, nt), (cb, ct) = R[(a, tasks[0], "native")]["first"], R[(a, tasks[0], "code")]["first"]
+    change = f"{cb / nb - 1:+.0%}" if nb else "n/a"
+    tools = lambda n: f"{n} tool" + ("s" if n != 1 else "")
+    print(f"| {NAMES[a]} | {nb:,} B, {tools(nt)} | {cb:,} B, {tools(ct)} | {change} |")
 print()
 print("Round trips: the task loop's model requests (side requests, opencode's title, in brackets).")
 print("Prompt bytes: request bodies the provider received, every request; prompt tokens = bytes / 4.")
