@@ -267,10 +267,12 @@ rt_seq, tok = [], []
 for a in agents:
     for t in tasks:
         n, c = R[(a, t, "native")], R[(a, t, "code")]
-        ratio = n["loop"] / c["loop"] if c["loop"] else float("nan")
-        fewer = 1 - c["tokens"] / n["tokens"] if n["tokens"] else float("nan")
-        dc = 1 - c["cost"] / n["cost"] if n["cost"] else float("nan")
-        dp = 1 - c["plain"] / n["plain"] if n["plain"] else float("nan")
+        if not (n["loop"] and c["loop"] and n["tokens"] and n["cost"]):
+            print(f"| {NAMES[a]} | {t} | n/a | n/a | n/a | n/a |")
+            continue
+        ratio = n["loop"] / c["loop"]
+        fewer = 1 - c["tokens"] / n["tokens"]
+        dc, dp = 1 - c["cost"] / n["cost"], 1 - c["plain"] / n["plain"]
         print(f"| {NAMES[a]} | {t} | {ratio:.1f}x fewer | {fewer:.0%} fewer | {dc:.0%} less | {dp:.0%} less |")
         if t == "sequential":
             rt_seq.append(ratio)
