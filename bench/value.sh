@@ -7,6 +7,7 @@
 #   PROXY_BIN=/path/to/codemode-proxy bench/value.sh
 #   AGENTS="claude codex" TASKS="sequential" bench/value.sh
 #   KEEP=1 bench/value.sh                            # keep the temp dir (logs, request bodies)
+#   SDK=compact bench/value.sh                       # code mode with the compact SDK (CODEMODE_SDK)
 #
 # - Agents: Claude Code (`claude -p`, Messages), Codex (`codex exec`,
 #   Responses), opencode (`opencode run`, Chat Completions), installed by
@@ -29,8 +30,9 @@
 #   opencode read/edit/bash.
 # - Each run gets a fresh model and a fresh proxy (PROXY_BIN, default
 #   ./target/release/codemode-proxy, built only when PROXY_BIN is unset and
-#   the binary is missing) with CODEMODE_MODE=native|code and
-#   CODEMODE_RUNTIME=embedded.
+#   the binary is missing) with CODEMODE_MODE=native|code,
+#   CODEMODE_RUNTIME=embedded and CODEMODE_SDK=$SDK (full unless set; it
+#   changes code mode only).
 #
 # Counting rules (also printed under the table):
 # - round trips: model requests the provider received for the task loop;
@@ -60,6 +62,7 @@ T0=$(date +%s)
 AGENTS=${AGENTS:-claude codex opencode}
 TASKS=${TASKS:-sequential fanout edit}
 FANOUT_LINES=${FANOUT_LINES:-60}
+SDK=${SDK:-full}
 AGENT_TIMEOUT_MS=${AGENT_TIMEOUT_MS:-180000}
 
 if [ -z "${PROXY_BIN:-}" ]; then
@@ -70,7 +73,7 @@ fi
 PROXY_BIN=$(cd "$(dirname "$PROXY_BIN")" && pwd)/$(basename "$PROXY_BIN")
 command -v node >/dev/null || { echo "value: needs node (for the agents)" >&2; exit 1; }
 
-echo "value: $(echo $AGENTS | wc -w) agents x $(echo $TASKS | wc -w) tasks x 2 modes; about 3 minutes on 2 cores once the agents are installed (about 90 s more to install them)" >&2
+echo "value: SDK=$SDK, $(echo $AGENTS | wc -w) agents x $(echo $TASKS | wc -w) tasks x 2 modes; about 3 minutes on 2 cores once the agents are installed (about 90 s more to install them)" >&2
 tests/agents/install.sh >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cm-value.XXXXXX")
@@ -155,7 +158,7 @@ run_one() {
     CODEMODE_LISTEN=127.0.0.1:$pport \
         CODEMODE_UPSTREAM=http://127.0.0.1:$mport/v1 \
         CODEMODE_ANTHROPIC_UPSTREAM=http://127.0.0.1:$mport/v1 \
-        CODEMODE_MODE=$mode CODEMODE_RUNTIME=embedded RUST_LOG=info \
+        CODEMODE_MODE=$mode CODEMODE_RUNTIME=embedded CODEMODE_SDK=$SDK RUST_LOG=info \
         "$PROXY_BIN" >"$run/proxy.log" 2>&1 &
     local proxy_pid=$!
     PIDS+=("$proxy_pid")
