@@ -159,6 +159,26 @@ async fn codemode_sdk_sets_the_default_and_dry_run_shows_either_rendering() {
             res.json::<Value>().await.unwrap()
         }
     };
+    let listed: Value = proxy
+        .http
+        .get(proxy.url("/codemode/presets"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sdk_of = |name: &str| {
+        listed["presets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["sdk"]
+            .clone()
+    };
+    assert_eq!(sdk_of("code"), "compact");
+    assert_eq!(sdk_of("verbose"), "full");
     let compact = dry("code").await;
     assert_eq!(compact["sdk_rendering"], "compact");
     let sdk = compact["sdk"].as_str().unwrap();
