@@ -11,6 +11,8 @@ pub const UPSTREAM: &str = "CODEMODE_UPSTREAM";
 pub const MODE: &str = "CODEMODE_MODE";
 /// Where `run_code` runs.
 pub const RUNTIME: &str = "CODEMODE_RUNTIME";
+/// How the SDK renders each tool by default: `full` or `compact`.
+pub const SDK: &str = "CODEMODE_SDK";
 /// Path of the TOML config file.
 pub const CONFIG: &str = "CODEMODE_CONFIG";
 /// Re-asks of the model per request after a denial.

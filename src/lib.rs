@@ -112,10 +112,13 @@ pub mod internals {
         };
     }
     pub mod sdk {
-        pub use crate::sdk::{render_declarations, ToolSchema, SDK_MAX_BYTES, TOOL_MAX_BYTES};
+        pub use crate::sdk::{
+            render_compact, render_declarations, render_docs, SdkStyle, ToolSchema, SDK_MAX_BYTES,
+            TOOL_MAX_BYTES,
+        };
     }
     pub mod sections {
-        pub use crate::sections::{render, RenderedSection, CODE_ONLY_ID, SDK_ID};
+        pub use crate::sections::{render, RenderedSection, SdkParts, CODE_ONLY_ID, SDK_ID};
     }
     pub mod splice {
         pub use crate::splice::{MemorySpliceStore, TenantSplices};

@@ -14,8 +14,8 @@ use crate::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
-use crate::sdk::ToolSchema;
-use crate::sections::{self, RenderedSection};
+use crate::sdk::{render_docs, SdkStyle, ToolDocs, ToolSchema};
+use crate::sections::{self, RenderedSection, SdkParts};
 use crate::tools::{self, ToolEntry, ToolGroup};
 use crate::wire::raw_array;
 
@@ -36,6 +36,9 @@ pub struct ToolPlan {
     pub visible_names: Vec<String>,
     /// Whether the proxy runs `run_code` itself (embedded runtime).
     pub runs_code: bool,
+    /// Each visible tool's full declaration, for `tools.describe` in
+    /// programs (empty when no SDK applies).
+    pub docs: Arc<ToolDocs>,
     /// Visible tools that take one string (freeform), not a JSON object.
     pub freeform: HashSet<String>,
     /// Visible tools whose calls are not the dialect's plain function call,
@@ -123,7 +126,16 @@ impl ToolPlan {
             None => None,
         };
         let visible_schemas: Vec<ToolSchema> = shown.iter().map(|e| e.schema.clone()).collect();
-        let sections = sections::render(preset, mode, &visible_schemas, code_tools);
+        let docs = if code_tools {
+            render_docs(&visible_schemas)
+        } else {
+            ToolDocs::default()
+        };
+        let sdk = SdkParts {
+            docs: &docs,
+            runs_code,
+        };
+        let sections = sections::render(preset, mode, &visible_schemas, code_tools, sdk);
         let prompt = sections::join(&sections);
         Ok(ToolPlan {
             mode,
@@ -134,6 +146,7 @@ impl ToolPlan {
             prompt,
             visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
             runs_code,
+            docs: Arc::new(docs),
             freeform: shown
                 .iter()
                 .filter(|e| e.schema.freeform)
@@ -230,12 +243,12 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
     out
 }
 
-/// Plans by tool set, preset, mode and runtime; bounded by bytes.
+/// Plans by tool set, preset, SDK rendering, mode and runtime; bounded by bytes.
 ///
-/// Keyed by a SipHash of the four under a key random per process (so no
+/// Keyed by a SipHash of the five under a key random per process (so no
 /// client can aim collisions); a hit is used only when the stored tools
-/// text, preset, mode and runtime are the request's own, so a collision is
-/// a miss, never a wrong plan. Hashing runs on every request: SipHash costs
+/// text, preset, rendering, mode and runtime are the request's own, so a
+/// collision is a miss, never a wrong plan. Hashing runs on every request: SipHash costs
 /// a fraction of a cryptographic digest of the same text.
 pub struct PlanCache {
     cache: moka::sync::Cache<u64, Arc<CachedPlan>>,
@@ -245,6 +258,7 @@ pub struct PlanCache {
 struct CachedPlan {
     tools_text: Box<str>,
     preset: String,
+    sdk: SdkStyle,
     mode: Mode,
     runtime: Runtime,
     plan: Arc<ToolPlan>,
@@ -298,6 +312,7 @@ impl PlanCache {
             (
                 text,
                 preset.name.as_str(),
+                preset.sdk,
                 mode.as_str(),
                 runtime.as_str(),
                 dialect.as_str(),
@@ -307,6 +322,7 @@ impl PlanCache {
             c.mode == mode
                 && c.runtime == runtime
                 && c.preset == preset.name
+                && c.sdk == preset.sdk
                 && c.plan.dialect == dialect
                 && &*c.tools_text == text
         }) {
@@ -318,6 +334,7 @@ impl PlanCache {
             Arc::new(CachedPlan {
                 tools_text: text.into(),
                 preset: preset.name.clone(),
+                sdk: preset.sdk,
                 mode,
                 runtime,
                 plan: plan.clone(),
@@ -335,6 +352,7 @@ fn cached_bytes(c: &CachedPlan) -> usize {
     512 + 2 * c.tools_text.len()
         + p.wire_tools.as_ref().map_or(0, |w| w.get().len())
         + p.prompt.len()
+        + p.docs.bytes()
         + p.sections
             .iter()
             .map(|s| s.id.len() + s.text.len() + 32)
@@ -482,5 +500,38 @@ mod tests {
             .get_or_build(Some(&raw(TOOLS)), &p, Mode::Both, Runtime::Client)
             .unwrap();
         assert!(!Arc::ptr_eq(&a, &c));
+    }
+
+    #[test]
+    fn a_plan_cached_for_one_sdk_rendering_never_serves_the_other() {
+        let cache = PlanCache::new(1 << 20);
+        let full = preset("", "code");
+        // The same preset name with the other rendering (CODEMODE_SDK=compact).
+        let mut compact = (*full).clone();
+        compact.sdk = SdkStyle::Compact;
+        let tools = r#"[
+            {"type":"function","function":{"name":"read","description":"Read a file. Paths are absolute.","parameters":{"type":"object"}}},
+            {"type":"function","function":{"name":"run_code","parameters":{"type":"object"}}}
+        ]"#;
+        let get = |p: &Preset| {
+            cache
+                .get_or_build(Some(&raw(tools)), p, Mode::Code, Runtime::Embedded)
+                .unwrap()
+        };
+        let a = get(&full);
+        let b = get(&compact);
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(a.prompt.contains("Paths are absolute."), "{}", a.prompt);
+        assert!(!b.prompt.contains("Paths are absolute."), "{}", b.prompt);
+        assert!(
+            b.prompt.contains("tools.describe(\"name\")"),
+            "{}",
+            b.prompt
+        );
+        assert!(Arc::ptr_eq(&a, &get(&full)));
+        assert!(Arc::ptr_eq(&b, &get(&compact)));
+        // Both carry the full declarations for describe.
+        assert_eq!(a.docs, b.docs);
+        assert!(b.docs.get("read").unwrap().contains("Paths are absolute."));
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::mode::Mode;
+use crate::sdk::SdkStyle;
 
 /// A piece of system prompt.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -44,6 +45,8 @@ pub struct PresetSpec {
     pub allow: Option<Vec<String>>,
     /// These client tools are never visible.
     pub deny: Option<Vec<String>>,
+    /// How the SDK renders each tool: `full` or `compact`; absent means inherit.
+    pub sdk: Option<String>,
     /// Sections of this preset.
     #[serde(default, rename = "section")]
     pub sections: Vec<Section>,
@@ -81,6 +84,8 @@ pub struct Preset {
     pub allow: Option<BTreeSet<String>>,
     /// Client tools that are never visible.
     pub deny: BTreeSet<String>,
+    /// How the SDK renders each tool (inherited, else `CODEMODE_SDK`).
+    pub sdk: SdkStyle,
 }
 
 impl Preset {
@@ -123,6 +128,15 @@ impl Catalog {
 
     /// Resolves the built-ins plus `file`; every problem is returned at once.
     pub fn build(default_mode: Mode, file: ConfigFile) -> Result<Catalog, Vec<String>> {
+        Catalog::build_with(default_mode, SdkStyle::Full, file)
+    }
+
+    /// [`Catalog::build`], with `default_sdk` for presets whose chain sets no `sdk`.
+    pub fn build_with(
+        default_mode: Mode,
+        default_sdk: SdkStyle,
+        file: ConfigFile,
+    ) -> Result<Catalog, Vec<String>> {
         let mut errors = Vec::new();
         let mut specs = builtin_specs();
         for spec in file.presets {
@@ -146,7 +160,7 @@ impl Catalog {
         }
         let mut presets = Vec::with_capacity(specs.len());
         for spec in &specs {
-            match resolve(spec, &specs, default_mode, &file.sections) {
+            match resolve(spec, &specs, (default_mode, default_sdk), &file.sections) {
                 Ok(p) => presets.push(Arc::new(p)),
                 Err(e) => errors.push(e),
             }
@@ -225,7 +239,7 @@ fn builtin_specs() -> Vec<PresetSpec> {
 fn resolve(
     spec: &PresetSpec,
     specs: &[PresetSpec],
-    default_mode: Mode,
+    (default_mode, default_sdk): (Mode, SdkStyle),
     global: &[Section],
 ) -> Result<Preset, String> {
     // The chain from the root ancestor down to `spec`.
@@ -251,6 +265,7 @@ fn resolve(
         sections: global.to_vec(),
         allow: None,
         deny: BTreeSet::new(),
+        sdk: default_sdk,
     };
     for s in chain {
         if let Some(m) = &s.tool_mode {
@@ -264,6 +279,11 @@ fn resolve(
         }
         if let Some(d) = &s.deny {
             preset.deny = d.iter().cloned().collect();
+        }
+        if let Some(sdk) = &s.sdk {
+            preset.sdk = sdk
+                .parse()
+                .map_err(|e| format!("preset `{}` row `sdk`: {e}", s.name))?;
         }
         for section in &s.sections {
             preset.sections.retain(|x| x.id != section.id);
@@ -367,6 +387,52 @@ mod tests {
         );
         let errors = Catalog::build(Mode::Code, file).unwrap_err();
         assert_eq!(errors.len(), 4, "{errors:?}");
+    }
+
+    #[test]
+    fn the_sdk_row_inherits_through_extends_and_defaults_to_the_env() {
+        let file = parse(
+            r#"
+            [[preset]]
+            name = "lean"
+            extends = "code"
+            sdk = "compact"
+            [[preset]]
+            name = "lean-reviewer"
+            extends = "lean"
+            deny = ["bash"]
+            [[preset]]
+            name = "verbose"
+            extends = "lean"
+            sdk = "full"
+            "#,
+        );
+        let c = Catalog::build(Mode::Code, file.clone()).unwrap();
+        assert_eq!(c.get("standard").unwrap().sdk, SdkStyle::Full);
+        assert_eq!(c.get("lean").unwrap().sdk, SdkStyle::Compact);
+        assert_eq!(c.get("lean-reviewer").unwrap().sdk, SdkStyle::Compact);
+        assert_eq!(c.get("verbose").unwrap().sdk, SdkStyle::Full);
+        // CODEMODE_SDK=compact is the default of every chain that sets none.
+        let c = Catalog::build_with(Mode::Code, SdkStyle::Compact, file).unwrap();
+        assert_eq!(c.get("standard").unwrap().sdk, SdkStyle::Compact);
+        assert_eq!(c.get("code").unwrap().sdk, SdkStyle::Compact);
+        assert_eq!(c.get("verbose").unwrap().sdk, SdkStyle::Full);
+    }
+
+    #[test]
+    fn an_unknown_sdk_row_is_refused_naming_the_preset_and_the_values() {
+        let file = parse(
+            r#"
+            [[preset]]
+            name = "lean"
+            sdk = "tiny"
+            "#,
+        );
+        let errors = Catalog::build(Mode::Code, file).unwrap_err();
+        assert_eq!(
+            errors,
+            vec!["preset `lean` row `sdk`: `tiny` is not an SDK rendering; use full or compact"]
+        );
     }
 
     #[test]

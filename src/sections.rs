@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::mode::{Mode, RUN_CODE};
 use crate::preset::Preset;
-use crate::sdk::{property_key, render_declarations, ToolSchema};
+use crate::sdk::{property_key, render_compact, SdkStyle, ToolDocs, ToolSchema, DESCRIBE};
 
 /// Id of the section stating that only `run_code` is callable.
 pub const CODE_ONLY_ID: &str = "tools:code-only";
@@ -28,16 +28,26 @@ pub struct RenderedSection {
     pub text: String,
 }
 
+/// What the SDK section is made of besides the tools.
+#[derive(Clone, Copy, Debug)]
+pub struct SdkParts<'a> {
+    /// Every visible tool's full declaration (the full SDK is their block).
+    pub docs: &'a ToolDocs,
+    /// Whether the proxy runs the programs (so `tools.describe` works in them).
+    pub runs_code: bool,
+}
+
 /// Renders every section that applies, in ascending order (ties keep config order).
 ///
 /// `visible` are the native tools the model can reach; `code_tools` says
 /// whether the SDK and the code-only rule apply (a code-capable mode with
-/// tools to reach).
+/// tools to reach). The SDK renders as the preset's `sdk` row says.
 pub fn render(
     preset: &Preset,
     mode: Mode,
     visible: &[ToolSchema],
     code_tools: bool,
+    sdk: SdkParts<'_>,
 ) -> Vec<RenderedSection> {
     let mut out = Vec::with_capacity(preset.sections.len() + 2);
     if code_tools {
@@ -53,7 +63,7 @@ pub fn render(
         out.push(RenderedSection {
             id: SDK_ID.to_owned(),
             order: SDK_ORDER,
-            text: sdk_text(visible),
+            text: sdk_text(visible, preset.sdk, sdk),
         });
     }
     for s in &preset.sections {
@@ -114,15 +124,33 @@ fn name_list(visible: &[ToolSchema]) -> String {
     out
 }
 
-fn sdk_text(visible: &[ToolSchema]) -> String {
-    let sdk = render_declarations(visible);
-    let fence = fence_for(&sdk);
+fn sdk_text(visible: &[ToolSchema], style: SdkStyle, parts: SdkParts<'_>) -> String {
+    // `tools.describe` is offered only where it works: in programs the
+    // proxy runs, when no client tool is called `describe` itself.
+    let describe = parts.runs_code && !visible.iter().any(|t| t.name == DESCRIBE);
+    let compact;
+    let (sdk, note) = match style {
+        SdkStyle::Full => (parts.docs.block(), ""),
+        SdkStyle::Compact => {
+            compact = render_compact(visible, describe);
+            let note = if describe {
+                " Each tool shows its signature and the first sentence of its description: \
+                 `tools.describe(\"name\")` returns a tool's full documentation (description \
+                 and parameter docs) as text, without a tool call; read it before calling a tool \
+                 whose arguments you are unsure of."
+            } else {
+                " Each tool shows its signature and the first sentence of its description."
+            };
+            (compact.as_str(), note)
+        }
+    };
+    let fence = fence_for(sdk);
     format!(
         "# Tools available inside run_code\n\nA {RUN_CODE} program is the body of an async \
          function. Each tool below is an async function on the `tools` object; it resolves to \
          the tool's result text. Names that are not JavaScript identifiers use bracket access: \
-         `await tools[\"name\"](args)`. Run independent calls together with `Promise.all`.\n\n\
-         {fence}typescript\n{sdk}{fence}"
+         `await tools[\"name\"](args)`. Run independent calls together with `Promise.all`.\
+         {note}\n\n{fence}typescript\n{sdk}{fence}"
     )
 }
 
@@ -138,7 +166,22 @@ pub fn fence_for(content: &str) -> String {
 mod tests {
     use super::*;
     use crate::preset::{Catalog, ConfigFile};
+    use crate::sdk::render_docs;
     use serde_json::json;
+
+    fn render(
+        preset: &Preset,
+        mode: Mode,
+        visible: &[ToolSchema],
+        code_tools: bool,
+    ) -> Vec<RenderedSection> {
+        let docs = render_docs(visible);
+        let parts = SdkParts {
+            docs: &docs,
+            runs_code: true,
+        };
+        super::render(preset, mode, visible, code_tools, parts)
+    }
 
     fn tools() -> Vec<ToolSchema> {
         vec![ToolSchema {
@@ -281,6 +324,54 @@ mod tests {
         );
         assert!(sdk.ends_with("};\n```"), "{sdk}");
         assert_fenced(sdk);
+    }
+
+    fn compact_preset() -> Preset {
+        let mut p = (*preset_with_guidance()).clone();
+        p.sdk = SdkStyle::Compact;
+        p
+    }
+
+    fn sdk_of(preset: &Preset, visible: &[ToolSchema], runs_code: bool) -> String {
+        let docs = render_docs(visible);
+        let parts = SdkParts {
+            docs: &docs,
+            runs_code,
+        };
+        let s = super::render(preset, Mode::Code, visible, true, parts);
+        s.into_iter().find(|s| s.id == SDK_ID).unwrap().text
+    }
+
+    #[test]
+    fn compact_offers_describe_only_where_the_proxy_runs_programs() {
+        let visible = vec![ToolSchema {
+            name: "read".into(),
+            description: Some("Read a file. Paths are absolute.".into()),
+            parameters: json!({"type": "object"}),
+            freeform: false,
+        }];
+        let embedded = sdk_of(&compact_preset(), &visible, true);
+        assert!(embedded.contains("/** Read a file. */"), "{embedded}");
+        assert!(!embedded.contains("Paths are absolute."), "{embedded}");
+        assert!(embedded.contains("`tools.describe(\"name\")` returns"));
+        assert!(embedded.contains("describe(name: string): string;"));
+        assert_fenced(&embedded);
+        let client = sdk_of(&compact_preset(), &visible, false);
+        assert!(!client.contains("describe"), "{client}");
+        assert!(client.contains("the first sentence of its description."));
+        let full = sdk_of(&preset_with_guidance(), &visible, true);
+        assert!(full.contains("Paths are absolute.") && !full.contains("describe"));
+        // A client tool called `describe` keeps its name: no hint then.
+        let mut own = visible.clone();
+        own.push(ToolSchema {
+            name: "describe".into(),
+            description: Some("Describes an image.".into()),
+            parameters: json!({}),
+            freeform: false,
+        });
+        let shadowed = sdk_of(&compact_preset(), &own, true);
+        assert!(!shadowed.contains("tools.describe(\"name\")"), "{shadowed}");
+        assert!(!shadowed.contains("describe(name: string)"), "{shadowed}");
     }
 
     #[test]

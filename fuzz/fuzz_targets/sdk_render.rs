@@ -13,7 +13,9 @@
 use arbitrary::{Result, Unstructured};
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::Catalog;
-use codemode_proxy::internals::sdk::{render_declarations, ToolSchema, SDK_MAX_BYTES, TOOL_MAX_BYTES};
+use codemode_proxy::internals::sdk::{
+    render_compact, render_declarations, render_docs, ToolSchema, SDK_MAX_BYTES, TOOL_MAX_BYTES,
+};
 use codemode_proxy::internals::sections::{self, RenderedSection, CODE_ONLY_ID, SDK_ID};
 use codemode_proxy::{Mode, Runtime};
 use serde_json::value::RawValue;
@@ -70,14 +72,30 @@ fn check(tools: &[ToolSchema]) {
             one.len()
         );
     }
+    let compact = render_compact(tools, true);
+    assert!(compact.len() <= SDK_MAX_BYTES, "compact SDK of {} bytes", compact.len());
+    assert_declaration_lines(&compact);
+    let docs = render_docs(tools);
+    assert_eq!(docs.block(), sdk, "describe's declarations are the full SDK's");
     let catalog = Catalog::builtin(Mode::Code);
     if let Some(preset) = catalog.get("standard") {
-        check_sections(&sections::render(
-            preset,
-            Mode::Code,
-            tools,
-            !tools.is_empty(),
-        ));
+        for compact in [false, true] {
+            let mut preset = (**preset).clone();
+            if compact {
+                preset.sdk = codemode_proxy::internals::sdk::SdkStyle::Compact;
+            }
+            let parts = sections::SdkParts {
+                docs: &docs,
+                runs_code: true,
+            };
+            check_sections(&sections::render(
+                &preset,
+                Mode::Code,
+                tools,
+                !tools.is_empty(),
+                parts,
+            ));
+        }
     }
 }
 

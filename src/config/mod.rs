@@ -21,6 +21,7 @@ use http::HeaderValue;
 
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile};
+use crate::sdk::SdkStyle;
 use parse::{bounded, parse_or, positive};
 use presets::{read_config_file, runtime_conflicts};
 
@@ -179,6 +180,9 @@ impl Config {
                 )),
             },
         );
+        let default_sdk = parse_or(&get, SDK, Some(SdkStyle::Full), &mut fail, |v| {
+            v.parse::<SdkStyle>()
+        });
         let max_repairs = parse_or(&get, MAX_REPAIRS, Some(2), &mut fail, |v| {
             v.trim()
                 .parse::<u32>()
@@ -352,8 +356,8 @@ impl Config {
                 }
             },
         };
-        let catalog = match (file, default_mode) {
-            (Some(file), Some(mode)) => match Catalog::build(mode, file) {
+        let catalog = match (file, default_mode, default_sdk) {
+            (Some(file), Some(mode), Some(sdk)) => match Catalog::build_with(mode, sdk, file) {
                 Ok(c) => Some(c),
                 Err(problems) => {
                     for p in problems {

@@ -89,6 +89,34 @@ fn config_file_problems_name_the_file_variable() {
     assert!(errors.to_string().contains("ghost"));
 }
 
+#[test]
+fn codemode_sdk_sets_the_default_rendering_and_presets_override_it() {
+    let sdk = |c: &Config, name: &str| c.catalog.get(name).unwrap().sdk;
+    let c = from(&[]).unwrap();
+    assert_eq!(sdk(&c, "code"), SdkStyle::Full);
+    let mut f = tempfile();
+    writeln!(f.1, "[[preset]]\nname = \"verbose\"\nsdk = \"full\"").unwrap();
+    let c = from(&[(SDK, "compact"), (CONFIG, &f.0)]).unwrap();
+    assert_eq!(sdk(&c, "code"), SdkStyle::Compact);
+    assert_eq!(sdk(&c, "verbose"), SdkStyle::Full);
+    let errors = from(&[(SDK, "short")]).unwrap_err();
+    assert_eq!(errors.0[0].var, SDK);
+    assert!(
+        errors.to_string().contains("use full or compact"),
+        "{errors}"
+    );
+    let mut f = tempfile();
+    writeln!(f.1, "[[preset]]\nname = \"lean\"\nsdk = \"tiny\"").unwrap();
+    let errors = from(&[(CONFIG, &f.0)]).unwrap_err();
+    assert_eq!(errors.0[0].var, CONFIG);
+    assert!(
+        errors.to_string().contains(
+            "preset `lean` row `sdk`: `tiny` is not an SDK rendering; use full or compact"
+        ),
+        "{errors}"
+    );
+}
+
 fn tempfile() -> (String, std::fs::File) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);

@@ -64,6 +64,7 @@ pub(crate) fn presets(state: &State) -> Response<ProxyBody> {
                 "mode": p.mode.as_str(),
                 "extends": p.extends,
                 "mode_inherited": p.mode_row.is_none(),
+                "sdk": p.sdk.as_str(),
                 "sections": p.sections.iter().map(|s| &s.id).collect::<Vec<_>>(),
                 "allow": p.allow,
                 "deny": p.deny,

@@ -57,6 +57,7 @@ pub(crate) async fn dry_run(
         "scope": selection.scope,
         "preset": selection.preset.name,
         "mode": selection.mode.as_str(),
+        "sdk_rendering": selection.preset.sdk.as_str(),
         "sections": plan.sections,
         "sdk": sdk,
         "wire_tools": wire_tools(&request),

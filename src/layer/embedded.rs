@@ -43,6 +43,7 @@ const RESUME_ATTEMPTS: usize = 3;
 pub(crate) async fn resume_with(
     state: &State,
     stores: &RequestStores,
+    plan: &ToolPlan,
     trailing: history::Trailing,
 ) -> Result<Resumed, ProxyError> {
     // The first attempt works from the record the request read ahead (a
@@ -53,7 +54,7 @@ pub(crate) async fn resume_with(
             Some(record) => record,
             None => state.executions.get(&stores.tenant, &trailing.exec).await?,
         };
-        if let Some(resumed) = resume_once(state, stores, &trailing, record).await? {
+        if let Some(resumed) = resume_once(state, stores, plan, &trailing, record).await? {
             return Ok(resumed);
         }
     }
@@ -81,6 +82,7 @@ async fn save_over(
 async fn resume_once(
     state: &State,
     stores: &RequestStores,
+    plan: &ToolPlan,
     trailing: &history::Trailing,
     held: Option<Arc<Execution>>,
 ) -> Result<Option<Resumed>, ProxyError> {
@@ -171,7 +173,8 @@ async fn resume_once(
     }
     ledger::program_seen(&exec, Phase::Running, false);
     let span = telemetry::program_span(&exec.run_call_id);
-    let (exec, step) = match runtime::step(exec, limits.clone(), &state.runs)
+    let docs = plan.docs.clone();
+    let (exec, step) = match runtime::step(exec, docs, limits.clone(), &state.runs)
         .instrument(span.clone())
         .await
     {
@@ -347,9 +350,14 @@ pub(crate) async fn run_new(
     ledger::program_seen(&exec, Phase::Running, false);
     let span = telemetry::program_span(&exec.run_call_id);
     let (exec, step) = match code {
-        Some(_) => match runtime::step(exec, state.config.limits.clone(), &state.runs)
-            .instrument(span.clone())
-            .await
+        Some(_) => match runtime::step(
+            exec,
+            plan.docs.clone(),
+            state.config.limits.clone(),
+            &state.runs,
+        )
+        .instrument(span.clone())
+        .await
         {
             Ok(stepped) => stepped,
             // A program that never started: the model may run it again.

@@ -152,7 +152,7 @@ async fn resume<D: Dialect>(
     let Some(trailing) = trailing else {
         return Ok(None);
     };
-    match resume_with(state, stores, trailing).await? {
+    match resume_with(state, stores, plan, trailing).await? {
         Resumed::Hand(exec, range) => {
             let base = json!({ "model": D::model(request) });
             let turn = D::client_turn(&exec, range, plan, &base, None, true);

@@ -26,6 +26,7 @@ pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore};
 pub use view::ExecView;
 
 use crate::observe::ledger::{Outcome, ProgramEnd};
+use crate::sdk::ToolDocs;
 use crate::tenant::{os_random, unguessable, Tenant};
 
 /// Limits on one program.
@@ -351,8 +352,13 @@ pub enum Step {
 /// is returned unchanged, so the caller decides what the model or the
 /// client is told (a new program gets a `BusyError` result; a resume is a
 /// retryable 503, since the client's results must not be spent).
+///
+/// `docs` answer the program's `tools.describe(name)`: the request's plan
+/// holds them, not the record (they are the tools' full declarations, as
+/// large as the SDK, and the same for every program of the tool set).
 pub async fn step(
     mut exec: Execution,
+    docs: Arc<ToolDocs>,
     limits: Limits,
     pool: &RunPool,
 ) -> Result<(Execution, Step), (Execution, PoolError)> {
@@ -361,10 +367,11 @@ pub async fn step(
         let exec = exec.clone();
         let limits = limits.clone();
         pool.run(&tenant, move || {
-            sandbox::run_with(
+            sandbox::run_described(
                 &exec.code,
                 &exec.tools,
                 &exec.freeform,
+                docs,
                 &exec.calls,
                 exec.seed,
                 exec.created_ms,

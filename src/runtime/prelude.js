@@ -1,7 +1,8 @@
 // Code Mode program glue: one function expression the host calls once with
-// `host` = { call, take, log, finish, code, tools, seed, now }.
+// `host` = { call, take, describe, log, finish, code, tools, seed, now }.
 //   call(name, argsJson) -> 0 answered, 1 pending, 2 refused (Error),
 //                           3 refused (TypeError); take() -> its text
+//   describe(name) -> the tool's declaration, or undefined (refused; take() -> why)
 //   log(text); finish(failed, text)
 // Nothing of the host is left where the program can reach it: no globals,
 // nothing on a prototype. The program is compiled by the AsyncFunction
@@ -13,6 +14,7 @@
   "use strict";
   const hostCall = host.call;
   const hostTake = host.take;
+  const hostDescribe = host.describe;
   const hostLog = host.log;
   const hostFinish = host.finish;
   const code = host.code;
@@ -113,10 +115,18 @@
   const missing = (name) => () => {
     throw new TypeErr(`there is no tool named "${name}"; the tools are: ${listing}`);
   };
+  // tools.describe("name"): a tool's full declaration, answered by the
+  // host without a tool call. A client tool called `describe` wins.
+  const describeTool = (name) => {
+    const text = hostDescribe(Str(name));
+    if (typeof text !== "string") throw new TypeErr(hostTake());
+    return text;
+  };
   globalThis.tools = new ProxyC({}, {
     get(_, name) {
       if (typeof name !== "string" || name === "then") return undefined;
-      return known[name] === true ? callOf(name) : missing(name);
+      if (known[name] === true) return callOf(name);
+      return name === "describe" ? describeTool : missing(name);
     },
     has(_, name) { return typeof name === "string" && known[name] === true; },
     ownKeys() { return keys; },

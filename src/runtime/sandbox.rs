@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use rquickjs::{Context, Function, Object, Runtime};
 
 use super::Limits;
+use crate::sdk::ToolDocs;
 
 const PRELUDE: &str = include_str!("prelude.js");
 
@@ -80,6 +81,8 @@ pub(super) struct State {
     tools: Vec<String>,
     /// Those of them that take one string, not a JSON object.
     freeform: Vec<String>,
+    /// Their full declarations, for `tools.describe`.
+    docs: Arc<ToolDocs>,
     replay: Vec<CallRecord>,
     next: usize,
     pending: Vec<CallRecord>,
@@ -102,6 +105,7 @@ impl State {
         State {
             tools: tools.to_vec(),
             freeform: freeform.to_vec(),
+            docs: Arc::default(),
             replay: replay.to_vec(),
             max_calls: limits.max_calls,
             output_cap: limits.max_output_bytes.saturating_mul(2),
@@ -166,6 +170,21 @@ impl State {
         CallKind::Pending
     }
 
+    /// `tools.describe(name)`: the tool's full declaration, answered here
+    /// (no call is recorded, nothing goes to the client). Only the
+    /// execution's own tools are described.
+    pub(super) fn describe(&self, name: &str) -> Result<String, String> {
+        if !self.tools.iter().any(|t| t == name) {
+            return Err(format!(
+                "tools.describe: there is no tool named \"{name}\"; the tools are: {}",
+                self.tools.join(", ")
+            ));
+        }
+        Ok(self.docs.get(name).unwrap_or_else(|| {
+            format!("tools.{name}: no documentation is at hand for this tool (its declaration did not fit the SDK)")
+        }))
+    }
+
     /// The program's end; the first one counts.
     pub(super) fn finish(&mut self, failed: bool, text: String) {
         if self.finished.is_none() {
@@ -224,6 +243,7 @@ pub fn run(
 /// [`run`], where the tools in `freeform` take one string, not an object
 /// (the program calls `tools.apply_patch("*** Begin Patch ...")`; the
 /// call's arguments are recorded as that JSON string).
+#[cfg(any(test, feature = "bench-internals"))]
 pub fn run_with(
     code: &str,
     tools: &[String],
@@ -233,7 +253,34 @@ pub fn run_with(
     now_ms: u64,
     limits: &Limits,
 ) -> RunOutcome {
-    let state = Rc::new(RefCell::new(State::new(tools, freeform, replay, limits)));
+    run_described(
+        code,
+        tools,
+        freeform,
+        Arc::default(),
+        replay,
+        seed,
+        now_ms,
+        limits,
+    )
+}
+
+/// [`run_with`], where `tools.describe(name)` returns the tool's
+/// declaration from `docs`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_described(
+    code: &str,
+    tools: &[String],
+    freeform: &[String],
+    docs: Arc<ToolDocs>,
+    replay: &[CallRecord],
+    seed: u64,
+    now_ms: u64,
+    limits: &Limits,
+) -> RunOutcome {
+    let mut state = State::new(tools, freeform, replay, limits);
+    state.docs = docs;
+    let state = Rc::new(RefCell::new(state));
     let stopped = Arc::new(AtomicU8::new(RUNNING));
     let result = run_inner(
         code, tools, freeform, seed, now_ms, limits, &state, &stopped,
@@ -431,6 +478,23 @@ fn run_inner(
             "take",
             Function::new(ctx.clone(), move || {
                 std::mem::take(&mut st.borrow_mut().take)
+            })
+            .map_err(err)?,
+        )
+        .map_err(err)?;
+        let st = state.clone();
+        host.set(
+            "describe",
+            Function::new(ctx.clone(), move |n: String| {
+                // A refusal reaches the prelude as `undefined`, its text through `take`.
+                let mut st = st.borrow_mut();
+                match st.describe(&n) {
+                    Ok(text) => Some(text),
+                    Err(message) => {
+                        st.take = message;
+                        None
+                    }
+                }
             })
             .map_err(err)?,
         )

@@ -558,3 +558,57 @@ fn freeform_tools_take_one_string() {
     };
     assert_eq!(value, "\"TypeError\"", "other tools still take an object");
 }
+
+#[test]
+fn describe_returns_a_tools_declaration_without_a_call() {
+    use crate::sdk::{render_docs, ToolSchema};
+    let schemas = vec![
+        ToolSchema {
+            name: "read".into(),
+            description: Some("Read a file. Whole lines, numbered.".into()),
+            parameters: serde_json::json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Absolute path."}
+            }}),
+            freeform: false,
+        },
+        ToolSchema {
+            name: "describe".into(),
+            description: Some("The client's own describe.".into()),
+            parameters: serde_json::json!({}),
+            freeform: false,
+        },
+    ];
+    let docs = std::sync::Arc::new(render_docs(&schemas));
+    let run = |code: &str, tools: &[String]| {
+        sandbox::run_described(code, tools, &[], docs.clone(), &[], 1, 0, &limits())
+    };
+    let tools = vec!["read".to_owned(), "write".to_owned()];
+    let RunOutcome::Finished { value, .. } = run(
+        r#"const d = tools.describe("read"); return (await d) + "|" + typeof tools.describe;"#,
+        &tools,
+    ) else {
+        panic!("describe answers at once")
+    };
+    let value: String = serde_json::from_str(&value).unwrap();
+    assert!(value.starts_with("/** Read a file. Whole lines, numbered. */\nread(args?: {\n  /** Absolute path. */\n  path?: string;\n}): Promise<string>;\n"), "{value}");
+    assert!(value.ends_with("|function"), "{value}");
+    // A tool of the execution the docs do not hold, and one it does not have.
+    let RunOutcome::Finished { value, .. } = run(
+        r#"let out = tools.describe("write"); try { tools.describe("rm"); } catch (e) { out += "|" + e.name + ": " + e.message; } return out;"#,
+        &tools,
+    ) else {
+        panic!()
+    };
+    assert!(value.contains("tools.write: no documentation"), "{value}");
+    assert!(
+        value.contains(r#"TypeError: tools.describe: there is no tool named \"rm\"; the tools are: read, write"#),
+        "{value}"
+    );
+    // A client tool called `describe` is called, not answered.
+    let own = vec!["read".to_owned(), "describe".to_owned()];
+    let RunOutcome::Blocked { calls, .. } = run(r#"return await tools.describe({q: 1});"#, &own)
+    else {
+        panic!("the client's describe is a tool call")
+    };
+    assert_eq!(calls[0].name, "describe");
+}

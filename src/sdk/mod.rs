@@ -5,6 +5,12 @@
 //! is lost when the schemas leave the wire. Output is a pure function of the
 //! tools, so the same tools render the same bytes (provider caches hit).
 //!
+//! The compact rendering ([`SdkStyle::Compact`], a preset's `sdk` row)
+//! keeps each tool's signature (every parameter's type) and only the first
+//! sentence of its description ([`first_sentence`]); the full declarations
+//! stay with the plan ([`render_docs`]) and a program reads them with
+//! `tools.describe(name)`, answered by the embedded runtime.
+//!
 //! Schemas come from the client, so rendering is bounded whatever they hold
 //! (design.md section 9): nesting past [`MAX_NESTING`] renders `unknown`
 //! (the recursion never goes deeper, so the stack is bounded too); each tool
@@ -17,7 +23,7 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
@@ -26,8 +32,10 @@ mod naming;
 
 pub use naming::{is_js_identifier, program_call, tool_access};
 
+mod compact;
 mod types;
 
+pub use compact::first_sentence;
 use types::TypeWriter;
 
 /// Most bytes the whole `declare const tools` block renders to (about a
@@ -75,19 +83,139 @@ pub struct ToolSchema {
 /// Renders the `declare const tools: {...}` block for `tools`.
 ///
 /// The result is at most [`SDK_MAX_BYTES`] long whatever the schemas hold;
-/// tools that no longer fit are counted in a closing comment.
+/// tools that no longer fit are counted in a closing comment. (The proxy
+/// renders it through [`render_docs`], which also indexes each tool.)
+#[cfg(any(test, feature = "bench-internals"))]
 pub fn render_declarations(tools: &[ToolSchema]) -> String {
+    render_block(tools, SdkStyle::Full, "", None)
+}
+
+/// Renders the compact block for `tools`: each tool's signature (its
+/// parameters' types, no doc comments) under the first sentence of its
+/// description. With `describe`, the block ends with the declaration of
+/// `tools.describe(name)`, which returns a tool's full declaration.
+pub fn render_compact(tools: &[ToolSchema], describe: bool) -> String {
+    render_block(
+        tools,
+        SdkStyle::Compact,
+        if describe { DESCRIBE_DECLARATION } else { "" },
+        None,
+    )
+}
+
+/// Each tool's full declaration (what [`render_declarations`] writes for
+/// it), by name: what `tools.describe(name)` returns.
+pub fn render_docs(tools: &[ToolSchema]) -> ToolDocs {
+    let mut index = Vec::with_capacity(tools.len());
+    let text = render_block(tools, SdkStyle::Full, "", Some(&mut index));
+    let mut by_name = HashMap::with_capacity(index.len());
+    for (name, range) in index {
+        by_name.entry(name).or_insert(range);
+    }
+    ToolDocs {
+        text: text.into_boxed_str(),
+        index: by_name,
+    }
+}
+
+/// The declaration of `tools.describe` the compact SDK ends with.
+const DESCRIBE_DECLARATION: &str =
+    "  /** Returns tool `name`'s full documentation (its whole description and \
+     parameter docs) as text; not a tool call. */\n  describe(name: string): string;\n";
+
+/// The name `tools.describe` takes in programs; a client tool of that name
+/// takes precedence, and then the SDK does not offer describe.
+pub const DESCRIBE: &str = "describe";
+
+/// How the SDK renders each tool (a preset's `sdk` row, `CODEMODE_SDK`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SdkStyle {
+    /// The whole description and every parameter's docs (the default).
+    #[default]
+    Full,
+    /// The signature and the first sentence of the description.
+    Compact,
+}
+
+impl SdkStyle {
+    /// The name as configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SdkStyle::Full => "full",
+            SdkStyle::Compact => "compact",
+        }
+    }
+}
+
+impl std::str::FromStr for SdkStyle {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SdkStyle, String> {
+        match s.trim() {
+            "full" => Ok(SdkStyle::Full),
+            "compact" => Ok(SdkStyle::Compact),
+            other => Err(format!(
+                "`{other}` is not an SDK rendering; use full or compact"
+            )),
+        }
+    }
+}
+
+/// Every visible tool's full declaration, by name, kept beside the plan so
+/// a program's `tools.describe(name)` is answered without a round trip.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ToolDocs {
+    text: Box<str>,
+    index: HashMap<String, std::ops::Range<usize>>,
+}
+
+impl ToolDocs {
+    /// Tool `name`'s full declaration, its first indent removed.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let range = self.index.get(name)?;
+        let text = self.text.get(range.clone())?;
+        let mut out = String::with_capacity(text.len());
+        for line in text.lines() {
+            out.push_str(line.strip_prefix("  ").unwrap_or(line));
+            out.push('\n');
+        }
+        Some(out)
+    }
+
+    /// The whole `declare const tools` block: the full SDK.
+    pub fn block(&self) -> &str {
+        &self.text
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.text.len() + self.index.keys().map(|k| k.len() + 48).sum::<usize>()
+    }
+}
+
+/// The block for `tools` in `style`, `extra` before its closing brace;
+/// `index` gets each rendered tool's name and byte range.
+fn render_block(
+    tools: &[ToolSchema],
+    style: SdkStyle,
+    extra: &str,
+    mut index: Option<&mut Vec<(String, std::ops::Range<usize>)>>,
+) -> String {
     let mut out = String::from("declare const tools: {\n");
     let mut work = SDK_MAX_WORK;
     for (i, tool) in tools.iter().enumerate() {
-        let room = SDK_MAX_BYTES.saturating_sub(out.len() + CLOSING_RESERVE);
+        let room = SDK_MAX_BYTES.saturating_sub(out.len() + CLOSING_RESERVE + extra.len());
         let budget = Budget {
             bytes: room.min(TOOL_MAX_BYTES),
             work: work.min(TOOL_MAX_WORK),
         };
-        match render_tool(tool, budget) {
+        match render_tool(tool, budget, style) {
             Some((text, used)) => {
+                let start = out.len();
                 out.push_str(&text);
+                if let Some(index) = index.as_deref_mut() {
+                    index.push((tool.name.clone(), start..out.len()));
+                }
                 work = work.saturating_sub(used);
             }
             None => {
@@ -100,6 +228,7 @@ pub fn render_declarations(tools: &[ToolSchema]) -> String {
             }
         }
     }
+    out.push_str(extra);
     out.push_str("};\n");
     out
 }
@@ -113,14 +242,23 @@ struct Budget {
 
 /// Renders one tool within `budget`: its text and the work it took, or
 /// `None` when not even its bare declaration fits.
-fn render_tool(tool: &ToolSchema, budget: Budget) -> Option<(String, usize)> {
+fn render_tool(tool: &ToolSchema, budget: Budget, style: SdkStyle) -> Option<(String, usize)> {
     let mut doc: Vec<String> = Vec::new();
-    if let Some(d) = tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
-        let (d, clipped) = clip(d.trim(), DESCRIPTION_MAX_BYTES);
-        doc.extend(split_lines(d).map(str::to_owned));
-        if clipped {
-            doc.push("(description cut: too long)".to_owned());
+    match tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        Some(d) if style == SdkStyle::Compact => {
+            let first = first_sentence(d);
+            if !first.is_empty() {
+                doc.push(first);
+            }
         }
+        Some(d) => {
+            let (d, clipped) = clip(d.trim(), DESCRIPTION_MAX_BYTES);
+            doc.extend(split_lines(d).map(str::to_owned));
+            if clipped {
+                doc.push("(description cut: too long)".to_owned());
+            }
+        }
+        None => {}
     }
     if !is_js_identifier(&tool.name) {
         doc.push(format!(
@@ -143,7 +281,10 @@ fn render_tool(tool: &ToolSchema, budget: Budget) -> Option<(String, usize)> {
         + key.len()
         + RENDER_SLACK.min(budget.bytes / 4);
     let params = &tool.parameters;
-    let writer = TypeWriter::new(params, budget.bytes.saturating_sub(fixed), budget.work);
+    let mut writer = TypeWriter::new(params, budget.bytes.saturating_sub(fixed), budget.work);
+    if style == SdkStyle::Compact {
+        writer = writer.without_docs();
+    }
     let mut ty = writer.render(params, 1, 0, &mut Vec::new());
     if ty == "unknown" {
         // Tool arguments are always a JSON object, whatever the schema omits.

@@ -346,3 +346,99 @@ fn repeated_types_and_long_required_lists_render_once() {
     );
     assert!(!sdk.contains(CUT_NOTE));
 }
+
+#[test]
+fn compact_keeps_the_signature_and_the_first_sentence() {
+    let t = tool(
+        "read",
+        "Reads a file, e.g. a log. Lines are numbered.\nUse offset for long files.",
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "Absolute path."},
+            "offset": {"type": "integer", "default": 0, "minimum": 0},
+            "mode": {"enum": ["text", "bytes"], "description": "How to read."},
+            "range": {"type": "object", "description": "Lines.", "properties": {
+                "start": {"type": "integer", "description": "First line."}
+            }, "required": ["start"]}
+        }, "required": ["path"]}),
+    );
+    let compact = render_compact(std::slice::from_ref(&t), false);
+    let want = "declare const tools: {\n  /** Reads a file, e.g. a log. */\n  read(args: {\n    \
+                path: string;\n    offset?: number;\n    mode?: \"text\" | \"bytes\";\n    \
+                range?: {\n      start: number;\n    };\n  }): Promise<string>;\n};\n";
+    assert_eq!(compact, want);
+    let full = render_declarations(std::slice::from_ref(&t));
+    assert!(full.contains("Lines are numbered.") && full.contains("Absolute path."));
+    assert!(compact.len() < full.len(), "{compact}");
+}
+
+#[test]
+fn compact_without_a_description_or_with_odd_names_still_says_how_to_call() {
+    let tools = vec![
+        ToolSchema {
+            name: "github.create_issue".into(),
+            description: None,
+            parameters: json!({"type": "object", "properties": {"title": {"type": "string"}}}),
+            freeform: false,
+        },
+        ToolSchema {
+            name: "apply_patch".into(),
+            description: Some("Applies a patch.\n\nThe format is ...".into()),
+            parameters: json!({}),
+            freeform: true,
+        },
+        tool("blank", "   ", json!({})),
+    ];
+    let compact = render_compact(&tools, true);
+    assert!(
+        compact.contains("call it as `tools[\"github.create_issue\"](args)`"),
+        "{compact}"
+    );
+    assert!(compact.contains("\"github.create_issue\"(args?: {\n    title?: string;\n  })"));
+    assert!(compact.contains("Applies a patch.") && !compact.contains("The format"));
+    assert!(compact.contains("apply_patch(input: string): Promise<string>;"));
+    assert!(compact.contains("  blank(args?: Record<string, unknown>): Promise<string>;\n"));
+    assert!(
+        compact.ends_with("  describe(name: string): string;\n};\n"),
+        "{compact}"
+    );
+    assert!(!render_compact(&tools, false).contains("describe("));
+}
+
+#[test]
+fn docs_hold_each_tools_full_declaration_and_the_whole_block() {
+    let tools = vec![
+        tool(
+            "read",
+            "Read a file.\nWhole lines.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "The path."}
+            }, "required": ["path"]}),
+        ),
+        tool("bash", "Run a command.", json!({})),
+    ];
+    let docs = render_docs(&tools);
+    assert_eq!(docs.block(), render_declarations(&tools));
+    assert_eq!(
+        docs.get("read").unwrap(),
+        "/**\n * Read a file.\n * Whole lines.\n */\nread(args: {\n  /** The path. */\n  \
+         path: string;\n}): Promise<string>;\n"
+    );
+    assert_eq!(
+        docs.get("bash").unwrap(),
+        "/** Run a command. */\nbash(args?: Record<string, unknown>): Promise<string>;\n"
+    );
+    assert_eq!(docs.get("write"), None);
+    assert!(docs.bytes() >= docs.block().len());
+}
+
+#[test]
+fn sdk_rendering_names_parse_and_refuse_the_rest() {
+    assert_eq!("full".parse::<SdkStyle>(), Ok(SdkStyle::Full));
+    assert_eq!(" compact ".parse::<SdkStyle>(), Ok(SdkStyle::Compact));
+    assert_eq!(
+        "short".parse::<SdkStyle>(),
+        Err("`short` is not an SDK rendering; use full or compact".to_owned())
+    );
+    assert_eq!(SdkStyle::default(), SdkStyle::Full);
+    assert_eq!(SdkStyle::Compact.as_str(), "compact");
+}

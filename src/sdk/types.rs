@@ -12,6 +12,8 @@ pub(super) struct TypeWriter<'a> {
     bytes_left: Cell<usize>,
     pub(super) work_left: Cell<usize>,
     pub(super) cut: Cell<bool>,
+    /// Whether properties carry their doc comments (the compact SDK drops them).
+    docs: bool,
 }
 
 impl<'a> TypeWriter<'a> {
@@ -21,7 +23,14 @@ impl<'a> TypeWriter<'a> {
             bytes_left: Cell::new(bytes),
             work_left: Cell::new(work),
             cut: Cell::new(false),
+            docs: true,
         }
+    }
+
+    /// The same writer without property doc comments: types only.
+    pub(super) fn without_docs(mut self) -> TypeWriter<'a> {
+        self.docs = false;
+        self
     }
 
     /// Whether a budget is spent; marks the output as cut when it is.
@@ -213,6 +222,9 @@ impl<'a> TypeWriter<'a> {
     /// one its `$ref` target or union members carry), default and constraints.
     fn property_doc(&self, schema: &'a Value) -> Vec<String> {
         let mut lines: Vec<String> = Vec::new();
+        if !self.docs {
+            return lines;
+        }
         if let Some(d) = self.description(schema, 0) {
             let (d, clipped) = clip(d.trim(), self.bytes_left.get());
             lines.extend(split_lines(d).map(str::to_owned));
