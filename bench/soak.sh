@@ -10,7 +10,8 @@
 #   PROXY_BIN=/path/to/codemode-proxy bench/soak.sh # another build
 #
 # Other knobs: SOAK_EVENT_MS (500: the provider's delay between events),
-# SOAK_WARMUP_SECS (60, or a fifth of a shorter run), SOAK_STORE_TTL_SECS (60: how
+# SOAK_WARMUP_SECS (default: the later of 60 s and 32 requests per stream, see
+# benches/soak.rs), SOAK_STORE_TTL_SECS (60: how
 # long the proxy keeps executions; its default, an hour, has the store grow
 # toward its budget for that long). See benches/soak.rs.
 set -euo pipefail

@@ -34,9 +34,11 @@
 //! Prints a markdown table of samples (time, resident memory, bytes in the
 //! stores, streams open, conversations and requests done, errors, the
 //! proxy's CPU) and a
-//! verdict: resident memory after the warm-up (`SOAK_WARMUP_SECS`, by
-//! default the first minute, or the first fifth of a shorter run) flat
-//! within 10%, and no error. The proxy holds two sockets per stream:
+//! verdict: resident memory after the warm-up flat within 10%, and no
+//! error. The warm-up ends at the later of the first minute (a fifth of a
+//! shorter run) and the sample by which the proxy has sent 32 requests per
+//! stream, when each pooled provider connection has grown its dispatch
+//! channel to its steady size (`DISPATCH_BLOCK`); `SOAK_WARMUP_SECS` pins it. The proxy holds two sockets per stream:
 //! raise `ulimit -n` (the script does).
 
 use std::collections::BTreeMap;
@@ -1068,7 +1070,14 @@ async fn main() {
     let streams = env_u64("SOAK_STREAMS", 1000) as usize;
     let secs = env_u64("SOAK_SECS", 600);
     let sample = env_u64("SOAK_SAMPLE_SECS", 10).max(1);
-    let warmup = env_u64("SOAK_WARMUP_SECS", 60.min(secs / 5));
+    // SOAK_WARMUP_SECS pins the warm-up; by default it ends at the later
+    // of the first minute (a fifth of a shorter run) and the sample where
+    // the proxy has sent `DISPATCH_BLOCK` requests per stream (see
+    // `warmup_end`).
+    let warmup = std::env::var("SOAK_WARMUP_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let min_warmup = warmup.unwrap_or(60.min(secs / 5));
     let event_ms = env_u64("SOAK_EVENT_MS", 500);
     // Ended executions are kept for the longer of the two (an hour by
     // default), so the store grows toward its budget for that long, by
@@ -1080,8 +1089,14 @@ async fn main() {
     let pid = proxy.id();
     let base: Arc<str> = format!("http://{addr}").into();
     println!(
-        "soak: {streams} streams, {secs} s, a sample every {sample} s (warm-up {warmup} s), \
-         {event_ms} ms between provider events, executions kept {ttl} s; proxy pid {pid} on {addr}"
+        "soak: {streams} streams, {secs} s, a sample every {sample} s (warm-up {}), \
+         {event_ms} ms between provider events, executions kept {ttl} s; proxy pid {pid} on {addr}",
+        match warmup {
+            Some(w) => format!("{w} s"),
+            None => format!(
+                "{min_warmup} s or {DISPATCH_BLOCK} requests per stream, whichever is later"
+            ),
+        }
     );
 
     let client = reqwest::Client::builder()
@@ -1144,7 +1159,33 @@ async fn main() {
     let _ = provider_child.kill();
     let _ = provider_child.wait();
 
-    report(&samples, &counters, warmup as f64, streams, secs, others);
+    let warmup = match warmup {
+        Some(w) => w as f64,
+        None => warmup_end(&samples, min_warmup as f64, streams),
+    };
+    report(&samples, &counters, warmup, streams, secs, others);
+}
+
+/// Requests a provider connection carries before hyper's client allocates
+/// the second block of that connection's dispatch channel: a tokio mpsc
+/// block holds 32 messages (`BLOCK_CAP` on 64-bit targets), each a request
+/// envelope, 8.4 KB a block. A tokio channel keeps a used block for reuse, so
+/// every pooled connection steps up once, by 8.4 KB, at its 33rd request and
+/// stays there. With about one pooled connection per stream, the proxy's
+/// heap steps up by 8.4 KB per stream when the run passes that many
+/// requests per stream (a 600 s run with 1,000 streams: at about 170 s;
+/// BENCHMARKS.md, "Soak").
+const DISPATCH_BLOCK: u64 = 32;
+
+/// When the warm-up ends: the first sample at or after `min_secs` by which
+/// the proxy has sent [`DISPATCH_BLOCK`] requests per stream (the run's
+/// length when it never gets there, so the verdict says so).
+fn warmup_end(samples: &[Sample], min_secs: f64, streams: usize) -> f64 {
+    samples
+        .iter()
+        .find(|s| s.at >= min_secs && s.requests >= DISPATCH_BLOCK * streams as u64)
+        .map(|s| s.at)
+        .unwrap_or_else(|| samples.last().map_or(min_secs, |s| s.at))
 }
 
 fn report(
