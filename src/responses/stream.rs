@@ -176,6 +176,18 @@ impl ResponsesJudge {
             // it is judged, so nothing after it goes out.
             return;
         }
+        if self.errored {
+            // After an `error` event the round is over, but the
+            // `response.failed` that carries the same error still goes
+            // out: Codex reads the error's code there (quota stops it,
+            // anything else is retried).
+            if let Ok(Value::Object(event)) = serde_json::from_str::<Value>(data) {
+                if event.get("type").and_then(Value::as_str) == Some("response.failed") {
+                    self.on_failed(event, out);
+                }
+            }
+            return;
+        }
         if self.fast(data, out) {
             return;
         }
@@ -196,20 +208,30 @@ impl ResponsesJudge {
             "response.output_item.added" => self.on_added(event, out),
             "response.output_item.done" => self.on_done(event, out),
             "response.completed" | "response.incomplete" => self.on_terminal(event, out),
-            "response.failed" | "error" => {
+            "response.failed" => self.on_failed(event, out),
+            "error" => {
                 // The upstream ended the turn with an error: it reaches the
-                // client and no repair follows.
+                // client and no repair follows. The round stays open for
+                // the `response.failed` that may follow; nothing else
+                // after it goes out (`on_event`).
                 self.errored = true;
-                self.round.decision = Some(Decision::Final);
-                let mut event = event;
                 self.take_id(&event);
-                if let Some(Value::Object(response)) = event.get_mut("response") {
-                    self.finish_response(response);
-                }
                 self.emit(event, out);
             }
             _ => self.on_item_event(event, out),
         }
+    }
+
+    /// The upstream's failed terminal: it reaches the client and ends the
+    /// round; no repair follows.
+    fn on_failed(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
+        self.errored = true;
+        self.round.decision = Some(Decision::Final);
+        self.take_id(&event);
+        if let Some(Value::Object(response)) = event.get_mut("response") {
+            self.finish_response(response);
+        }
+        self.emit(event, out);
     }
 
     /// The response's start: the client gets the first round's only.

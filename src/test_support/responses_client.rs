@@ -3,7 +3,8 @@
 //! proxy writes: each event's `event:` line names its type, one
 //! `sequence_number` rising from 0, one response id, `output_index`
 //! contiguous and every item event naming an item the client has, nothing
-//! after the terminal event but one `[DONE]`, and the terminal's `output`
+//! after the terminal event but one `[DONE]` (after an `error`, also the
+//! `response.failed` that carries it), and the terminal's `output`
 //! equal to the items the client completed.
 
 use std::collections::HashMap;
@@ -58,19 +59,28 @@ pub fn reassemble(bytes: &[u8]) -> ClientView {
     let mut index_of: HashMap<String, u64> = HashMap::new();
     let mut streamed: HashMap<u64, String> = HashMap::new();
     let mut ended = false;
+    // After an `error`, only the `response.failed` carrying the same error
+    // may follow (OpenAI sends both; Codex reads the code in the second).
+    let mut after_error = false;
     for ev in client_events(bytes) {
         assert_eq!(view.done, 0, "nothing after [DONE]: {}", ev.data);
         if ev.data == "[DONE]" {
             view.done += 1;
             continue;
         }
-        assert!(!ended, "nothing after the terminal event: {}", ev.data);
         let e: Value = serde_json::from_str(&ev.data)
             .unwrap_or_else(|err| panic!("an event that is no JSON ({err}): {}", ev.data));
         let kind = e["type"]
             .as_str()
             .expect("every event has a type")
             .to_owned();
+        let failed_after_error = after_error && kind == "response.failed";
+        assert!(
+            !ended || failed_after_error,
+            "nothing after the terminal event: {}",
+            ev.data
+        );
+        after_error = false;
         assert_eq!(
             ev.event.as_deref(),
             Some(kind.as_str()),
@@ -150,6 +160,7 @@ pub fn reassemble(bytes: &[u8]) -> ClientView {
             "error" => {
                 view.errors.push(e.clone());
                 ended = true;
+                after_error = true;
             }
             k if TERMINALS.contains(&k) => {
                 ended = true;

@@ -16,10 +16,6 @@ use crate::test_support::{
     Fixture, ResponsesJudge, RoundEnd,
 };
 
-/// Fixtures whose `expect` the judge does not meet yet, each with the test
-/// that shows it (ignored, so `cargo test -- --ignored` runs it).
-const KNOWN_FAILURES: [&str; 1] = ["error_then_response_failed"];
-
 fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
     let name = &f.name;
     let expect = &f.meta["expect"];
@@ -127,20 +123,17 @@ fn every_responses_fixture_gives_the_client_its_expectation_at_every_cut() {
     let all = fixtures("responses");
     assert!(all.len() >= 10, "fixtures for ten quirks");
     for f in &all {
-        if !KNOWN_FAILURES.contains(&f.name.as_str()) {
-            check(f, &plan);
-        }
+        check(f, &plan);
     }
 }
 
 /// OpenAI sends `error` and then `response.failed`; Codex ignores `error`
 /// events and reads the error's code from `response.failed` (quota
 /// exhausted stops it, a rate limit is retried after the delay the message
-/// names). The judge ends the round at the `error` event and drops the
-/// `response.failed` after it, so Codex sees only "stream closed before
-/// response.completed" and retries a request that cannot succeed.
+/// names). A judge that ended the round at the `error` event dropped the
+/// `response.failed` after it, so Codex saw only "stream closed before
+/// response.completed" and retried a request that cannot succeed.
 #[test]
-#[ignore = "fails on current code: response.failed after an error event is dropped"]
 fn an_error_event_keeps_the_response_failed_that_follows_it() {
     let plan = responses_plan(Mode::Code, Runtime::Client);
     let f = fixtures("responses")
