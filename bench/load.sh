@@ -35,6 +35,10 @@
 #   BASE_PORT=19140 upstream on BASE_PORT, nginx +1, native +2, code +3
 #   RESULTS=FILE    keep the raw results there (bench/load_report.py FILE
 #                   prints the tables again)
+#   PROFILE=DIALECT instead of the rounds: `perf record` on the proxy (PROFILE_MODE,
+#                   code by default) during one DURATION-second run at CONNECTIONS,
+#                   then where its CPU goes by group and the top symbols
+#                   (bench/perf_groups.py); PERF_DATA=FILE keeps perf.data
 #
 # Run time: 3 dialects x 2 loads x 4 targets x RUNS x DURATION seconds of
 # wrk (432 s by default), plus streaming and checks: about 9 minutes.
@@ -205,6 +209,22 @@ $out"; fi
 
 echo "$(date -u '+%F %T') UTC; $(uptime)" >&2
 check_all
+if [ -n "${PROFILE:-}" ]; then
+    command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf >/dev/null; }
+    m=${PROFILE_MODE:-code}
+    pid=$(procs "$m")
+    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/req/$PROFILE.lua" "http://${URL[$m]}/v1/${PATHS[$PROFILE]}" >/dev/null
+    perf record -q -F 2999 -g -p "$pid" -o "$WORK/perf.data" -- sleep "$DURATION" 2>/dev/null &
+    perf_pid=$!
+    sleep 0.3
+    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$WORK/req/$PROFILE.lua" "http://${URL[$m]}/v1/${PATHS[$PROFILE]}" | grep -E 'Requests/sec|Non-2xx|Socket' >&2
+    wait "$perf_pid" || true
+    if [ -n "${PERF_DATA:-}" ]; then cp "$WORK/perf.data" "$PERF_DATA"; fi
+    echo "### Profile: $PROFILE, $m mode, $CONNECTIONS connections, ${DURATION} s (perf record -F 2999 -g, self time)"
+    echo
+    perf report -i "$WORK/perf.data" --stdio --no-children --sort dso,sym 2>/dev/null | python3 bench/perf_groups.py 30
+    exit 0
+fi
 for d in "${DIALECTS[@]}"; do  # warm-up: connections, caches, allocator
     for t in "${TARGETS[@]}"; do
         taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d1s -s "$WORK/req/$d.lua" "http://${URL[$t]}/v1/${PATHS[$d]}" >/dev/null
