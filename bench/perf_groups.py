@@ -15,15 +15,16 @@ GROUPS = [
     ("kernel (system calls, TCP, scheduling)", r"^\[kernel|\[k\]"),
     ("allocation (mimalloc, Vec/String growth)", r"\bmi_|_mi_|mimalloc|malloc|\bfree\b|realloc|__rust_alloc|__rust_dealloc|raw_vec|RawVec|alloc::alloc|finish_grow|do_reserve"),
     ("memcpy/memmove/memset", r"__mem(cpy|move|set)|\bmem(cpy|move|set|cmp)|__memcmp|bcmp"),
-    ("serde_json / serde", r"serde_json|\bserde::|serde_core|<serde"),
-    ("hashing", r"[Hh]ash|sip|SipHasher|ahash|foldhash|fxhash"),
+    ("serde_json / serde (with indexmap, Value's map)", r"serde_json|\bserde::|serde_core|<serde|indexmap"),
+    ("hashing (SipHash, hash tables, SHA-256)", r"[Hh]ash|sip|ahash|foldhash|fxhash|sha256"),
     ("hyper / http / httparse", r"hyper|httparse|\bhttp::|h2::"),
-    ("tokio / mio", r"tokio|\bmio::"),
+    ("tokio / tower / futures (async plumbing)", r"tokio|\bmio::|tower|futures_|core::future|Pin<P> as core::future"),
+    ("bytes (Bytes, BytesMut refcounts)", r"\bbytes::"),
     ("tracing / logging", r"tracing"),
-    ("the proxy's stream judge and SSE", r"codemode_proxy::(sse|stream|body|messages::stream|responses::stream|chat::stream|turn|layer::streamed)"),
-    ("the proxy's request rewrite, plans and SDK", r"codemode_proxy::(sdk|plan|tools|cache|sections|preset|chat::request|messages::request|responses::request|select)"),
-    ("the proxy: other", r"codemode_proxy"),
-    ("libc / other", r"."),
+    ("the proxy's judge and rewrite (dialects, wire, SSE, plans, SDK)",
+     r"codemode_proxy::(sse|stream|body|messages|responses|chat|turn|wire|layer::(json|entry|streamed|round|embedded)|sdk|plan|tools|cache|sections|preset|select|classify|mode)"),
+    ("the proxy: routing, forwarding, ledger, usage", r"codemode_proxy"),
+    ("libc / other (UTF-8 checks, fmt, clock)", r"."),
 ]
 
 top = int(sys.argv[1]) if len(sys.argv) > 1 else 30
