@@ -77,7 +77,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { echo "load.sh: $*" >&2; exit 1; }
+fail() {
+    echo "load.sh: $*" >&2
+    for f in "$WORK"/proxy-*.log; do
+        if [ -s "$f" ]; then echo "$(basename "$f"):" >&2; tail -5 "$f" >&2; fi
+    done
+    exit 1
+}
 
 cp "$PROXY_BIN" "$WORK/codemode-proxy"
 UPSTREAM=127.0.0.1:$BASE_PORT
@@ -176,12 +182,13 @@ check_all() {  # every target answers every dialect with the expected answer
         mapfile -t h < <(headers "$d")
         for t in "${TARGETS[@]}"; do
             local url="http://${URL[$t]}/v1/${PATHS[$d]}" code
+            rm -f "$WORK/answer.json" "$WORK/answer.sse"
             code=$(curl -s -o "$WORK/answer.json" -w '%{http_code}' "${h[@]}" -d @"$WORK/req/$d.json" "$url") || true
-            [ "$code" = 200 ] || fail "$t $d: status $code: $(head -c 300 "$WORK/answer.json")"
+            [ "$code" = 200 ] || fail "$t $d: status $code: $(head -c 300 "$WORK/answer.json" 2>/dev/null)"
             python3 bench/dialects.py check "$d" json "$WORK/answer.json" || fail "$t $d: not the expected answer"
             code=$(curl -s -o "$WORK/answer.sse" -w '%{http_code}' "${h[@]}" -H 'x-bench-stream: 1' \
                 -d @"$WORK/req/$d.stream.json" "$url") || true
-            [ "$code" = 200 ] || fail "$t $d streamed: status $code: $(head -c 300 "$WORK/answer.sse")"
+            [ "$code" = 200 ] || fail "$t $d streamed: status $code: $(head -c 300 "$WORK/answer.sse" 2>/dev/null)"
             python3 bench/dialects.py check "$d" sse "$WORK/answer.sse" || fail "$t $d streamed: not the expected answer"
         done
     done
