@@ -17,7 +17,7 @@
 # for streamed answers the time to the first and the last byte of the body.
 # Everything is reported as ratios to nginx.
 #
-#   bench/load.sh                                    # about 9 minutes on 2 cores
+#   bench/load.sh                                    # about 8.5 minutes on 2 cores
 #   PROXY_BIN=/path/to/codemode-proxy bench/load.sh  # another build (no cargo build then)
 #   DIALECTS="messages" RUNS=1 bench/load.sh         # one dialect, one round
 #
@@ -41,7 +41,8 @@
 #                   (bench/perf_groups.py); PERF_DATA=FILE keeps perf.data
 #
 # Run time: 3 dialects x 2 loads x 4 targets x RUNS x DURATION seconds of
-# wrk (432 s by default), plus streaming and checks: about 9 minutes.
+# wrk (432 s by default), plus warm-up, streaming and checks: 8 min 10 s
+# to 8 min 16 s in three runs on 2 cores.
 #
 # Every target is checked before the first round and after each round: a
 # 200 and the dialect's expected answer, streamed and not (the run fails
