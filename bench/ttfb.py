@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dialects  # noqa: E402
 
