@@ -177,15 +177,7 @@ impl ResponsesJudge {
             return;
         }
         if self.errored {
-            // After an `error` event the round is over, but the
-            // `response.failed` that carries the same error still goes
-            // out: Codex reads the error's code there (quota stops it,
-            // anything else is retried).
-            if let Ok(Value::Object(event)) = serde_json::from_str::<Value>(data) {
-                if event.get("type").and_then(Value::as_str) == Some("response.failed") {
-                    self.on_failed(event, out);
-                }
-            }
+            self.after_error(data, out);
             return;
         }
         if self.fast(data, out) {
@@ -220,18 +212,6 @@ impl ResponsesJudge {
             }
             _ => self.on_item_event(event, out),
         }
-    }
-
-    /// The upstream's failed terminal: it reaches the client and ends the
-    /// round; no repair follows.
-    fn on_failed(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
-        self.errored = true;
-        self.round.decision = Some(Decision::Final);
-        self.take_id(&event);
-        if let Some(Value::Object(response)) = event.get_mut("response") {
-            self.finish_response(response);
-        }
-        self.emit(event, out);
     }
 
     /// The response's start: the client gets the first round's only.

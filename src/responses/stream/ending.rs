@@ -169,6 +169,30 @@ impl ResponsesJudge {
         self.close(out);
     }
 
+    /// The upstream's failed terminal: it reaches the client and ends the
+    /// round; no repair follows.
+    pub(super) fn on_failed(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
+        self.errored = true;
+        self.round.decision = Some(Decision::Final);
+        self.take_id(&event);
+        if let Some(Value::Object(response)) = event.get_mut("response") {
+            self.finish_response(response);
+        }
+        self.emit(event, out);
+    }
+
+    /// An event after an `error`: the round is over, but the
+    /// `response.failed` that carries the same error still goes out (Codex
+    /// reads the error's code there: quota stops it, anything else is
+    /// retried).
+    pub(super) fn after_error(&mut self, data: &str, out: &mut Vec<Bytes>) {
+        if let Ok(Value::Object(event)) = serde_json::from_str::<Value>(data) {
+            if event.get("type").and_then(Value::as_str) == Some("response.failed") {
+                self.on_failed(event, out);
+            }
+        }
+    }
+
     /// The upstream broke off or failed: the client gets a final error event.
     pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
         self.errored = true;
