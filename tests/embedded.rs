@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::agent::{fs_tools, FsAgent};
+use common::agent::{conversation, fs_tools, FsAgent};
 use common::*;
 use serde_json::{json, Value};
 
@@ -36,13 +36,6 @@ async fn upstream_saw(p: &wiremock::MockServer) -> Vec<Value> {
         );
     }
     sent
-}
-
-fn conversation(text: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "system", "content": "You are an agent."}),
-        json!({"role": "user", "content": text}),
-    ]
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::agent::conversation;
 use common::*;
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
@@ -41,13 +42,6 @@ fn run_code(id: &str, code: &str) -> Value {
         vec![call(id, "run_code", &json!({"code": code}).to_string())],
         usage(100, 20),
     )
-}
-
-fn conversation(text: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "system", "content": "You are an agent."}),
-        json!({"role": "user", "content": text}),
-    ]
 }
 
 /// Sends `messages`; returns the response's savings headers and the message.

@@ -10,7 +10,7 @@ mod redis_server;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::agent::fs_tools;
+use common::agent::{conversation, fs_body, tool_result};
 use common::binary::{spawn_proxy, Running};
 use common::responses_model::*;
 use common::*;
@@ -40,17 +40,6 @@ async fn replica(p: &wiremock::MockServer, redis: &RedisServer, vars: &[(&str, &
     start(p, &all).await
 }
 
-fn conversation(text: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "system", "content": "You are an agent."}),
-        json!({"role": "user", "content": text}),
-    ]
-}
-
-fn fs_body(messages: &[Value]) -> Value {
-    json!({"model": "m", "messages": messages, "tools": fs_tools()})
-}
-
 async fn ask(proxy: &Proxy, messages: &[Value]) -> (u16, Value) {
     let res = proxy.chat(&fs_body(messages), &[]).await;
     let status = res.status().as_u16();
@@ -61,10 +50,6 @@ async fn turn(proxy: &Proxy, messages: &[Value]) -> Value {
     let (status, body) = ask(proxy, messages).await;
     assert_eq!(status, 200, "{body}");
     body["choices"][0]["message"].clone()
-}
-
-fn result(id: &Value, content: &str) -> Value {
-    json!({"role": "tool", "tool_call_id": id, "content": content})
 }
 
 /// The nested call a turn hands out: its id and its `path` argument.
@@ -115,12 +100,12 @@ async fn a_program_started_on_one_replica_is_resumed_on_the_other() {
     let (id, path) = handed(&first);
     assert_eq!(path, "a.txt");
     messages.push(first);
-    messages.push(result(&id, "alpha"));
+    messages.push(tool_result(&id, "alpha"));
     let second = turn(&b, &messages).await;
     let (id, path) = handed(&second);
     assert_eq!(path, "b.txt", "replica B continued A's program");
     messages.push(second);
-    messages.push(result(&id, "bravo"));
+    messages.push(tool_result(&id, "bravo"));
     assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
 
     let sent = received(&p).await;
@@ -176,7 +161,7 @@ async fn a_program_with_a_denied_call_beside_it_is_finished_on_the_other_replica
         "the client never sees the denied call"
     );
     messages.push(first);
-    messages.push(result(&id, "alpha"));
+    messages.push(tool_result(&id, "alpha"));
     assert_eq!(turn(&b, &messages).await["content"], "done");
     let sent = received(&p).await;
     let text = sent[1].to_string();
@@ -224,7 +209,7 @@ async fn a_mixed_turn_answered_on_one_replica_is_continued_on_the_other() {
         json!({"role": "system", "content": "You are an agent."}),
         json!({"role": "user", "content": "go"}),
         assistant.clone(),
-        result(&assistant["tool_calls"][0]["id"], "1"),
+        tool_result(&assistant["tool_calls"][0]["id"], "1"),
     ];
     let res = b.chat(&chat_body(json!(messages)), &[]).await;
     assert_eq!(res.status(), 200);
@@ -343,12 +328,12 @@ async fn a_replica_killed_mid_program_loses_nothing() {
     first_replica.0.wait().unwrap();
 
     let (_second_replica, addr) = spawn_binary(&vars);
-    messages.push(result(&id, "alpha"));
+    messages.push(tool_result(&id, "alpha"));
     let second = ask_at(addr.clone(), messages.clone()).await;
     let (id, path) = handed(&second);
     assert_eq!(path, "b.txt", "the new replica continued the program");
     messages.push(second);
-    messages.push(result(&id, "bravo"));
+    messages.push(tool_result(&id, "bravo"));
     assert_eq!(ask_at(addr, messages).await["content"], "alpha bravo");
     assert_eq!(
         last_content(&received(&p).await[1]),
@@ -366,7 +351,7 @@ async fn concurrent_resumes_with_the_same_results_get_the_same_next_step() {
     let first = turn(&a, &messages).await;
     let (id, _) = handed(&first);
     messages.push(first);
-    messages.push(result(&id, "x.txt"));
+    messages.push(tool_result(&id, "x.txt"));
     let ((sa, ba), (sb, bb)) = tokio::join!(ask(&a, &messages), ask(&b, &messages));
     let mut next = Vec::new();
     for (status, body) in [(sa, &ba), (sb, &bb)] {
@@ -406,9 +391,9 @@ async fn concurrent_resumes_with_different_results_one_wins_the_other_is_refused
     let (id, _) = handed(&first);
     messages.push(first);
     let mut with_x = messages.clone();
-    with_x.push(result(&id, "x.txt"));
+    with_x.push(tool_result(&id, "x.txt"));
     let mut with_y = messages.clone();
-    with_y.push(result(&id, "y.txt"));
+    with_y.push(tool_result(&id, "y.txt"));
     let ((sx, bx), (sy, by)) = tokio::join!(ask(&a, &with_x), ask(&b, &with_y));
     let (winner, loser, loser_status, loser_body) = match (sx, sy) {
         (200, s) => ((with_x, bx), "y", s, by),
@@ -428,7 +413,7 @@ async fn concurrent_resumes_with_different_results_one_wins_the_other_is_refused
     );
     // The record holds the winner's result: its client finishes the program.
     history.push(body["choices"][0]["message"].clone());
-    history.push(result(&next_id, "end"));
+    history.push(tool_result(&next_id, "end"));
     assert_eq!(turn(&b, &history).await["content"], "done");
     assert_eq!(last_content(&received(&p).await[1]), "Result: \"end\"");
 }
@@ -474,7 +459,7 @@ async fn a_redis_outage_is_a_clear_503_and_heals_without_a_restart() {
     let first = turn(&a, &messages).await;
     let (id, _) = handed(&first);
     messages.push(first);
-    messages.push(result(&id, "alpha"));
+    messages.push(tool_result(&id, "alpha"));
 
     redis.stop(true);
     // A resume needs the store: a retryable 503 naming it.
@@ -527,7 +512,7 @@ async fn a_redis_outage_is_a_clear_503_and_heals_without_a_restart() {
     let (id, path) = handed(&second);
     assert_eq!(path, "b.txt");
     messages.push(second);
-    messages.push(result(&id, "bravo"));
+    messages.push(tool_result(&id, "bravo"));
     assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
     assert_eq!(
         last_content(&received(&p).await[3]),
@@ -549,7 +534,7 @@ async fn every_key_the_proxy_writes_has_a_ttl_and_the_prefix() {
         let t = turn(&a, &messages).await;
         let (id, _) = handed(&t);
         messages.push(t);
-        messages.push(result(&id, content));
+        messages.push(tool_result(&id, content));
     }
     assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
     let keys = assert_every_key_expires(&redis, "team-a:");
@@ -580,7 +565,7 @@ async fn a_stalled_redis_is_a_503_not_a_hang_and_the_program_goes_on_after_it() 
     let first = turn(&a, &messages).await;
     let (id, _) = handed(&first);
     messages.push(first);
-    messages.push(result(&id, "alpha"));
+    messages.push(tool_result(&id, "alpha"));
 
     redis.pause();
     let stalled = tokio::time::timeout(Duration::from_secs(30), ask(&a, &messages)).await;
@@ -596,7 +581,7 @@ async fn a_stalled_redis_is_a_503_not_a_hang_and_the_program_goes_on_after_it() 
     let (id, path) = handed(&second);
     assert_eq!(path, "b.txt");
     messages.push(second);
-    messages.push(result(&id, "bravo"));
+    messages.push(tool_result(&id, "bravo"));
     assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
 }
 

@@ -13,7 +13,7 @@ mod redis_ha;
 
 use std::time::{Duration, Instant};
 
-use common::agent::fs_tools;
+use common::agent::{conversation, fs_body, tool_result};
 use common::*;
 use redis_ha::RedisHa;
 use serde_json::{json, Value};
@@ -30,17 +30,6 @@ fn run_code(id: &str) -> Value {
         )],
         usage(1, 1),
     )
-}
-
-fn conversation(text: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "system", "content": "You are an agent."}),
-        json!({"role": "user", "content": text}),
-    ]
-}
-
-fn fs_body(messages: &[Value]) -> Value {
-    json!({"model": "m", "messages": messages, "tools": fs_tools()})
 }
 
 async fn ask(proxy: &Proxy, messages: &[Value]) -> (u16, Option<String>, Value) {
@@ -60,10 +49,6 @@ async fn turn(proxy: &Proxy, messages: &[Value]) -> Value {
     let (status, _, body) = ask(proxy, messages).await;
     assert_eq!(status, 200, "{body}");
     body["choices"][0]["message"].clone()
-}
-
-fn result(id: &Value, content: &str) -> Value {
-    json!({"role": "tool", "tool_call_id": id, "content": content})
 }
 
 /// The nested call a turn hands out: its id and its `path` argument.
@@ -124,12 +109,12 @@ async fn failover_mid_conversation(mut ha: RedisHa) {
     let (id, path) = handed(&first);
     assert_eq!(path, "a.txt");
     messages.push(first);
-    messages.push(result(&id, "alpha"));
+    messages.push(tool_result(&id, "alpha"));
     let second = turn(&b, &messages).await;
     let (id, path) = handed(&second);
     assert_eq!(path, "b.txt", "replica B continued A's program");
     messages.push(second);
-    messages.push(result(&id, "bravo"));
+    messages.push(tool_result(&id, "bravo"));
 
     // The master holding the waiting execution dies once its replica has it.
     let replica = tokio::task::block_in_place(|| {
@@ -193,7 +178,7 @@ async fn failover_mid_conversation(mut ha: RedisHa) {
         let t = turn(proxy, &messages).await;
         let (id, _) = handed(&t);
         messages.push(t);
-        messages.push(result(&id, content));
+        messages.push(tool_result(&id, content));
     }
     assert_eq!(turn(&b, &messages).await["content"], "after failover");
     let sent = received(&p).await;

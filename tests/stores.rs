@@ -5,7 +5,7 @@
 mod common;
 
 use codemode_proxy::store::{Execution, StoreFuture, Tenant};
-use common::agent::{fs_tools, FsAgent};
+use common::agent::{conversation, fs_body, tool_result, FsAgent};
 use common::*;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -27,17 +27,6 @@ async fn embedded(p: &wiremock::MockServer, vars: &[(&str, &str)]) -> Proxy {
     start(p, &all).await
 }
 
-fn conversation(text: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "system", "content": "You are an agent."}),
-        json!({"role": "user", "content": text}),
-    ]
-}
-
-fn fs_body(messages: &[Value]) -> Value {
-    json!({"model": "m", "messages": messages, "tools": fs_tools()})
-}
-
 /// Asks with `headers`; returns the status and the body.
 async fn ask(proxy: &Proxy, messages: &[Value], headers: &[(&str, &str)]) -> (u16, Value) {
     let res = proxy.chat(&fs_body(messages), headers).await;
@@ -50,10 +39,6 @@ async fn turn(proxy: &Proxy, messages: &[Value], headers: &[(&str, &str)]) -> Va
     let (status, body) = ask(proxy, messages, headers).await;
     assert_eq!(status, 200, "{body}");
     body["choices"][0]["message"].clone()
-}
-
-fn result(id: &Value, content: &str) -> Value {
-    json!({"role": "tool", "tool_call_id": id, "content": content})
 }
 
 /// The execution part of a minted call id `cm_<exec>_<n>`.
@@ -90,7 +75,7 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
 
     // Mallory returns a result for Alice's call, and for a call the proxy never minted.
     let mut foreign = alice.clone();
-    foreign.push(result(&id, "evil"));
+    foreign.push(tool_result(&id, "evil"));
     let parts: Vec<&str> = exec.split('x').collect();
     let never = format!("{}x{}x{}", parts[0], "0".repeat(32), parts[2]);
     let never_id = json!(id.as_str().unwrap().replace(&exec, &never));
@@ -98,7 +83,7 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
     let mut forged_turn = nested.clone();
     forged_turn["tool_calls"][0]["id"] = never_id.clone();
     unknown.push(forged_turn);
-    unknown.push(result(&never_id, "evil"));
+    unknown.push(tool_result(&never_id, "evil"));
 
     let mut messages = Vec::new();
     for (history, headers) in [
@@ -121,7 +106,7 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
     assert_eq!(received(&p).await.len(), 1, "nothing reached the model");
 
     // Alice's own results still resume her program.
-    alice.push(result(&id, "hello"));
+    alice.push(tool_result(&id, "hello"));
     let answer = turn(&proxy, &alice, ALICE).await;
     assert_eq!(answer["content"], "It says hello.");
     let sent = received(&p).await;
@@ -147,14 +132,14 @@ async fn another_tenants_execution_in_history_splices_nothing_of_its_owner() {
     let nested = turn(&proxy, &alice, ALICE).await;
     let id = nested["tool_calls"][0]["id"].clone();
     alice.push(nested.clone());
-    alice.push(result(&id, "SECRET_RESULT"));
+    alice.push(tool_result(&id, "SECRET_RESULT"));
     let answer = turn(&proxy, &alice, ALICE).await;
     alice.push(answer);
     alice.push(json!({"role": "user", "content": "and now?"}));
 
     // Mallory names Alice's execution in an earlier turn of her own history.
     let mut mallory = alice.clone();
-    mallory[3] = result(&id, "whatever");
+    mallory[3] = tool_result(&id, "whatever");
     assert_eq!(
         turn(&proxy, &mallory, MALLORY).await["content"],
         "for mallory"
@@ -196,7 +181,7 @@ fn follow_up(first: &Value) -> Value {
         assistant.clone(),
     ];
     for c in assistant["tool_calls"].as_array().unwrap() {
-        messages.push(result(&c["id"], "1"));
+        messages.push(tool_result(&c["id"], "1"));
     }
     chat_body(json!(messages))
 }
@@ -314,7 +299,7 @@ async fn a_flood_of_programs_that_end_at_once_does_not_evict_a_waiting_one() {
         let t = turn(&proxy, &conversation("flood"), &[]).await;
         assert_eq!(t["content"], "flooded");
     }
-    waiting.push(result(&id, "hello"));
+    waiting.push(tool_result(&id, "hello"));
     assert_eq!(
         turn(&proxy, &waiting, &[]).await["content"],
         "It says hello."
@@ -344,7 +329,7 @@ async fn executions_pushed_out_by_the_budget_reach_the_model_as_errors_not_400s(
         let nested = turn(&proxy, &c, &[]).await;
         let id = nested["tool_calls"][0]["id"].clone();
         c.push(nested);
-        c.push(result(&id, &format!("content {i}")));
+        c.push(tool_result(&id, &format!("content {i}")));
         conversations.push(c);
     }
     for (i, c) in conversations.iter().enumerate() {
@@ -369,7 +354,7 @@ async fn an_execution_lost_to_a_restart_reaches_the_model_as_a_run_code_error() 
     let nested = turn(&first, &messages, ALICE).await;
     let id = nested["tool_calls"][0]["id"].clone();
     messages.push(nested);
-    messages.push(result(&id, "hello"));
+    messages.push(tool_result(&id, "hello"));
     drop(first);
 
     let second = embedded(&p, &[]).await;
@@ -493,7 +478,7 @@ async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_cod
     let id = nested["tool_calls"][0]["id"].clone();
     assert!(id.as_str().unwrap().starts_with("cm_"));
     messages.push(nested);
-    messages.push(result(&id, "hello"));
+    messages.push(tool_result(&id, "hello"));
     assert_eq!(post(messages).await["content"], "I will run it again.");
     let sent = received(&p).await;
     let error = last_content(&sent[1]);

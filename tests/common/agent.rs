@@ -28,6 +28,24 @@ pub fn fs_tools() -> Vec<Value> {
     ]
 }
 
+/// A conversation's opening: a system prompt and the user's `text`.
+pub fn conversation(text: &str) -> Vec<Value> {
+    vec![
+        json!({"role": "system", "content": "You are an agent."}),
+        json!({"role": "user", "content": text}),
+    ]
+}
+
+/// A Chat Completions body with `messages` and the agent's file tools.
+pub fn fs_body(messages: &[Value]) -> Value {
+    json!({"model": "m", "messages": messages, "tools": fs_tools()})
+}
+
+/// The agent's answer to the call `id`.
+pub fn tool_result(id: &Value, content: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": content})
+}
+
 #[derive(Default)]
 pub struct FsAgent {
     pub files: BTreeMap<String, String>,
