@@ -32,6 +32,9 @@ pub struct ToolPlan {
     pub sections: Vec<RenderedSection>,
     /// The text appended to the system prompt (may be empty).
     pub prompt: String,
+    /// [`Self::prompt`] as a JSON string, escaped once for every request
+    /// that splices it in.
+    pub prompt_json: Box<RawValue>,
     /// The visible native tools in declaration order (what programs may call).
     pub visible_names: Vec<String>,
     /// Whether the proxy runs `run_code` itself (embedded runtime).
@@ -143,6 +146,7 @@ impl ToolPlan {
             hidden: hidden.iter().map(|e| e.schema.name.clone()).collect(),
             wire_tools,
             sections,
+            prompt_json: crate::wire::to_raw(&prompt),
             prompt,
             visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
             runs_code,
@@ -351,7 +355,7 @@ fn cached_bytes(c: &CachedPlan) -> usize {
     let names: usize = p.visible_names.iter().map(|n| 2 * (n.len() + 48)).sum();
     512 + 2 * c.tools_text.len()
         + p.wire_tools.as_ref().map_or(0, |w| w.get().len())
-        + p.prompt.len()
+        + 2 * p.prompt.len()
         + p.docs.bytes()
         + p.sections
             .iter()

@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{append_to_message, raw_array, to_raw, ParseError, RawObject};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
 #[derive(Clone, Debug)]
@@ -126,7 +126,7 @@ impl ChatRequest {
             self.splice_denials(splices)?;
         }
         if !plan.prompt.is_empty() {
-            self.append_prompt(&plan.prompt)?;
+            self.append_prompt(plan)?;
         }
         Ok(())
     }
@@ -223,16 +223,27 @@ impl ChatRequest {
         Ok(())
     }
 
-    fn append_prompt(&mut self, prompt: &str) -> Result<(), ProxyError> {
+    fn append_prompt(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
         let first = self
             .messages
             .iter()
             .position(|m| is_role(m.get(), "system") || is_role(m.get(), "developer"));
         let Some(i) = first else {
-            self.messages
-                .insert(0, to_raw(&json!({"role": "system", "content": prompt})));
+            let message = format!(
+                r#"{{"role":"system","content":{}}}"#,
+                plan.prompt_json.get()
+            );
+            let message = RawValue::from_string(message)
+                .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
+            self.messages.insert(0, message);
             return Ok(());
         };
+        if let Some(spliced) = append_to_message(&self.messages[i], &plan.prompt_json, "text") {
+            self.messages[i] = spliced;
+            return Ok(());
+        }
+        // A message with repeated keys: read as serde reads it.
+        let prompt = &plan.prompt;
         let mut msg: Value = serde_json::from_str(self.messages[i].get())
             .map_err(|e| ProxyError::InvalidRequest(format!("messages[{i}]: {e}")))?;
         match msg.get_mut("content") {

@@ -22,7 +22,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{join_text, raw_array, to_raw, ParseError, RawObject};
 
 /// A Messages request.
 #[derive(Clone, Debug)]
@@ -176,7 +176,7 @@ impl MessagesRequest {
             self.splice_denials(splices)?;
         }
         if !plan.prompt.is_empty() {
-            self.append_prompt(&plan.prompt)?;
+            self.append_prompt(plan)?;
         }
         Ok(())
     }
@@ -238,29 +238,25 @@ impl MessagesRequest {
     /// moves onto the new block (so the prefix it caches now ends after the
     /// sections), or at the end when no block has one; no `system` becomes
     /// the sections alone.
-    fn append_prompt(&mut self, prompt: &str) -> Result<(), ProxyError> {
+    fn append_prompt(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
         let bad = || {
             ProxyError::InvalidRequest(
                 "`system` must be a string or an array of text blocks".into(),
             )
         };
+        let prompt = &plan.prompt_json;
         let Some(system) = self.object.get("system").filter(|r| r.get() != "null") else {
-            self.object.set("system", to_raw(prompt));
+            self.object.set("system", prompt.clone());
             return Ok(());
         };
         if system.get().starts_with('"') {
-            let text: String = serde_json::from_str(system.get()).map_err(|_| bad())?;
-            let text = if text.is_empty() {
-                prompt.to_owned()
-            } else {
-                format!("{text}\n\n{prompt}")
-            };
-            self.object.set("system", to_raw(&text));
+            let joined = join_text(system, prompt).ok_or_else(bad)?;
+            self.object.set("system", joined);
             return Ok(());
         }
         let mut blocks: Vec<Box<RawValue>> =
             serde_json::from_str(system.get()).map_err(|_| bad())?;
-        let text = serde_json::to_string(prompt).map_err(|_| bad())?;
+        let text = prompt.get();
         let breakpoint = blocks
             .iter()
             .rposition(|b| head(b).is_some_and(|h| h.cache_control.is_some()));

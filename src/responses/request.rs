@@ -21,7 +21,7 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
 use crate::splice::{Splice, TenantSplices};
-use crate::wire::{raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{append_to_message, join_text, raw_array, to_raw, ParseError, RawObject};
 
 /// A Responses request.
 #[derive(Clone, Debug)]
@@ -195,7 +195,7 @@ impl ResponsesRequest {
             self.splice_denials(splices);
         }
         if !plan.prompt.is_empty() {
-            self.append_prompt(&plan.prompt)?;
+            self.append_prompt(plan)?;
         }
         Ok(())
     }
@@ -299,44 +299,45 @@ impl ResponsesRequest {
     /// Appends the sections to `instructions` when the client sent them,
     /// else to the first system/developer input message, else as new
     /// `instructions`.
-    fn append_prompt(&mut self, prompt: &str) -> Result<(), ProxyError> {
+    fn append_prompt(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
+        let prompt = &plan.prompt_json;
         if let Some(raw) = self
             .object
             .get("instructions")
             .filter(|r| r.get() != "null")
         {
-            let text: String = serde_json::from_str(raw.get()).map_err(|_| {
+            let joined = join_text(raw, prompt).ok_or_else(|| {
                 ProxyError::InvalidRequest(
                     "`instructions` must be a string; send the system prompt as text".into(),
                 )
             })?;
-            let text = if text.is_empty() {
-                prompt.to_owned()
-            } else {
-                format!("{text}\n\n{prompt}")
-            };
-            self.object.set("instructions", to_raw(&text));
+            self.object.set("instructions", joined);
             return Ok(());
         }
         if let Some(items) = &mut self.input {
             if let Some(i) = items.iter().position(|m| is_instruction_message(m)) {
+                if let Some(spliced) = append_to_message(&items[i], prompt, "input_text") {
+                    items[i] = spliced;
+                    return Ok(());
+                }
+                // A message with repeated keys: read as serde reads it.
                 let mut msg: Value = serde_json::from_str(items[i].get())
                     .map_err(|e| ProxyError::InvalidRequest(format!("`input[{i}]`: {e}")))?;
                 match msg.get_mut("content") {
                     Some(Value::String(s)) if !s.is_empty() => {
                         s.push_str("\n\n");
-                        s.push_str(prompt);
+                        s.push_str(&plan.prompt);
                     }
                     Some(Value::Array(parts)) => {
-                        parts.push(json!({"type": "input_text", "text": prompt}))
+                        parts.push(json!({"type": "input_text", "text": plan.prompt}))
                     }
-                    _ => msg["content"] = Value::String(prompt.to_owned()),
+                    _ => msg["content"] = Value::String(plan.prompt.clone()),
                 }
                 items[i] = to_raw(&msg);
                 return Ok(());
             }
         }
-        self.object.set("instructions", to_raw(prompt));
+        self.object.set("instructions", prompt.clone());
         Ok(())
     }
 }

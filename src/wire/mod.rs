@@ -1,0 +1,216 @@
+//! JSON wire helpers: an ordered top-level object whose values stay raw.
+//!
+//! The proxy touches a handful of fields of a chat-completions body; the rest
+//! (and every message it does not change) is carried as the bytes the client
+//! sent, so unknown fields pass through and nothing is re-printed needlessly.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+mod append;
+pub use append::{append_to_message, join_text};
+
+/// A JSON object with its keys in the client's order and its values unparsed.
+#[derive(Clone, Debug, Default)]
+pub struct RawObject {
+    fields: Vec<(String, Box<RawValue>)>,
+}
+
+/// Why a body is not a usable top-level object.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Not JSON, or not a JSON object.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A key occurs twice at the top level. Readers disagree on which one
+    /// counts (serde's first, most providers' last), so such a body has no
+    /// single reading.
+    #[error("the key `{0}` occurs more than once")]
+    DuplicateKey(String),
+}
+
+impl RawObject {
+    /// Parses the top level of `bytes`, which must be a JSON object whose
+    /// keys (compared after unescaping) are all distinct.
+    pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
+        let fields: Fields = serde_json::from_slice(bytes)?;
+        match first_duplicate(&fields.0) {
+            Some(key) => Err(ParseError::DuplicateKey(key)),
+            None => Ok(RawObject { fields: fields.0 }),
+        }
+    }
+
+    /// The raw value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// Replaces `key` in place, or appends it when absent.
+    pub fn set(&mut self, key: &str, value: Box<RawValue>) {
+        match self.fields.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.fields.push((key.to_owned(), value)),
+        }
+    }
+
+    /// Removes `key`, if present.
+    pub fn remove(&mut self, key: &str) {
+        self.fields.retain(|(k, _)| k != key);
+    }
+
+    /// Serialises the object, replacing `key` by `override_value` when given.
+    pub fn to_vec_with(&self, key: &str, override_value: Option<&str>) -> Vec<u8> {
+        let size: usize = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum();
+        let mut out = Vec::with_capacity(size + override_value.map_or(0, str::len) + 2);
+        out.push(b'{');
+        let mut first = true;
+        for (k, v) in &self.fields {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_json_string(&mut out, k);
+            out.push(b':');
+            let text = match override_value {
+                Some(o) if k == key => o,
+                _ => v.get(),
+            };
+            out.extend_from_slice(text.as_bytes());
+        }
+        out.push(b'}');
+        out
+    }
+
+    /// Serialises the object as it stands.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.to_vec_with("", None)
+    }
+}
+
+/// Writes `s` as a JSON string literal.
+pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    // Serialising a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// Joins raw JSON values into the text of a JSON array.
+pub fn raw_array<'a>(items: impl IntoIterator<Item = &'a RawValue>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item.get());
+    }
+    out.push(']');
+    out
+}
+
+/// Turns a serialisable value into a raw JSON value.
+pub fn to_raw<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    // The values serialised here are serde_json values and plain structs,
+    // which cannot fail; `null` keeps the function total all the same.
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// The top-level entries as they come, duplicates included.
+struct Fields(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjVisitor;
+        impl<'de> Visitor<'de> for ObjVisitor {
+            type Value = Fields;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+                    fields.push((k, v));
+                }
+                Ok(Fields(fields))
+            }
+        }
+        d.deserialize_map(ObjVisitor)
+    }
+}
+
+/// The first key that occurs again, shortened for a message.
+fn first_duplicate(fields: &[(String, Box<RawValue>)]) -> Option<String> {
+    let mut seen = HashSet::with_capacity(fields.len());
+    let key = fields
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .find(|k| !seen.insert(*k))?;
+    const SHOWN: usize = 64;
+    Some(match key.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}...", &key[..end]),
+        None => key.to_owned(),
+    })
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let fields = Fields::deserialize(d)?;
+        match first_duplicate(&fields.0) {
+            Some(key) => Err(D::Error::custom(ParseError::DuplicateKey(key))),
+            None => Ok(RawObject { fields: fields.0 }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_and_order_survive_a_round_trip() {
+        let body = br#"{"model":"m","x_vendor":{"a":[1,2]},"messages":[],"temperature":0.5}"#;
+        let obj = RawObject::parse(body).unwrap();
+        assert_eq!(obj.to_vec(), body.to_vec());
+    }
+
+    #[test]
+    fn override_replaces_only_the_named_key() {
+        let obj = RawObject::parse(br#"{"a":1,"b":2}"#).unwrap();
+        assert_eq!(
+            obj.to_vec_with("b", Some("[3]")),
+            br#"{"a":1,"b":[3]}"#.to_vec()
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_by_name_even_when_escaped() {
+        let err = RawObject::parse(br#"{"tools":[],"model":"m","tools":[1]}"#).unwrap_err();
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "tools"),
+            "{err:?}"
+        );
+        let err = RawObject::parse(br#"{"n":1,"\u006e":2}"#).unwrap_err();
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "n"),
+            "{err:?}"
+        );
+        // Nested objects are values, not the top level.
+        assert!(RawObject::parse(br#"{"a":{"b":1,"b":2}}"#).is_ok());
+        assert!(serde_json::from_str::<RawObject>(r#"{"a":1,"a":2}"#).is_err());
+    }
+
+    #[test]
+    fn non_objects_are_rejected() {
+        assert!(RawObject::parse(b"[1,2]").is_err());
+        assert!(RawObject::parse(b"{\"a\":").is_err());
+    }
+}
