@@ -175,7 +175,9 @@ pub(crate) fn respond<D: Dialect>(
     let (content_type, body) = if D::streams(request) {
         ("text/event-stream", D::as_sse(answer, request))
     } else {
-        ("application/json", Bytes::from(answer.to_string()))
+        // Straight into a buffer: `Display` goes through a formatter per write.
+        let body = serde_json::to_vec(answer).unwrap_or_default();
+        ("application/json", Bytes::from(body))
     };
     parts
         .headers

@@ -6,38 +6,48 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, Uri};
 use http_body_util::{BodyExt, Limited};
-use tower::ServiceExt;
 
 use super::{State, Upstream};
 use crate::body::{full, ProxyBody, SseErrorTail, UpstreamIdle};
 use crate::error::ProxyError;
 use crate::select::HEADER_PREFIX;
 
-/// Headers that describe one connection, not the message (RFC 9110 section 7.6.1).
-const HOP_BY_HOP: [HeaderName; 8] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-];
+/// Whether `name` describes one connection, not the message (RFC 9110
+/// section 7.6.1), or asks to change protocol.
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    name == header::CONNECTION
+        || name == header::PROXY_AUTHENTICATE
+        || name == header::PROXY_AUTHORIZATION
+        || name == header::TE
+        || name == header::TRAILER
+        || name == header::TRANSFER_ENCODING
+        || name == header::UPGRADE
+        || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+}
 
-/// Removes hop-by-hop headers, including those the `Connection` header names.
-pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
+/// The headers a `Connection` header names as hop-by-hop (usually none).
+fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|t| HeaderName::try_from(t.trim()).ok())
+        .collect()
+}
+
+/// Removes hop-by-hop headers, including those the `Connection` header names.
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named = connection_named(headers);
+    // One pass over the few names present, not a lookup per name that might be.
+    let doomed: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| is_hop_by_hop(k) || named.contains(k))
+        .cloned()
         .collect();
-    for name in HOP_BY_HOP.iter().chain(named.iter()) {
+    for name in doomed {
         headers.remove(name);
     }
-    headers.remove(header::UPGRADE);
 }
 
 /// The headers sent upstream for a client request.
@@ -55,19 +65,30 @@ pub(crate) fn anthropic_headers(state: &State, client: &HeaderMap, rewritten: bo
 }
 
 fn headers_for(state: &State, client: &HeaderMap, rewritten: bool, anthropic: bool) -> HeaderMap {
-    let mut headers = client.clone();
-    strip_hop_by_hop(&mut headers);
-    headers.remove(header::HOST);
-    let consumed: Vec<HeaderName> = headers
-        .keys()
-        .filter(|k| k.as_str().starts_with(HEADER_PREFIX))
-        .cloned()
-        .collect();
-    for k in consumed {
-        headers.remove(k);
+    let named = connection_named(client);
+    let replaced = |name: &HeaderName| {
+        (rewritten
+            && (name == header::CONTENT_LENGTH
+                || name == header::ACCEPT_ENCODING
+                || name == header::CONTENT_TYPE))
+            || (anthropic
+                && name == header::AUTHORIZATION
+                && state.config.anthropic_api_key.is_some())
+    };
+    // One pass over the names the client sent, instead of a copy and then
+    // a removal for every name that might be among them.
+    let mut headers = HeaderMap::with_capacity(client.keys_len() + 2);
+    for (name, value) in client {
+        let dropped = is_hop_by_hop(name)
+            || name == header::HOST
+            || name.as_str().starts_with(HEADER_PREFIX)
+            || named.contains(name)
+            || replaced(name);
+        if !dropped {
+            headers.append(name.clone(), value.clone());
+        }
     }
     if rewritten {
-        headers.remove(header::CONTENT_LENGTH);
         // Judged responses are read as they come: ask for them uncompressed.
         headers.insert(
             header::ACCEPT_ENCODING,
@@ -80,7 +101,6 @@ fn headers_for(state: &State, client: &HeaderMap, rewritten: bool, anthropic: bo
     }
     if anthropic {
         if let Some(key) = &state.config.anthropic_api_key {
-            headers.remove(header::AUTHORIZATION);
             headers.insert("x-api-key", key.clone());
         }
     } else if let Some(key) = &state.config.upstream_api_key {
@@ -131,7 +151,7 @@ pub(crate) async fn send(
     }
     let round = crate::telemetry::Round::take(&mut req);
     let started = std::time::Instant::now();
-    let call = tokio::time::timeout(timeout, inner.oneshot(req));
+    let call = tokio::time::timeout(timeout, inner.call(req));
     let sent = tracing::Instrument::instrument(call, round.span().clone()).await;
     crate::observe::ledger::upstream_round(started);
     let sent = match sent {

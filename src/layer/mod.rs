@@ -30,7 +30,6 @@ mod streamed;
 use std::sync::Arc;
 
 use http::{Request, Response};
-use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceExt};
 
 use crate::body::{BoxError, BoxedError, IdleBody, ProxyBody};
@@ -42,8 +41,23 @@ use crate::store_redis::RedisStore;
 
 pub use service::CodeModeService;
 
-/// The upstream as the layer holds it: one concrete type for any inner service.
-pub type Upstream = BoxCloneSyncService<Request<ProxyBody>, Response<ProxyBody>, BoxedError>;
+/// The upstream as the layer holds it: one concrete type for any inner
+/// service, shared. A request's rounds clone the handle (a reference
+/// count), not the service; the service is cloned once per call, as tower's
+/// `&mut self` calls require.
+#[derive(Clone)]
+pub struct Upstream(Arc<dyn Fn(Request<ProxyBody>) -> UpstreamFuture + Send + Sync>);
+
+type UpstreamFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Response<ProxyBody>, BoxedError>> + Send>,
+>;
+
+impl Upstream {
+    /// Sends `req` upstream.
+    pub(crate) fn call(&self, req: Request<ProxyBody>) -> UpstreamFuture {
+        (self.0)(req)
+    }
+}
 
 /// What every request shares: the validated config and the caches.
 pub(crate) struct State {
@@ -153,6 +167,7 @@ where
                 crate::observe::body::tap_usage(r.map(|b| IdleBody::new(b, idle)))
             })
             .map_err(BoxedError::new);
-        CodeModeService::new(BoxCloneSyncService::new(upstream), self.state.clone())
+        let call = move |req| -> UpstreamFuture { Box::pin(upstream.clone().oneshot(req)) };
+        CodeModeService::new(Upstream(Arc::new(call)), self.state.clone())
     }
 }
