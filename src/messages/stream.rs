@@ -277,7 +277,8 @@ impl MessagesJudge {
     }
 
     /// The message's start: the client gets the first round's only, and
-    /// never with content in it (blocks reach it one by one, judged).
+    /// never with content in it. Content a start already holds (a turn
+    /// resumed from a container) is judged block by block, as if streamed.
     fn on_start(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
         if self.round.started {
             return;
@@ -288,20 +289,23 @@ impl MessagesJudge {
             .and_then(|m| m.get("usage"))
             .filter(|u| u.is_object())
             .cloned();
-        if self.started {
-            return;
+        let held = match event.get_mut("message").and_then(|m| m.get_mut("content")) {
+            Some(Value::Array(content)) => std::mem::take(content),
+            _ => Vec::new(),
+        };
+        if !self.started {
+            self.started = true;
+            self.emit(event, out);
         }
-        self.started = true;
-        if let Some(Value::Object(message)) = event.get_mut("message") {
-            let empty = message
-                .get("content")
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty);
-            if !empty {
-                message.insert("content".into(), json!([]));
+        for (index, block) in held.into_iter().enumerate() {
+            let start =
+                json!({"type": "content_block_start", "index": index, "content_block": block});
+            let stop = json!({"type": "content_block_stop", "index": index});
+            if let (Value::Object(start), Value::Object(stop)) = (start, stop) {
+                self.on_block_start(start, out);
+                self.on_block_stop(stop, out);
             }
         }
-        self.emit(event, out);
     }
 
     fn on_block_start(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {

@@ -121,29 +121,22 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
     }
 }
 
-/// Fixtures whose `expect` the judge does not meet yet, each with the test
-/// that shows it (ignored, so `cargo test -- --ignored` runs it).
-const KNOWN_FAILURES: [&str; 1] = ["message_start_with_content"];
-
 #[test]
 fn every_messages_fixture_gives_the_client_its_expectation_at_every_cut() {
     let plan = messages_plan(Mode::Code, Runtime::Client);
     let all = fixtures("messages");
     assert!(all.len() >= 10, "fixtures for ten quirks");
     for f in &all {
-        if !KNOWN_FAILURES.contains(&f.name.as_str()) {
-            check(f, &plan);
-        }
+        check(f, &plan);
     }
 }
 
 /// A `message_start` may already hold the turn's content (a turn resumed
-/// from a container): no block events follow. The judge empties the
-/// `message_start`'s content, so the client never gets that turn's calls
-/// and text, and a denied call among them is never repaired.
+/// from a container): no block events follow. The judge takes the content
+/// out of the `message_start` and judges it block by block, so the client
+/// gets the turn's calls and text, and a denied call among them is repaired.
 #[test]
-#[ignore = "fails on current code: the content of a message_start is dropped"]
-fn the_content_a_message_start_holds_is_judged_and_reaches_the_client() {
+fn a_message_start_with_content_is_judged_block_by_block() {
     let plan = messages_plan(Mode::Code, Runtime::Client);
     let f = fixtures("messages")
         .into_iter()

@@ -803,6 +803,26 @@ fn a_message_start_never_carries_content() {
 }
 
 #[test]
+fn a_denied_call_a_message_start_holds_is_repaired_and_its_text_kept() {
+    let mut events = start("msg_1", 1);
+    events[0]["message"]["content"] = json!([
+        {"type": "text", "text": "Looking."},
+        {"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {}}
+    ]);
+    events.extend(end("tool_use", 1));
+    let run = run_every_cut(&code(), 2, &[sse(&events)], None);
+    assert!(
+        matches!(&run.ends[0], RoundEnd::Repair { .. }),
+        "{:?}",
+        run.ends[0]
+    );
+    assert_no_trace(&run.bytes, &["toolu_9", "Bash"]);
+    let v = view(&code(), &run.bytes);
+    assert_eq!(v.blocks().len(), 1);
+    assert_eq!(v.blocks()[0]["text"], "Looking.");
+}
+
+#[test]
 fn indices_and_event_lines_are_the_proxys_when_the_upstream_skips() {
     // A withheld block first: every later block moves down one, and a
     // mismatched `event:` line is rewritten to the data's type.
