@@ -127,6 +127,20 @@ pub enum ProxyError {
         "the upstream provider sent a response the proxy cannot check ({0}); nothing was passed on"
     )]
     UpstreamInvalid(String),
+    /// A route whose tools or calls the proxy cannot judge, asked for in a
+    /// mode that can deny a call (docs/security.md, "Routes").
+    #[error(
+        "{what} is refused under tool mode `{mode}`: the proxy cannot judge the tool calls it \
+         carries, so they would reach your tools unchecked. Use it in native mode (header \
+         `x-codemode-mode: native`, or a preset or scope bound to `tool_mode = \"native\"`, \
+         where the operator allows it), or send it to the provider directly"
+    )]
+    LockedRoute {
+        /// The route, as [`crate::route::SideRoute::what`] names it.
+        what: &'static str,
+        /// The request's mode.
+        mode: Mode,
+    },
 }
 
 impl From<StoreError> for ProxyError {
@@ -149,7 +163,9 @@ impl ProxyError {
             | ProxyError::DuplicateKey(_)
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ProxyError::SelectionDenied(_) => StatusCode::FORBIDDEN,
+            ProxyError::SelectionDenied(_) | ProxyError::LockedRoute { .. } => {
+                StatusCode::FORBIDDEN
+            }
             ProxyError::AdminUnauthorized(_) => StatusCode::UNAUTHORIZED,
             ProxyError::NotFound(_)
             | ProxyError::MintedResponse(_)
@@ -213,6 +229,7 @@ impl ProxyError {
             ProxyError::RuntimeBusy(_) => "runtime_busy",
             ProxyError::StoreUnavailable(_) => "store_unavailable",
             ProxyError::ResumeConflict => "resume_conflict",
+            ProxyError::LockedRoute { .. } => "route_locked",
         }
     }
 

@@ -16,6 +16,7 @@ use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
 use crate::sdk::{render_docs, SdkStyle, ToolDocs, ToolSchema};
 use crate::sections::{self, RenderedSection, SdkParts};
+use crate::tools::client_code::{self, ClientCodeMode};
 use crate::tools::{self, ToolEntry, ToolGroup};
 use crate::wire::raw_array;
 
@@ -52,6 +53,10 @@ pub struct ToolPlan {
     /// The preset's allow/deny lists, for tools declared outside `tools`
     /// (legacy `functions`).
     preset: Preset,
+    /// The client's own code mode, when its tools make one up (Codex's
+    /// `exec` and `wait`): the request is presented as sent, and a direct
+    /// call to a name it declares nowhere is denied.
+    pub client_code: Option<&'static ClientCodeMode>,
 }
 
 impl ToolPlan {
@@ -75,6 +80,30 @@ impl ToolPlan {
         runtime: Runtime,
     ) -> Result<ToolPlan, ProxyError> {
         let all = tools::parse(dialect, tools)?;
+        if mode == Mode::Code || preset.restricts_tools() {
+            // Fail closed: a tool type the proxy does not know may be one
+            // the client executes, which the wire must not announce.
+            if let Some(e) = all.iter().find(|e| e.unknown) {
+                return Err(ProxyError::InvalidRequest(format!(
+                    "`tools` declares a tool of type `{}`, which this proxy does not know: it \
+                     cannot tell whether your client executes its calls, so in tool mode `{mode}` \
+                     it is refused. Declare it as a function tool, or send the request in native \
+                     mode",
+                    e.schema.name
+                )));
+            }
+        }
+        // A client that runs its own code mode is not wrapped in another:
+        // its tools are presented as declared (as native mode would).
+        let client_code = mode
+            .is_code_capable()
+            .then(|| client_code::recognise(&all))
+            .flatten();
+        let mode = if client_code.is_some() {
+            Mode::Native
+        } else {
+            mode
+        };
         // Tools the provider runs itself are no client tool: they stay on
         // the wire as they are, never in the SDK, never judged.
         let (kept, entries): (Vec<ToolEntry>, Vec<ToolEntry>) =
@@ -162,6 +191,7 @@ impl ToolPlan {
                 .collect(),
             dialect,
             preset: preset.clone(),
+            client_code,
         })
     }
 
@@ -194,7 +224,7 @@ impl ToolPlan {
 
     /// Whether any call the model makes could be denied, so responses must be checked.
     pub fn can_deny(&self) -> bool {
-        self.mode == Mode::Code || !self.hidden.is_empty()
+        self.mode == Mode::Code || !self.hidden.is_empty() || self.client_code.is_some()
     }
 
     /// Whether the wire carries a tool named `name`.

@@ -28,6 +28,9 @@ pub enum Endpoint {
     Messages,
     /// `POST /v1/messages/count_tokens` (Anthropic).
     CountTokens,
+    /// `POST /v1/responses/input_tokens`: counted as the matching
+    /// `responses` request would be sent.
+    InputTokens,
 }
 
 /// An API route the proxy judges (or will judge).
@@ -76,7 +79,112 @@ pub const ROUTES: &[Route] = &[
         passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },
+    Route {
+        path: "/v1/responses/input_tokens",
+        endpoint: Some(Endpoint::InputTokens),
+        passes: &["HEAD", "OPTIONS"],
+        any_prefix: true,
+    },
 ];
+
+/// A model API the proxy does not judge, whose requests declare tools or
+/// whose answers carry a model's calls: refused in a mode that can deny
+/// (docs/security.md, "Routes"), passed through in native mode.
+#[derive(Debug)]
+pub struct SideRoute {
+    /// The methods it covers; empty for every method.
+    pub methods: &'static [&'static str],
+    /// Its path as segments after `/v1`: `*` is one segment, a final `**`
+    /// any number (none included).
+    pub pattern: &'static [&'static str],
+    /// What it is, as an error message names it.
+    pub what: &'static str,
+}
+
+/// Every side route, by what its answers can hold.
+pub const SIDE_ROUTES: &[SideRoute] = &[
+    SideRoute {
+        methods: &["POST"],
+        pattern: &["batches"],
+        what: "the Batch API (its requests run model turns the proxy never sees)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["messages", "batches", "**"],
+        what: "the Message Batches API (its requests declare tools, its results hold the model's calls)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["realtime", "**"],
+        what: "the Realtime API (its sessions declare tools and stream calls the proxy cannot judge)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["assistants", "**"],
+        what: "the Assistants API (assistants declare tools the proxy never sees)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["threads", "**"],
+        what: "the Assistants API's threads and runs (runs hand out the model's calls)",
+    },
+    SideRoute {
+        methods: &["GET"],
+        pattern: &["chat", "completions"],
+        what: "the list of stored chat completions (they hold the model's calls as it made them)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["chat", "completions", "*", "**"],
+        what: "a stored chat completion (it holds the model's calls as it made them)",
+    },
+    SideRoute {
+        methods: &["GET"],
+        pattern: &["responses", "*"],
+        what: "retrieving a response (a background or stored response holds the model's calls as it made them)",
+    },
+    SideRoute {
+        methods: &["POST"],
+        pattern: &["responses", "*", "cancel"],
+        what: "cancelling a response (the answer holds the model's calls as it made them)",
+    },
+    SideRoute {
+        methods: &["GET"],
+        pattern: &["conversations", "*", "items", "**"],
+        what: "a conversation's items (they hold the model's calls as it made them)",
+    },
+];
+
+/// The side route `method` and `path` (what follows a `/preset/NAME`
+/// prefix) fall on, read as leniently as [`normalise`] reads a path.
+pub fn side_route(method: &Method, path: &str) -> Option<&'static SideRoute> {
+    let segments = normalise(path);
+    let rest = match segments.split_first() {
+        Some((v1, rest)) if v1 == "v1" => rest,
+        _ => return None,
+    };
+    SIDE_ROUTES.iter().find(|r| {
+        (r.methods.is_empty() || r.methods.contains(&method.as_str())) && matches(r.pattern, rest)
+    })
+}
+
+/// Whether `segments` fit `pattern` (see [`SideRoute::pattern`]).
+fn matches(pattern: &[&str], segments: &[String]) -> bool {
+    match (pattern.split_first(), segments.split_first()) {
+        (Some((&"**", _)), _) => true,
+        (None, None) => true,
+        (Some((&p, pattern)), Some((s, segments))) if p == "*" || p == s => {
+            matches(pattern, segments)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `path` is the canonical path of a judged route, where the
+/// methods passed through (`GET`, `HEAD`, `OPTIONS`) carry no body.
+pub fn is_judged_path(path: &str) -> bool {
+    ROUTES.iter().any(|r| r.path == path)
+}
 
 /// What to do with a request, by method and path.
 #[derive(Debug, PartialEq, Eq)]
@@ -371,6 +479,47 @@ mod tests {
             ("POST", "/codemode/dry-run"),
         ] {
             assert_eq!(code(method, path), Ok(Routed::Other), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn side_routes_are_found_by_method_and_any_spelling() {
+        let on = |method: &str, path: &str| {
+            side_route(&method.parse().unwrap(), path).map(|r| r.what.split(' ').nth(1).unwrap())
+        };
+        for (method, path) in [
+            ("POST", "/v1/batches"),
+            ("POST", "/v1/messages/batches"),
+            ("GET", "/v1/messages/batches/msgbatch_1/results"),
+            ("POST", "/v1/realtime/client_secrets"),
+            ("POST", "/v1/realtime/sessions"),
+            ("POST", "/v1/realtime/calls"),
+            ("GET", "/v1/realtime"),
+            ("POST", "/v1/assistants"),
+            ("POST", "/v1/threads/t_1/runs"),
+            ("POST", "/v1/threads/runs"),
+            ("GET", "/v1/chat/completions"),
+            ("GET", "/v1/chat/completions/chatcmpl-1"),
+            ("GET", "/v1/chat/completions/chatcmpl-1/messages"),
+            ("GET", "/v1/responses/resp_1"),
+            ("POST", "/v1/responses/resp_1/cancel"),
+            ("GET", "/v1/conversations/conv_1/items"),
+            ("GET", "/v1//Threads/t_1/runs/"),
+            ("POST", "/v1/%62atches"),
+        ] {
+            assert!(on(method, path).is_some(), "{method} {path}");
+        }
+        for (method, path) in [
+            ("GET", "/v1/batches/batch_1"),
+            ("GET", "/v1/models"),
+            ("POST", "/v1/files"),
+            ("GET", "/v1/responses/resp_1/input_items"),
+            ("DELETE", "/v1/responses/resp_1"),
+            ("HEAD", "/v1/chat/completions"),
+            ("POST", "/v1/embeddings"),
+            ("POST", "/batches"),
+        ] {
+            assert_eq!(on(method, path), None, "{method} {path}");
         }
     }
 

@@ -277,15 +277,25 @@ async fn dialect_routes_refuse_other_spellings_and_serve_the_canonical_one() {
 }
 
 #[tokio::test]
-async fn the_canonical_route_is_still_judged_and_reads_still_pass() {
+async fn the_canonical_route_is_still_judged_and_reads_pass_in_native_mode() {
     let p = provider((0..2).map(|_| text_completion("ok", usage(1, 1)))).await;
     let proxy = start(&p, &[("CODEMODE_MODE", "code")]).await;
     for path in ["/v1/chat/completions", "/preset/code/v1/chat/completions"] {
         let res = raw(&proxy, "POST", path, &[], &body_text("")).await;
         assert_eq!(res.status, 200, "{path}: {}", res.body);
     }
-    raw(&proxy, "GET", "/v1/chat/completions?limit=1", &[], "").await;
-    raw(&proxy, "GET", "/v1/chat/completions/chatcmpl-1", &[], "").await;
+    // Stored completions hold the model's calls unjudged: refused under
+    // the lock (docs/security.md, "Routes"), passed in native mode.
+    for path in [
+        "/v1/chat/completions?limit=1",
+        "/v1/chat/completions/chatcmpl-1",
+    ] {
+        let res = raw(&proxy, "GET", path, &[], "").await;
+        assert_eq!(res.status, 403, "{path}: {}", res.body);
+    }
+    let native = start(&p, &[("CODEMODE_MODE", "native")]).await;
+    raw(&native, "GET", "/v1/chat/completions?limit=1", &[], "").await;
+    raw(&native, "GET", "/v1/chat/completions/chatcmpl-1", &[], "").await;
     let got = all_received(&p).await;
     let sent: Vec<(String, String)> = got
         .iter()

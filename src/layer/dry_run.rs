@@ -81,7 +81,7 @@ async fn rewritten<D: Dialect>(
     let mut request = D::parse(bytes)?;
     let plan = state.plans.get_or_build_for(
         D::KIND,
-        D::field(&request, "tools"),
+        D::declared_tools(&request)?.as_deref(),
         &selection.preset,
         selection.mode,
         state.config.runtime,

@@ -88,11 +88,14 @@ pub(crate) async fn judged<D: Dialect>(
     let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
     let plan = state.plans.get_or_build_for(
         D::KIND,
-        D::field(&request, "tools"),
+        D::declared_tools(&request)?.as_deref(),
         preset,
         selection.mode,
         state.config.runtime,
     )?;
+    if let (Some(c), Some(ledger)) = (plan.client_code, crate::observe::ledger::current()) {
+        ledger.set_client_code(c.client);
+    }
     let limits = &state.config.limits;
     let programs = plan.runs_code && !route.counting;
     let read = |stores: &RequestStores, request: &mut D::Request| {

@@ -58,6 +58,23 @@ pub(crate) fn check_event_stream(res: &Response<ProxyBody>) -> Result<(), ProxyE
 /// `accept-encoding: identity`, and refuses a compressed answer rather than
 /// forward bytes it cannot judge.
 pub(crate) fn check_identity(headers: &HeaderMap) -> Result<(), ProxyError> {
+    // hyper takes `chunked` off; any other transfer coding (`gzip,
+    // chunked`) would leave bytes the judge cannot read.
+    for value in headers.get_all(http::header::TRANSFER_ENCODING) {
+        let value = String::from_utf8_lossy(value.as_bytes());
+        let coding = value.split(',').map(str::trim).find(|c| {
+            !c.is_empty()
+                && !c.eq_ignore_ascii_case("chunked")
+                && !c.eq_ignore_ascii_case("identity")
+        });
+        if let Some(coding) = coding {
+            return Err(ProxyError::UpstreamInvalid(format!(
+                "the upstream answered with `transfer-encoding: {value}`; a `{coding}` transfer \
+                 coding cannot be checked for tool calls, so it is refused. Configure the \
+                 provider (or the gateway in front of it) to send `chunked` only"
+            )));
+        }
+    }
     for value in headers.get_all(http::header::CONTENT_ENCODING) {
         let value = String::from_utf8_lossy(value.as_bytes());
         let coding = value

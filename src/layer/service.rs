@@ -14,6 +14,7 @@ use crate::body::{boxed, BoxError, ProxyBody};
 use crate::chat::Chat;
 use crate::error::ProxyError;
 use crate::messages::Messages;
+use crate::mode::Mode;
 use crate::observe::ledger::{RequestLedger, Route};
 use crate::responses::Responses;
 use crate::route::{classify, Endpoint, Routed};
@@ -129,10 +130,15 @@ async fn route(
             return judged::<Chat>(&state, inner, selection, route, req).await;
         }
         Routed::Intercept {
-            endpoint: Endpoint::Responses,
+            endpoint: endpoint @ (Endpoint::Responses | Endpoint::InputTokens),
             preset,
         } => {
-            ledger.set_route(Route::Responses);
+            let counting = endpoint == Endpoint::InputTokens;
+            ledger.set_route(if counting {
+                Route::CountTokens
+            } else {
+                Route::Responses
+            });
             let selection = select(
                 req.headers(),
                 preset,
@@ -141,9 +147,13 @@ async fn route(
             )?;
             ledger.select(&selection);
             let route = Judged {
-                path: "/v1/responses",
+                path: if counting {
+                    "/v1/responses/input_tokens"
+                } else {
+                    "/v1/responses"
+                },
                 anthropic: false,
-                counting: false,
+                counting,
             };
             return judged::<Responses>(&state, inner, selection, route, req).await;
         }
@@ -225,6 +235,22 @@ async fn route(
                 state.config.client_select,
             )?;
             ledger.select(&selection);
+            if let Some(side) = crate::route::side_route(req.method(), path) {
+                if selection.mode == Mode::Code || selection.preset.restricts_tools() {
+                    return Err(ProxyError::LockedRoute {
+                        what: side.what,
+                        mode: selection.mode,
+                    });
+                }
+            }
+            if crate::route::is_judged_path(path) && has_body(req.headers()) {
+                // A read on a judged route: a body there could be served as a
+                // model turn by a gateway that honours a method override.
+                return Err(ProxyError::InvalidRequest(format!(
+                    "{} {path} takes no body; send the request as POST {path}",
+                    req.method()
+                )));
+            }
             forward::passthrough(&state, inner, path.to_owned(), req).await
         }
         _ => Err(ProxyError::NotFound(format!(
@@ -232,6 +258,14 @@ async fn route(
             req.method()
         ))),
     }
+}
+
+/// Whether a request's head announces a body.
+fn has_body(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() != b"0")
 }
 
 /// Whether `path` names a response the proxy minted (a program's calls
@@ -249,5 +283,5 @@ fn speaks_anthropic<B>(req: &Request<B>) -> bool {
     let path = req.uri().path().trim_end_matches('/');
     forward::is_anthropic(req.headers())
         || path.ends_with("/v1/messages")
-        || path.ends_with("/v1/messages/count_tokens")
+        || path.contains("/v1/messages/")
 }

@@ -2,7 +2,10 @@
 //! and the blocks and messages the proxy writes (denials, repairs).
 //!
 //! A `tool_use` block is a call the client executes; `server_tool_use`
-//! (and its results) are the provider's own and never judged.
+//! (and its results) are the provider's own and never judged. The judge
+//! fails closed: a block of a type not known to be safe ([`is_safe_block`]),
+//! one this proxy has never heard of included, is judged as a call
+//! (docs/security.md, "What passes").
 
 use serde_json::{json, Map, Value};
 
@@ -10,9 +13,28 @@ use crate::classify::Verdict;
 use crate::plan::ToolPlan;
 use crate::turn::{fate, judge_names, JudgedCall, Shape};
 
-/// Whether a content block is a call a client executes.
+/// The block types that are no call a client executes: the model's words
+/// and thinking, and the provider's own tool blocks (each
+/// `*_tool_result` of a server tool among them).
+const SAFE_BLOCKS: &[&str] = &[
+    "text",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "container_upload",
+];
+
+/// Whether a block of this type passes unjudged.
+pub fn is_safe_block(kind: &str) -> bool {
+    SAFE_BLOCKS.contains(&kind) || (kind.ends_with("_tool_result") && kind != "tool_result")
+}
+
+/// Whether a content block is judged as a call a client executes: any
+/// block not known to be safe.
 pub fn is_call_block(block: &Value) -> bool {
-    block.get("type").and_then(Value::as_str) == Some("tool_use")
+    !is_safe_block(block.get("type").and_then(Value::as_str).unwrap_or(""))
 }
 
 /// Judges one content block; `None` for a block that is no call.
@@ -21,7 +43,13 @@ pub fn judge_block(block: &Value, plan: &ToolPlan) -> Option<JudgedCall> {
     if !is_call_block(block) {
         return None;
     }
-    let name = obj.get("name").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+    let name = match obj.get("name").and_then(Value::as_str) {
+        // A block of a type the proxy does not know, without a name: judged
+        // by its type, so its denial says what it was.
+        None | Some("") if kind != "tool_use" => kind,
+        name => name.unwrap_or(""),
+    };
     let arguments = input_text(obj);
     let (name, verdict) = judge_names(&[name], plan)
         .map(|(n, v)| (n.to_owned(), v))
@@ -76,6 +104,17 @@ mod tests {
         assert!(!is_call_block(
             &json!({"type": "server_tool_use", "name": "web_search"})
         ));
+        for safe in [
+            "text",
+            "thinking",
+            "web_search_tool_result",
+            "code_execution_tool_result",
+        ] {
+            assert!(!is_call_block(&json!({"type": safe})), "{safe}");
+        }
+        for judged in ["tool_result", "hologram_use", "", "computer_use"] {
+            assert!(is_call_block(&json!({"type": judged})), "{judged}");
+        }
         assert_eq!(
             input_text(block.as_object().unwrap()),
             r#"{"file_path":"a.txt"}"#

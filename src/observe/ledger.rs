@@ -142,6 +142,8 @@ pub struct RequestLedger {
     started: Instant,
     route: AtomicU8,
     selected: OnceLock<Selected>,
+    /// The client's own code mode the request ran (`codex`), if any.
+    client_code: OnceLock<&'static str>,
     status: AtomicU16,
     rounds: AtomicU64,
     upstream_micros: AtomicU64,
@@ -177,6 +179,7 @@ impl RequestLedger {
             started: Instant::now(),
             route: AtomicU8::new(Route::Other as u8),
             selected: OnceLock::new(),
+            client_code: OnceLock::new(),
             status: AtomicU16::new(0),
             rounds: AtomicU64::new(0),
             upstream_micros: AtomicU64::new(0),
@@ -231,6 +234,11 @@ impl RequestLedger {
         });
     }
 
+    /// Records that the request ran the client's own code mode.
+    pub fn set_client_code(&self, client: &'static str) {
+        let _ = self.client_code.set(client);
+    }
+
     /// Records the response status.
     pub fn set_status(&self, status: u16) {
         self.status.store(status, Relaxed);
@@ -264,9 +272,14 @@ impl RequestLedger {
         let seconds = elapsed.as_secs_f64();
         let route = self.route();
         let (scope, preset, mode) = match self.selected.get() {
+            // A client's own code mode is its own mode in logs and metrics.
+            Some(s) if self.client_code.get().is_some() => {
+                (s.scope.as_str(), s.preset.name.as_str(), "client")
+            }
             Some(s) => (s.scope.as_str(), s.preset.name.as_str(), s.mode),
             None => ("", "", "none"),
         };
+        let code_mode = self.client_code.get().copied().unwrap_or("");
         let status = self.status.load(Relaxed);
         let finished = Finished {
             route,
@@ -294,6 +307,7 @@ impl RequestLedger {
             scope,
             preset,
             mode,
+            code_mode,
             status,
             // To the microsecond: a float's tail digits say nothing.
             duration_ms = elapsed.as_micros() as f64 / 1000.0,

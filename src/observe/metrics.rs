@@ -91,6 +91,8 @@ pub struct Metrics {
     /// [`Route`]: not a series (the requests family has them by status),
     /// kept so `codemode-proxy run` can say which credential to fix.
     refused: [AtomicU64; Route::ALL.len()],
+    /// Requests that ran the client's own code mode (mode `client`).
+    client_code: AtomicU64,
 }
 
 /// The counters `codemode-proxy run` sums up when its command exits.
@@ -110,6 +112,8 @@ pub struct Totals {
     pub refused_anthropic: u64,
     /// 401 and 403 answers on the OpenAI routes (chat, responses, the rest of `/v1`).
     pub refused_openai: u64,
+    /// Requests that ran the client's own code mode (Codex's `exec`).
+    pub client_code_requests: u64,
 }
 
 /// What the proxy holds now, read when the metrics are scraped.
@@ -254,6 +258,7 @@ impl Metrics {
             programs_waiting,
             store_bytes,
             refused: Default::default(),
+            client_code: AtomicU64::new(0),
         }
     }
 
@@ -273,6 +278,7 @@ impl Metrics {
             denials: self.denials.iter().map(Counter::get).sum(),
             refused_anthropic: refused(&[Route::Messages, Route::CountTokens]),
             refused_openai: refused(&[Route::Chat, Route::Responses, Route::Passthrough]),
+            client_code_requests: self.client_code.load(Relaxed),
         }
     }
 
@@ -328,6 +334,9 @@ impl Metrics {
         add(&self.output_tokens, f.tokens.1);
         add(&self.round_trips_saved, f.round_trips_saved);
         add(&self.context_bytes_saved, f.context_bytes_saved);
+        if f.mode == "client" {
+            self.client_code.fetch_add(1, Relaxed);
+        }
         if matches!(f.status, 401 | 403) {
             self.refused[f.route as usize].fetch_add(1, Relaxed);
         }

@@ -77,7 +77,7 @@ pub fn give_up(response: &mut Map<String, Value>, note: &str) {
     let Some(items) = response.get_mut("output").and_then(Value::as_array_mut) else {
         return;
     };
-    items.retain(|i| !super::items::is_call_type(super::items::item_type(i)));
+    items.retain(|i| !super::items::is_judged_item(i));
     let has_text = items
         .iter()
         .filter_map(message_text)

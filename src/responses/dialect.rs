@@ -42,6 +42,16 @@ impl Dialect for Responses {
         request.anchor()
     }
 
+    fn declared_tools(
+        request: &ResponsesRequest,
+    ) -> Result<Option<std::borrow::Cow<'_, RawValue>>, ProxyError> {
+        request.declared_tools()
+    }
+
+    fn check(request: &ResponsesRequest) -> Result<(), ProxyError> {
+        request.check()
+    }
+
     fn streams(request: &ResponsesRequest) -> bool {
         request.stream
     }

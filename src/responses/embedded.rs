@@ -40,6 +40,11 @@ pub fn nested_item(exec: &Execution, n: usize, plan: &ToolPlan) -> Value {
                                      "action": args, "status": "completed"}),
         "apply_patch_call" => json!({"type": kind, "id": id, "call_id": call_id,
                                      "operation": args, "status": "completed"}),
+        "computer_call" => json!({"type": kind, "id": id, "call_id": call_id, "action": args,
+                                  "pending_safety_checks": [], "status": "completed"}),
+        "tool_search_call" => json!({"type": kind, "id": id, "call_id": call_id,
+                                     "execution": "client", "arguments": args,
+                                     "status": "completed"}),
         _ => json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
                     "arguments": call.args, "status": "completed"}),
     };
@@ -71,7 +76,7 @@ pub fn client_response(
             output.extend(
                 items
                     .into_iter()
-                    .filter(|i| !super::items::is_call_type(super::items::item_type(i))),
+                    .filter(|i| !super::items::is_judged_item(i)),
             );
         }
     }
@@ -104,7 +109,7 @@ pub fn zero_usage() -> Value {
 pub fn replayable(items: &[Value], run_call_id: &str, answered: &[Value]) -> Option<String> {
     let ids: Vec<&str> = items
         .iter()
-        .filter(|i| super::items::is_call_type(super::items::item_type(i)))
+        .filter(|i| super::items::is_judged_item(i))
         .map(|i| i.get("call_id").and_then(Value::as_str).unwrap_or(""))
         .collect();
     let answered: Vec<&str> = answered

@@ -20,6 +20,8 @@ struct ItemView {
     kind: Option<String>,
     call_id: Option<String>,
     output: Option<Value>,
+    /// A `tool_search_output`'s loaded tools, its answer.
+    tools: Option<Value>,
     name: Option<String>,
     namespace: Option<String>,
 }
@@ -62,7 +64,7 @@ impl<'a> ItemReader<'a> {
         let found = resolve_call_id(id, self.tenant, self.store);
         if kind.ends_with("_output") {
             return match found {
-                Some((e, n)) => Kind::Output(e, n, output_text(item.output)),
+                Some((e, n)) => Kind::Output(e, n, output_text(item.output.or(item.tools))),
                 None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(id.to_owned()),
                 None => Kind::Other,
             };
@@ -205,7 +207,7 @@ fn model_item_ids(e: &Execution) -> Vec<String> {
     };
     items
         .iter()
-        .filter(|i| !super::items::is_call_type(super::items::item_type(i)))
+        .filter(|i| !super::items::is_judged_item(i))
         .filter_map(|i| i.get("id").and_then(Value::as_str).map(str::to_owned))
         .collect()
 }

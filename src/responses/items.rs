@@ -5,7 +5,13 @@
 //! `function_call` and `custom_tool_call` by `name` (a tool of a namespace
 //! as `<namespace>.<name>`), the client-executed built-ins by their tool's
 //! type (`local_shell_call` is the `local_shell` tool, `shell_call` the
-//! `shell` tool, `apply_patch_call` the `apply_patch` tool).
+//! `shell` tool, `apply_patch_call` the `apply_patch` tool, `computer_call`
+//! the `computer` tool).
+//!
+//! The judge fails closed: only the item types in [`SAFE_ITEMS`] pass
+//! unjudged (text, reasoning, the provider's own tool items). Any other
+//! type, one this proxy has never heard of included, is judged as a call
+//! a client would execute (docs/security.md, "What passes").
 
 use serde_json::{json, Map, Value};
 
@@ -15,7 +21,7 @@ use crate::turn::{fate, judge_names, JudgedCall, Shape};
 
 /// The item types that are calls a client executes, with the tool each
 /// names when the item carries no `name`, and the type of its answer.
-const CALL_ITEMS: [(&str, Option<&str>, &str); 5] = [
+const CALL_ITEMS: [(&str, Option<&str>, &str); 7] = [
     ("function_call", None, "function_call_output"),
     ("custom_tool_call", None, "custom_tool_call_output"),
     (
@@ -29,19 +35,68 @@ const CALL_ITEMS: [(&str, Option<&str>, &str); 5] = [
         Some("apply_patch"),
         "apply_patch_call_output",
     ),
+    (
+        "computer_call",
+        Some(crate::tools::responses::COMPUTER),
+        "computer_call_output",
+    ),
+    // Only with `"execution": "client"`: the provider's own search is safe.
+    (
+        "tool_search_call",
+        Some("tool_search"),
+        "tool_search_output",
+    ),
 ];
+
+/// The output item types that are no call a client executes: the model's
+/// words and reasoning, and the tools the provider runs itself (their
+/// calls and results). Everything else is judged as a call.
+pub const SAFE_ITEMS: &[&str] = &[
+    "message",
+    "reasoning",
+    "compaction",
+    "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
+    "mcp_call",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "tool_search_call",
+    "tool_search_output",
+];
+
+/// Whether an output item of this type passes unjudged (see [`SAFE_ITEMS`]).
+pub fn is_safe_type(kind: &str) -> bool {
+    SAFE_ITEMS.contains(&kind)
+}
+
+/// Whether an output item is judged as a call: any type not known to be
+/// safe, and a search the client runs (`"execution": "client"`).
+pub fn is_judged_item(item: &Value) -> bool {
+    !is_safe_type(item_type(item)) || runs_on_client(item)
+}
+
+/// Whether a provider tool's item asks the client to run it.
+fn runs_on_client(item: &Value) -> bool {
+    item.get("execution").and_then(Value::as_str) == Some("client")
+}
 
 /// Whether an item of this type is a call a client executes.
 pub fn is_call_type(kind: &str) -> bool {
     CALL_ITEMS.iter().any(|(t, _, _)| *t == kind)
 }
 
-/// The answer type of a call item's type (`function_call_output`, ...).
-pub fn output_type(kind: &str) -> &'static str {
-    CALL_ITEMS
-        .iter()
-        .find(|(t, _, _)| *t == kind)
-        .map_or("function_call_output", |(_, _, o)| o)
+/// The answer type of a call item's type (`function_call_output`, ...);
+/// for a type this proxy does not know, `<type>_output`, the API's rule
+/// for every call type so far (a provider that reads it otherwise refuses
+/// the repair, and the client gets that error: nothing passes unjudged).
+pub fn output_type(kind: &str) -> std::borrow::Cow<'static, str> {
+    match CALL_ITEMS.iter().find(|(t, _, _)| *t == kind) {
+        Some((_, _, o)) => (*o).into(),
+        None if kind.is_empty() => "function_call_output".into(),
+        None => format!("{kind}_output").into(),
+    }
 }
 
 /// The type of an item, `""` when it has none.
@@ -58,7 +113,12 @@ pub fn tool_name(item: &Map<String, Value>) -> String {
     }
     let name = item.get("name").and_then(Value::as_str).unwrap_or("");
     match item.get("namespace").and_then(Value::as_str) {
-        Some(ns) if !ns.is_empty() => format!("{ns}.{name}"),
+        Some(ns) if !ns.is_empty() && ns != crate::tools::responses::DEFAULT_NAMESPACE => {
+            format!("{ns}.{name}")
+        }
+        // An item of a type the proxy does not know, without a name: judged
+        // by its type, so its denial says what it was.
+        _ if name.is_empty() && !is_call_type(kind) => kind.to_owned(),
         _ => name.to_owned(),
     }
 }
@@ -97,11 +157,12 @@ pub fn call_id(item: &Map<String, Value>) -> String {
         .to_owned()
 }
 
-/// Judges one output item; `None` for an item that is no call.
+/// Judges one output item; `None` for an item known to be no call a
+/// client executes ([`SAFE_ITEMS`]).
 pub fn judge_item(item: &Value, plan: &ToolPlan) -> Option<JudgedCall> {
     let obj = item.as_object()?;
-    let kind = obj.get("type").and_then(Value::as_str)?;
-    if !is_call_type(kind) {
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+    if !is_judged_item(item) {
         return None;
     }
     let name = tool_name(obj);
@@ -170,5 +231,24 @@ mod tests {
             "*** Begin Patch"
         );
         assert_eq!(output_type("apply_patch_call"), "apply_patch_call_output");
+        assert_eq!(output_type("hologram_call"), "hologram_call_output");
+        assert_eq!(
+            tool_name(&item(json!({"type": "hologram_call", "call_id": "c"}))),
+            "hologram_call"
+        );
+        assert_eq!(
+            tool_name(&item(json!({"type": "computer_call", "action": {}}))),
+            "computer"
+        );
+        assert_eq!(
+            tool_name(&item(
+                json!({"type": "custom_tool_call", "name": "exec", "namespace": "functions"})
+            )),
+            "exec"
+        );
+        assert!(!is_judged_item(&json!({"type": "tool_search_call"})));
+        assert!(is_judged_item(
+            &json!({"type": "tool_search_call", "execution": "client"})
+        ));
     }
 }

@@ -1,11 +1,18 @@
 //! The SSE parser (WHATWG HTML, "event stream interpretation").
+//!
+//! What the judge reads is what a client reads: one leading UTF-8 BOM is
+//! dropped, as spec-following clients drop it, and a line whose field name
+//! the spec does not know (`Data:`, ` data:`) is left out of the event's
+//! bytes, so a lenient client cannot read a call out of a line the judge
+//! skipped.
 
 use bytes::{Bytes, BytesMut};
 
 /// One event: its fields and the bytes it arrived as.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SseEvent {
-    /// The event's bytes, through its terminating blank line.
+    /// The event's bytes, through its terminating blank line, less any line
+    /// with a field name the spec does not know.
     pub raw: Bytes,
     /// The `event:` field.
     pub event: Option<String>,
@@ -39,7 +46,12 @@ struct Fields {
     data: Option<String>,
     id: Option<String>,
     retry: Option<u64>,
+    /// Where in the event's bytes lines with an unknown field name are.
+    unknown: Vec<std::ops::Range<usize>>,
 }
+
+/// The byte order mark a stream may start with.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An incremental parser; feeding the same bytes cut anywhere yields the same events.
 pub struct SseParser {
@@ -49,6 +61,8 @@ pub struct SseParser {
     scanned: usize,
     fields: Fields,
     max_event: usize,
+    /// Whether the stream's first bytes were checked for a BOM.
+    started: bool,
 }
 
 impl SseParser {
@@ -59,12 +73,19 @@ impl SseParser {
             scanned: 0,
             fields: Fields::default(),
             max_event,
+            started: false,
         }
     }
 
     /// Feeds `bytes`, appending every event they complete to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         self.buf.extend_from_slice(bytes);
+        if !self.started {
+            if self.buf.len() < BOM.len() && BOM.starts_with(&self.buf) {
+                return Ok(()); // Maybe the start of a BOM: wait for more.
+            }
+            self.drop_bom();
+        }
         self.parse_lines(false, out);
         if self.buf.len() > self.max_event {
             return Err(SseError {
@@ -77,12 +98,15 @@ impl SseParser {
     /// At end of stream: an event missing its blank line is still yielded,
     /// so nothing the upstream sent escapes judging.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if !self.started {
+            self.drop_bom();
+        }
         self.parse_lines(true, out);
         if !self.buf.is_empty() {
             if self.scanned < self.buf.len() {
                 // A last line without any terminator.
-                let line = self.buf[self.scanned..].to_vec();
-                self.field(&line);
+                let (start, end) = (self.scanned, self.buf.len());
+                self.field(start, end, end);
                 self.scanned = self.buf.len();
             }
             // The event's bytes may go on to a client that reads more after
@@ -117,13 +141,23 @@ impl SseParser {
             if pos == 0 {
                 self.dispatch(self.scanned, out);
             } else {
-                let line = self.buf[line_start..line_end].to_vec();
-                self.field(&line);
+                self.field(line_start, line_end, self.scanned);
             }
         }
     }
 
-    fn field(&mut self, line: &[u8]) {
+    /// The first bytes are checked once: a BOM there is no part of any event.
+    fn drop_bom(&mut self) {
+        self.started = true;
+        if self.buf.starts_with(BOM) {
+            let _ = self.buf.split_to(BOM.len());
+        }
+    }
+
+    /// The line at `start..end` of the event's bytes, its terminator ending at `through`.
+    fn field(&mut self, start: usize, end: usize, through: usize) {
+        let line = self.buf[start..end].to_vec();
+        let line = line.as_slice();
         if line.first() == Some(&b':') {
             return; // A comment: kept in `raw`, no field.
         }
@@ -145,15 +179,28 @@ impl SseParser {
             },
             b"event" => self.fields.event = Some(value.into_owned()),
             b"id" if !value.contains('\0') => self.fields.id = Some(value.into_owned()),
+            b"id" => {}
             b"retry" => self.fields.retry = value.parse().ok(),
-            _ => {}
+            _ => self.fields.unknown.push(start..through),
         }
     }
 
     fn dispatch(&mut self, end: usize, out: &mut Vec<SseEvent>) {
-        let raw = self.buf.split_to(end).freeze();
+        let whole = self.buf.split_to(end).freeze();
         self.scanned = 0;
         let f = std::mem::take(&mut self.fields);
+        let raw = if f.unknown.is_empty() {
+            whole
+        } else {
+            let mut kept = Vec::with_capacity(whole.len());
+            let mut at = 0;
+            for line in &f.unknown {
+                kept.extend_from_slice(&whole[at..line.start]);
+                at = line.end;
+            }
+            kept.extend_from_slice(&whole[at..]);
+            Bytes::from(kept)
+        };
         out.push(SseEvent {
             raw,
             event: f.event,
@@ -249,6 +296,35 @@ mod tests {
         assert_eq!(ev.len(), 3);
         assert_eq!(ev[0].data, None);
         assert_eq!(&ev[0].raw[..], b"\n");
+    }
+
+    #[test]
+    fn a_leading_bom_is_dropped_at_any_cut() {
+        let input = b"\xEF\xBB\xBFdata: {\"a\":1}\n\ndata: b\n\n";
+        for cut in 0..=input.len() {
+            let ev = parse_cut(input, cut);
+            assert_eq!(ev.len(), 2, "cut at {cut}");
+            assert_eq!(ev[0].data.as_deref(), Some("{\"a\":1}"), "cut at {cut}");
+            assert_eq!(&ev[0].raw[..], b"data: {\"a\":1}\n\n", "cut at {cut}");
+        }
+        // Only the first: a BOM later is data.
+        let ev = parse_whole(b"data: a\n\n\xEF\xBB\xBFdata: b\n\n");
+        assert_eq!(ev[1].data, None);
+        // A stream that is only part of a BOM is a line with no field.
+        assert_eq!(parse_whole(b"\xEF\xBB")[0].data, None);
+    }
+
+    #[test]
+    fn lines_with_unknown_field_names_are_left_out_of_the_bytes() {
+        let input = b"Data: {\"tool_calls\":1}\n data: x\ndata: {\"a\":1}\nfoo\n\n";
+        for cut in 0..=input.len() {
+            let ev = parse_cut(input, cut);
+            assert_eq!(ev.len(), 1);
+            assert_eq!(ev[0].data.as_deref(), Some("{\"a\":1}"));
+            assert_eq!(&ev[0].raw[..], b"data: {\"a\":1}\n\n", "cut at {cut}");
+        }
+        let ev = parse_whole(b"DATA: {\"tool_calls\":1}\n\n");
+        assert_eq!((ev[0].data.as_deref(), &ev[0].raw[..]), (None, &b"\n"[..]));
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
         out.push(ToolEntry {
             raw,
             provider: false,
+            unknown: false,
             call_item: None,
             group: None,
             schema: ToolSchema {

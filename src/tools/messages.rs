@@ -17,9 +17,27 @@ pub fn run_code_tool() -> String {
 }
 
 /// Whether a tool of this `type` is executed by the client: untyped
-/// (`custom`) tools and the fixed-schema `bash_*` and `text_editor_*`.
+/// (`custom`) tools and the fixed-schema `bash_*`, `text_editor_*`,
+/// `computer_*` and `memory_*`.
 fn is_client_kind(kind: &str) -> bool {
-    kind == "custom" || kind.starts_with("bash_") || kind.starts_with("text_editor_")
+    kind == "custom"
+        || ["bash_", "text_editor_", "computer_", "memory_"]
+            .iter()
+            .any(|p| kind.starts_with(p))
+}
+
+/// Whether a typed tool is one of the provider's server tools; a type
+/// neither this nor [`is_client_kind`] knows is unknown.
+fn is_server_kind(kind: &str) -> bool {
+    [
+        "web_search_",
+        "web_fetch_",
+        "code_execution_",
+        "tool_search_tool_",
+    ]
+    .iter()
+    .any(|p| kind.starts_with(p))
+        || kind == "mcp_toolset"
 }
 
 /// The fields of a tool the request side looks at.
@@ -77,6 +95,21 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
             (_, Some(schema)) if schema.is_object() => schema.clone(),
             (k, _) if k.starts_with("bash_") => json!({"type": "object",
                 "properties": {"command": {"type": "string"}, "restart": {"type": "boolean"}}}),
+            (k, _) if k.starts_with("computer_") => json!({"type": "object",
+                "properties": {"action": {"type": "string", "enum": ["screenshot", "left_click", "right_click",
+                    "middle_click", "double_click", "triple_click", "mouse_move", "left_click_drag", "type", "key",
+                    "scroll", "wait", "hold_key", "left_mouse_down", "left_mouse_up", "cursor_position", "zoom"]},
+                               "coordinate": {"type": "array", "items": {"type": "integer"}},
+                               "text": {"type": "string"}, "scroll_direction": {"type": "string"},
+                               "scroll_amount": {"type": "integer"}, "duration": {"type": "number"}},
+                "required": ["action"]}),
+            (k, _) if k.starts_with("memory_") => json!({"type": "object",
+                "properties": {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "delete", "rename"]},
+                               "path": {"type": "string"}, "file_text": {"type": "string"},
+                               "old_str": {"type": "string"}, "new_str": {"type": "string"},
+                               "insert_line": {"type": "integer"}, "insert_text": {"type": "string"},
+                               "old_path": {"type": "string"}, "new_path": {"type": "string"}},
+                "required": ["command"]}),
             (k, _) if k.starts_with("text_editor_") => json!({"type": "object",
                 "properties": {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
                                "path": {"type": "string"}, "file_text": {"type": "string"},
@@ -97,6 +130,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
                 freeform: false,
             },
             provider: !client,
+            unknown: !client && !is_server_kind(kind),
             call_item: None,
             group: None,
         });

@@ -7,6 +7,7 @@
 //! dialect module.
 
 pub(crate) mod chat;
+pub mod client_code;
 pub(crate) mod messages;
 pub(crate) mod responses;
 
@@ -58,6 +59,10 @@ pub(crate) struct ToolEntry {
     pub(crate) schema: ToolSchema,
     /// Run by the provider itself (web search, ...): stays on the wire.
     pub(crate) provider: bool,
+    /// A type this proxy does not know (kept on the wire as the provider's):
+    /// in a mode that can deny, the plan refuses it, since it may be a tool
+    /// the client executes.
+    pub(crate) unknown: bool,
     /// The item type a nested call of this tool reaches the client as, when
     /// not the dialect's plain function call (Responses: `custom_tool_call`,
     /// `local_shell_call`, `shell_call`, `apply_patch_call`).

@@ -5,10 +5,14 @@
 //! the tools of a `namespace` group (each named `<namespace>.<name>`), and
 //! the built-ins a client executes (`local_shell`, `shell` in a local
 //! environment, `apply_patch`), each named by its type and described by
-//! the object its call item carries. Everything else (`web_search*`,
-//! `file_search`, `code_interpreter`, `image_generation`, `mcp`,
-//! `tool_search`, a `shell` in a hosted container, types this proxy does
-//! not know) is the provider's: kept on the wire as declared, never judged.
+//! the object its call item carries, and computer use (`computer_use_preview`,
+//! `computer`: one tool named `computer`, its calls `computer_call` items).
+//! The provider's own tools (`web_search*`, `file_search`,
+//! `code_interpreter`, `image_generation`, `mcp`, `tool_search`, a `shell`
+//! in a hosted container) are kept on the wire as declared, never judged.
+//! A type this proxy does not know is kept on the wire too, marked unknown:
+//! in a mode that can deny, the plan refuses it (it may be one the client
+//! executes).
 
 use std::sync::Arc;
 
@@ -20,6 +24,32 @@ use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::sdk::ToolSchema;
 use crate::wire::RawObject;
+
+/// The namespace whose tools are the top-level ones (the API's default).
+pub(crate) const DEFAULT_NAMESPACE: &str = "functions";
+
+/// Whether a tool the provider could run is declared to run on the client
+/// (`"execution": "client"`, as Codex declares `tool_search`).
+fn client_executed(tool: &Map<String, Value>) -> bool {
+    tool.get("execution").and_then(Value::as_str) == Some("client")
+}
+
+/// The name computer use goes by, whichever type declared it.
+pub(crate) const COMPUTER: &str = "computer";
+
+/// Whether a tool of this type is one the provider runs itself.
+fn is_provider_kind(kind: &str) -> bool {
+    kind.starts_with("web_search")
+        || matches!(
+            kind,
+            "file_search"
+                | "code_interpreter"
+                | "image_generation"
+                | "mcp"
+                | "tool_search"
+                | "shell"
+        )
+}
 
 /// Most bytes of a custom tool's grammar shown in its SDK description;
 /// real grammars (Codex's `apply_patch`) are a fraction of this.
@@ -145,6 +175,27 @@ fn entry(
                 false,
             )
         }
+        "tool_search" if client_executed(tool) => {
+            let (description, parameters) = built_in(t);
+            (
+                t.to_owned(),
+                text_of(tool, "description", at)?.or(Some(description.to_owned())),
+                match tool.get("parameters") {
+                    Some(p @ Value::Object(_)) => p.clone(),
+                    _ => parameters,
+                },
+                false,
+            )
+        }
+        "computer_use_preview" | "computer" => {
+            let (description, parameters) = built_in("computer");
+            (
+                COMPUTER.to_owned(),
+                Some(description.to_owned()),
+                parameters,
+                false,
+            )
+        }
         _ if group.is_some() => {
             return Err(invalid(format!(
                 "`{at}` has type `{t}`; a namespace holds function and custom tools only"
@@ -160,13 +211,19 @@ fn entry(
                     ..ToolSchema::default()
                 },
                 provider: true,
+                unknown: !is_provider_kind(t),
                 call_item: None,
                 group: None,
             })
         }
     };
-    let name = match group {
-        Some((ns, _, _)) => format!("{ns}.{name}"),
+    // Tools of the `functions` namespace are the top-level function
+    // tools by another spelling (the API's default namespace).
+    let named_in = group
+        .map(|(ns, _, _)| ns)
+        .filter(|ns| *ns != DEFAULT_NAMESPACE);
+    let name = match named_in {
+        Some(ns) => format!("{ns}.{name}"),
         None if name == RUN_CODE && t != "function" => {
             return Err(invalid(format!(
                 "`{at}` is a `{t}` tool named `run_code`, a name reserved for the function tool \
@@ -175,7 +232,7 @@ fn entry(
         }
         None => name,
     };
-    if let Some((ns, ns_description, _)) = group {
+    if let Some((ns, ns_description, _)) = group.filter(|(ns, _, _)| *ns != DEFAULT_NAMESPACE) {
         let note = match ns_description.map(str::trim).filter(|d| !d.is_empty()) {
             Some(d) => format!("Part of the `{ns}` tool group: {d}"),
             None => format!("Part of the `{ns}` tool group."),
@@ -194,11 +251,14 @@ fn entry(
             freeform,
         },
         provider: false,
+        unknown: false,
         call_item: match t {
             "custom" => Some("custom_tool_call"),
             "local_shell" => Some("local_shell_call"),
             "shell" => Some("shell_call"),
             "apply_patch" => Some("apply_patch_call"),
+            "computer_use_preview" | "computer" => Some("computer_call"),
+            "tool_search" => Some("tool_search_call"),
             _ => None,
         },
         group: group.map(|(_, _, g)| g.clone()),
@@ -307,10 +367,38 @@ fn clip(text: &str, max: usize) -> (&str, bool) {
 }
 
 /// The description and argument schema of a client-executed built-in: the
-/// object its call item carries (`action` of a `local_shell_call` or
-/// `shell_call`, `operation` of an `apply_patch_call`).
+/// object its call item carries (`action` of a `local_shell_call`,
+/// `shell_call` or `computer_call`, `operation` of an `apply_patch_call`).
 fn built_in(kind: &str) -> (&'static str, Value) {
     match kind {
+        "tool_search" => (
+            "Searches the client's deferred tools; the tools it finds are callable from the next program.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to search for."},
+                    "limit": {"type": "number", "description": "Most tools to return."}
+                },
+                "required": ["query"]
+            }),
+        ),
+        "computer" => (
+            "Acts on the user's screen (the client's computer): one action, answered by a screenshot.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "type": {"enum": ["click", "double_click", "drag", "keypress", "move",
+                                      "screenshot", "scroll", "type", "wait"]},
+                    "x": {"type": "integer"}, "y": {"type": "integer"},
+                    "button": {"type": "string"},
+                    "keys": {"type": "array", "items": {"type": "string"}},
+                    "text": {"type": "string"},
+                    "scroll_x": {"type": "integer"}, "scroll_y": {"type": "integer"},
+                    "path": {"type": "array", "items": {"type": "object"}}
+                },
+                "required": ["type"]
+            }),
+        ),
         "local_shell" => (
             "Runs a command on the user's machine (the client's local shell).",
             json!({
@@ -400,7 +488,8 @@ mod tests {
             {"type": "web_search"},
             {"type": "mcp", "server_label": "x", "server_url": "https://x"},
             {"type": "some_future_tool"},
-            {"type": "function", "name": "run_code", "parameters": {"type": "object"}}
+            {"type": "function", "name": "run_code", "parameters": {"type": "object"}},
+            {"type": "computer_use_preview", "display_width": 1024, "display_height": 768}
         ]))
         .unwrap();
         assert_eq!(
@@ -418,8 +507,16 @@ mod tests {
                 ("mcp", false, true),
                 ("some_future_tool", false, true),
                 ("run_code", false, false),
+                ("computer", false, false),
             ]
         );
+        let unknown: Vec<&str> = entries
+            .iter()
+            .filter(|e| e.unknown)
+            .map(|e| e.schema.name.as_str())
+            .collect();
+        assert_eq!(unknown, ["some_future_tool"]);
+        assert_eq!(entries[12].call_item, Some("computer_call"));
         let patch = entries[1].schema.description.as_deref().unwrap();
         assert!(
             patch.starts_with("Patch files.\n\nThe input must be written in this lark grammar:\nstart: begin_patch"),

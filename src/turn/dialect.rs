@@ -59,6 +59,13 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     fn parse(bytes: &[u8]) -> Result<Self::Request, ProxyError>;
     /// A top-level field of the request, as it came.
     fn field<'a>(request: &'a Self::Request, key: &str) -> Option<&'a RawValue>;
+    /// Every tool the request declares, wherever it declares them, as one
+    /// `tools` array (the plan reads this); `tools` by default.
+    fn declared_tools(
+        request: &Self::Request,
+    ) -> Result<Option<std::borrow::Cow<'_, RawValue>>, ProxyError> {
+        Ok(Self::field(request, "tools").map(std::borrow::Cow::Borrowed))
+    }
     /// Whether the client asked for a stream.
     fn streams(request: &Self::Request) -> bool;
     /// The request's bytes for the upstream.

@@ -30,7 +30,7 @@ mod rounds;
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::classify::{classify, Denial, Verdict};
+use crate::classify::{classify, Denial, Verdict, Visibility};
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::sse::SseEvent;
@@ -87,7 +87,14 @@ pub struct JudgedCall {
 pub fn judge_names<'a>(names: &[&'a str], plan: &ToolPlan) -> Option<(&'a str, Verdict)> {
     let mut first = None;
     for &name in names {
-        let verdict = classify(name, plan.visibility(name), plan.mode);
+        let visibility = plan.visibility(name);
+        let verdict = match classify(name, visibility, plan.mode) {
+            // The client's own code mode: only what it announced is called.
+            _ if plan.client_code.is_some() && visibility == Visibility::Undeclared => {
+                Verdict::Unknown
+            }
+            v => v,
+        };
         if verdict.is_denied() {
             return Some((name, verdict));
         }
