@@ -175,11 +175,25 @@ async fn claude_under_run_completes_a_program_of_two_reads() {
 
 #[tokio::test]
 async fn codex_under_run_completes_a_program_of_two_shell_commands() {
+    codex_runs_a_program_under_run("codex", &["-m", "gpt-5.5"]).await;
+}
+
+/// Codex's default model runs Codex's own code mode (`exec`, tools in an
+/// `additional_tools` item); `run` gives its models direct tools, so the
+/// proxy's Code Mode runs instead.
+#[tokio::test]
+async fn codex_on_its_default_model_under_run_gets_the_proxys_code_mode() {
+    codex_runs_a_program_under_run("codex-default", &[]).await;
+}
+
+/// `codex exec` under `run` with `model_args`: a program of two shell
+/// commands, run by the proxy, its calls executed by Codex.
+async fn codex_runs_a_program_under_run(test: &str, model_args: &[&str]) {
     use common::responses_model::*;
     if !codex_ready() {
         return;
     }
-    let dir = workdir("codex", &[("a.txt", "alpha-1"), ("b.txt", "bravo-2")]);
+    let dir = workdir(test, &[("a.txt", "alpha-1"), ("b.txt", "bravo-2")]);
     let (home, work) = (dir.0.join("home"), dir.0.join("work"));
     let code = "const a = await tools.exec_command({cmd: 'cat a.txt'});\n\
                 const b = await tools.exec_command({cmd: 'cat b.txt'});\n\
@@ -202,8 +216,10 @@ async fn codex_under_run_completes_a_program_of_two_shell_commands() {
             "--skip-git-repo-check",
             "--dangerously-bypass-approvals-and-sandbox",
             "--ignore-rules",
-            "-m",
-            "gpt-5.5",
+        ]
+        .into_iter()
+        .chain(model_args.iter().copied())
+        .chain([
             "-c",
             "check_for_update_on_startup=false",
             "-c",
@@ -217,7 +233,8 @@ async fn codex_under_run_completes_a_program_of_two_shell_commands() {
             "-C",
             work_s,
             "Show me a.txt and b.txt.",
-        ],
+        ])
+        .collect::<Vec<&str>>(),
         &[
             ("CODEMODE_UPSTREAM", upstream.as_str()),
             ("OPENAI_API_KEY", "test-key"),
@@ -259,12 +276,114 @@ async fn codex_under_run_completes_a_program_of_two_shell_commands() {
             .filter_map(|t| t["name"].as_str())
             .collect();
         assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        assert_eq!(
+            s.body["model"] == "gpt-5.5",
+            !model_args.is_empty(),
+            "the model asked for: {}",
+            s.body["model"]
+        );
+        let input = s.body["input"].as_array().unwrap();
+        assert!(
+            input.iter().all(|i| i["type"] != "additional_tools"),
+            "no tool is declared natively in the input"
+        );
     }
     assert!(
         stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
         "the summary reports the program: {stderr}"
     );
     assert_no_settings_written(&home);
+}
+
+/// `run --agent-code-mode -- codex` on Codex's default model: Codex's own
+/// code mode is respected, never wrapped in `run_code`; its `exec`
+/// program runs in Codex, and the summary says whose code mode ran.
+#[tokio::test]
+async fn codex_keeps_its_own_code_mode_when_asked() {
+    use common::responses_model::*;
+    if !codex_ready() {
+        return;
+    }
+    let dir = workdir("codex-own", &[("a.txt", "alpha-1")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let exec = json!({"type": "custom_tool_call", "id": "ctc_1", "status": "completed",
+        "call_id": "call_exec", "name": "exec", "namespace": "functions",
+        "input": "const r = await tools.exec_command({cmd: 'cat a.txt'});\ntext(r.output);\n"});
+    let model = ResponsesModel::new([vec![exec], vec![json!({"type": "echo"})]]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let codex = agents_dir().join("node/node_modules/.bin/codex");
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
+    cmd.args(["run", "--agent-code-mode", "--"])
+        .arg(&codex)
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--ignore-rules",
+            "-c",
+            "check_for_update_on_startup=false",
+            "-c",
+            "analytics.enabled=false",
+            "--disable",
+            "plugins",
+            "--disable",
+            "remote_plugin",
+            "--disable",
+            "apps",
+            "-C",
+        ])
+        .arg(&work)
+        .arg("Show me a.txt.")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("TMPDIR", &home)
+        .env("CODEMODE_RUNTIME", "embedded")
+        .env("CODEMODE_MODE", "code")
+        .env("CODEMODE_UPSTREAM", &upstream)
+        .env("OPENAI_API_KEY", "test-key")
+        .current_dir(&work)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+        .await
+        .expect("run did not finish in 90 s")
+        .expect("the binary starts");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "{stdout}\n{stderr}");
+    for s in &seen {
+        assert_eq!(s.status, 200, "{}", s.refusal);
+        assert_eq!(
+            s.body["input"][0]["type"], "additional_tools",
+            "presented as sent"
+        );
+        assert!(
+            !s.body.to_string().contains("run_code"),
+            "no run_code is offered beside Codex's own code mode"
+        );
+    }
+    let result = seen[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "custom_tool_call_output")
+        .map(|i| i["output"].to_string())
+        .unwrap_or_default();
+    assert!(
+        result.contains("alpha-1"),
+        "Codex ran its exec program: {result}"
+    );
+    assert!(
+        stderr.contains("0 programs run (2 requests in the agent's own code mode)"),
+        "the summary says whose code mode ran: {stderr}"
+    );
 }
 
 /// opencode's model on the Responses API (its built-in `openai`

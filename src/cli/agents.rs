@@ -140,6 +140,54 @@ pub fn codex_overrides(urls: &BaseUrls, api_key_var: Option<&str>) -> Vec<OsStri
         .collect()
 }
 
+/// Codex's own model catalog with every model set to direct tools, so
+/// the proxy's Code Mode applies: `tool_mode = "direct"` gives the model
+/// ordinary tools, `use_responses_lite = false` declares them in `tools`
+/// (on its default model Codex runs its own code mode, `exec`, and
+/// declares its tools in an `additional_tools` input item). Read from the
+/// installed Codex itself (`codex debug models --bundled`), so it holds
+/// what that version ships; written to `dir` as a new private file, whose
+/// path `-c model_catalog_json=...` names.
+pub fn codex_direct_catalog(
+    program: &std::ffi::OsStr,
+    dir: &std::path::Path,
+) -> Result<std::path::PathBuf, String> {
+    let out = std::process::Command::new(program)
+        .args(["debug", "models", "--bundled"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("`codex debug models --bundled` did not start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`codex debug models --bundled` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let mut catalog: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("`codex debug models --bundled` printed no catalog: {e}"))?;
+    let Some(models) = catalog.get_mut("models").and_then(Value::as_array_mut) else {
+        return Err("Codex's model catalog has no `models` list".into());
+    };
+    for model in models.iter_mut().filter_map(Value::as_object_mut) {
+        model.insert("tool_mode".into(), json!("direct"));
+        model.insert("use_responses_lite".into(), json!(false));
+    }
+    let path = dir.join("codex-models.json");
+    crate::cli::private_file::write_new(&path, catalog.to_string().as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The `-c` override naming a model catalog file.
+pub fn codex_catalog_override(path: &std::path::Path) -> Vec<OsString> {
+    let value = json!(path.to_string_lossy());
+    vec![
+        OsString::from("-c"),
+        OsString::from(format!("model_catalog_json={value}")),
+    ]
+}
+
 /// opencode's providers moved to the proxy, merged into `existing` (the
 /// user's own `OPENCODE_CONFIG_CONTENT`, when set and a JSON object).
 pub fn opencode_config(urls: &BaseUrls, existing: Option<&str>) -> String {

@@ -12,6 +12,7 @@
 
 pub mod agents;
 pub mod configure;
+mod private_file;
 pub mod run;
 mod signals;
 
@@ -27,7 +28,7 @@ pub const USAGE: &str = "\
 usage:
   codemode-proxy                      serve (configured by CODEMODE_* variables)
   codemode-proxy run [--mode native|code|both] [--preset NAME] [--runtime embedded|client]
-                     [--config FILE] [--log FILE] -- COMMAND [ARGS...]
+                     [--config FILE] [--log FILE] [--agent-code-mode] -- COMMAND [ARGS...]
   codemode-proxy configure claude|codex|opencode [--url URL] [--undo]
   codemode-proxy demo
 ";
@@ -98,6 +99,7 @@ fn parse_run(args: &[OsString]) -> Result<RunArgs, String> {
             Some("--runtime") => out.runtime = Some(value("--runtime", &mut rest)?),
             Some("--config") => out.config = Some(value("--config", &mut rest)?),
             Some("--log") => out.log = Some(value("--log", &mut rest)?.into()),
+            Some("--agent-code-mode") => out.agent_code_mode = true,
             Some(flag) if flag.starts_with('-') => {
                 return Err(format!("run: unknown flag `{flag}`"))
             }

@@ -34,6 +34,9 @@ pub struct RunArgs {
     pub config: Option<String>,
     /// `--log`: where the proxy's log lines go.
     pub log: Option<PathBuf>,
+    /// `--agent-code-mode`: keep an agent's own code mode (Codex's `exec`)
+    /// instead of giving its models direct tools for the proxy's.
+    pub agent_code_mode: bool,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -172,19 +175,58 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
         let _ = stopped.await;
     }));
     let urls = BaseUrls::new(&format!("http://{addr}"), args.preset.as_deref());
-    let mut child = command(&args.command, &urls)
-        .spawn()
-        .map_err(Failure::Spawn)?;
+    let mut scratch = None;
+    let mut overrides = Vec::new();
+    if Agent::of_program(&args.command[0]) == Some(Agent::Codex) && !args.agent_code_mode {
+        match direct_tools(&args.command[0]) {
+            Ok((dir, catalog)) => {
+                scratch = Some(dir);
+                overrides = catalog;
+            }
+            // An older Codex: its own code mode, if it has one, is respected.
+            Err(e) => tracing::warn!("Codex keeps its own tool mode: {e}"),
+        }
+    }
+    let mut cmd = command(&args.command, &urls, overrides);
+    let spawned = cmd.spawn().map_err(Failure::Spawn);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            remove_scratch(scratch);
+            return Err(e);
+        }
+    };
     let status = super::signals::wait_forwarding(&mut child).await;
     let _ = stop.send(());
     // The child is gone, so are its connections; a stray one is not waited for.
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    remove_scratch(scratch);
     let status = status.map_err(Failure::Spawn)?;
     Ok((status, service.totals()))
 }
 
-/// The child: the command with both base URLs, and what its agent reads.
-fn command(command: &[OsString], urls: &BaseUrls) -> Command {
+/// A private folder holding Codex's catalog with direct tools for every
+/// model, and the overrides that name it.
+fn direct_tools(program: &std::ffi::OsStr) -> Result<(PathBuf, Vec<OsString>), String> {
+    let dir = super::private_file::new_dir("run").map_err(|e| e.to_string())?;
+    match agents::codex_direct_catalog(program, &dir) {
+        Ok(path) => Ok((dir, agents::codex_catalog_override(&path))),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(e)
+        }
+    }
+}
+
+fn remove_scratch(dir: Option<PathBuf>) {
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The child: the command with both base URLs, and what its agent reads
+/// (`codex_extra`: more of Codex's global `-c` overrides).
+fn command(command: &[OsString], urls: &BaseUrls, codex_extra: Vec<OsString>) -> Command {
     let (program, rest) = command
         .split_first()
         .expect("the parser requires a command");
@@ -196,6 +238,7 @@ fn command(command: &[OsString], urls: &BaseUrls) -> Command {
             .filter(|v| !v.is_empty())
             .map(|_| "OPENAI_API_KEY");
         cmd.args(agents::codex_overrides(urls, key));
+        cmd.args(codex_extra);
     }
     cmd.args(rest)
         .env("OPENAI_BASE_URL", &urls.openai)
@@ -215,8 +258,17 @@ pub fn summary(t: &Totals) -> String {
     fn n(count: u64, one: &str, many: &str) -> String {
         format!("{count} {}", if count == 1 { one } else { many })
     }
+    // Which code mode ran: the proxy's programs, or the agent's own.
+    let agents_own = if t.client_code_requests > 0 {
+        format!(
+            " ({} in the agent's own code mode)",
+            n(t.client_code_requests, "request", "requests")
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "codemode-proxy: {}, {}, {}, {}, {}",
+        "codemode-proxy: {}{agents_own}, {}, {}, {}, {}",
         n(t.programs, "program run", "programs run"),
         n(t.nested_calls, "nested call", "nested calls"),
         n(
