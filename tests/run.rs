@@ -93,6 +93,39 @@ fn the_child_sees_both_base_urls() {
 }
 
 #[test]
+fn the_child_sees_none_of_the_proxys_secrets() {
+    let home = Temp::new("secrets");
+    let file = home.0.join("env");
+    let script = format!("env > {}", file.display());
+    let out = run_cmd(
+        &home.0,
+        &["--", "sh", "-c", &script],
+        &[
+            ("CODEMODE_UPSTREAM_API_KEY", "sk-operator"),
+            ("CODEMODE_ANTHROPIC_API_KEY", "sk-ant-operator"),
+            ("CODEMODE_ADMIN_TOKEN", "admin-secret-0123456789abcdef"),
+            ("CODEMODE_MODE", "code"),
+            ("OPENAI_API_KEY", "sk-user"),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let env = std::fs::read_to_string(&file).unwrap();
+    for secret in ["sk-operator", "sk-ant-operator", "admin-secret-0123456789abcdef"] {
+        assert!(!env.contains(secret), "the child saw {secret}");
+    }
+    assert!(
+        env.contains("OPENAI_API_KEY=sk-user"),
+        "the agent's own key stays"
+    );
+    assert!(
+        env.contains("CODEMODE_MODE=code"),
+        "what is no secret stays"
+    );
+}
+
+#[test]
 fn a_preset_flag_moves_the_base_urls_under_its_path() {
     let home = Temp::new("preset");
     let file = home.0.join("urls");
@@ -116,6 +149,13 @@ fn logs_go_to_a_file_named_once_and_one_summary_line_ends_the_run() {
         .expect("the log path first");
     let log = std::fs::read_to_string(path).unwrap();
     assert!(log.contains("listening on http://127.0.0.1:"), "{log}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the log is the user's alone");
+    }
+    let _ = std::fs::remove_file(path);
     assert_eq!(
         lines[1],
         "codemode-proxy: 0 programs run, 0 nested calls, 0 model round trips saved, 0 context bytes saved, 0 denials"

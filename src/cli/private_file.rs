@@ -18,11 +18,16 @@ pub fn new_dir(what: &str) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Writes `bytes` to `path`, which must not exist yet.
-pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Creates `path`, which must not exist yet (not even as a link), 0600.
+pub fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(bytes)
+    options.open(path)
+}
+
+/// Writes `bytes` to `path`, which must not exist yet.
+pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    create_new(path)?.write_all(bytes)
 }

@@ -50,10 +50,16 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A new private file: a name someone could guess is never followed
+    // into a file (or a link) they planted.
     let log_path = args.log.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("codemode-proxy-run-{}.log", std::process::id()))
+        std::env::temp_dir().join(format!(
+            "codemode-proxy-run-{}-{}.log",
+            std::process::id(),
+            &crate::tenant::unguessable()[..12]
+        ))
     });
-    let log = match std::fs::File::create(&log_path) {
+    let log = match super::private_file::create_new(&log_path) {
         Ok(f) => f,
         Err(e) => {
             eprintln!(
@@ -243,6 +249,13 @@ fn command(command: &[OsString], urls: &BaseUrls, codex_extra: Vec<OsString>) ->
     cmd.args(rest)
         .env("OPENAI_BASE_URL", &urls.openai)
         .env("ANTHROPIC_BASE_URL", &urls.anthropic);
+    // The proxy has read its secrets; the agent (and a model driving its
+    // shell) never sees them.
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_secret) {
+            cmd.env_remove(name);
+        }
+    }
     if agent == Some(Agent::Opencode) {
         let own = std::env::var(agents::OPENCODE_CONFIG_CONTENT).ok();
         cmd.env(
@@ -251,6 +264,17 @@ fn command(command: &[OsString], urls: &BaseUrls, codex_extra: Vec<OsString>) ->
         );
     }
     cmd
+}
+
+/// Whether a variable holds one of the proxy's secrets: a key, a token, a
+/// password, or the store's URL (which may carry one).
+fn is_secret(name: &str) -> bool {
+    name.strip_prefix("CODEMODE_").is_some_and(|rest| {
+        rest == "STORE"
+            || ["KEY", "TOKEN", "PASSWORD", "SECRET"]
+                .iter()
+                .any(|w| rest.split('_').any(|part| part == *w))
+    })
 }
 
 /// The one line printed when the child ends.
@@ -321,6 +345,27 @@ fn exit_code(status: ExitStatus) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_told_by_their_names() {
+        for name in [
+            "CODEMODE_UPSTREAM_API_KEY",
+            "CODEMODE_ANTHROPIC_API_KEY",
+            "CODEMODE_GEMINI_API_KEY",
+            "CODEMODE_ADMIN_TOKEN",
+            "CODEMODE_STORE",
+        ] {
+            assert!(is_secret(name), "{name}");
+        }
+        for name in [
+            "CODEMODE_MODE",
+            "CODEMODE_UPSTREAM",
+            "CODEMODE_STORE_TTL_SECS",
+            "OPENAI_API_KEY",
+        ] {
+            assert!(!is_secret(name), "{name}");
+        }
+    }
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {
