@@ -155,3 +155,57 @@ fn undo_removes_a_settings_file_that_configure_created() {
     configure(&home.0, &["claude", "--undo"], &[]);
     assert!(dir_names(&home.0.join(".claude")).is_empty());
 }
+
+/// With the real Codex on PATH, `configure codex` also writes Codex's own
+/// model catalog with direct tools for every model (its default model
+/// would otherwise run Codex's own code mode) and names it in
+/// `model_catalog_json`; `--undo` removes it and restores the bytes.
+#[test]
+fn configure_codex_gives_every_model_direct_tools_through_a_catalog() {
+    let agents = std::env::var_os("CODEMODE_AGENTS_DIR")
+        .map(|d| Path::new(env!("CARGO_MANIFEST_DIR")).join(d))
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/codemode-agents")
+        })
+        .join("node/node_modules/.bin");
+    if !agents.join("codex").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have Codex: run tests/agents/install.sh"
+        );
+        eprintln!("skipped: codex is not installed (run tests/agents/install.sh)");
+        return;
+    }
+    let home = Home::new("codex-catalog");
+    let codex_home = home.0.join("codex-home");
+    let original = "model = \"gpt-5.5\"\n";
+    let path = home.write("codex-home/config.toml", original);
+    let search = format!(
+        "{}:{}",
+        agents.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let vars = [
+        ("CODEX_HOME", codex_home.to_str().unwrap()),
+        ("PATH", search.as_str()),
+    ];
+    let out = configure(&home.0, &["codex"], &vars);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let doc: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    let catalog = codex_home.join("codemode-models.json");
+    assert_eq!(
+        doc["model_catalog_json"].as_str(),
+        Some(catalog.to_str().unwrap()),
+        "{printed}"
+    );
+    let models: Value = serde_json::from_str(&std::fs::read_to_string(&catalog).unwrap()).unwrap();
+    let models = models["models"].as_array().unwrap();
+    assert!(!models.is_empty());
+    for m in models {
+        assert_eq!(m["tool_mode"], "direct", "{}", m["slug"]);
+        assert_eq!(m["use_responses_lite"], false, "{}", m["slug"]);
+    }
+    configure(&home.0, &["codex", "--undo"], &vars);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    assert!(!catalog.exists(), "undo removes the catalog");
+}

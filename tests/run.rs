@@ -112,7 +112,11 @@ fn the_child_sees_none_of_the_proxys_secrets() {
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let env = std::fs::read_to_string(&file).unwrap();
-    for secret in ["sk-operator", "sk-ant-operator", "admin-secret-0123456789abcdef"] {
+    for secret in [
+        "sk-operator",
+        "sk-ant-operator",
+        "admin-secret-0123456789abcdef",
+    ] {
         assert!(!env.contains(secret), "the child saw {secret}");
     }
     assert!(

@@ -146,12 +146,12 @@ pub fn codex_overrides(urls: &BaseUrls, api_key_var: Option<&str>) -> Vec<OsStri
 /// (on its default model Codex runs its own code mode, `exec`, and
 /// declares its tools in an `additional_tools` input item). Read from the
 /// installed Codex itself (`codex debug models --bundled`), so it holds
-/// what that version ships; written to `dir` as a new private file, whose
-/// path `-c model_catalog_json=...` names.
+/// what that version ships; written to `path` as a new private file,
+/// which `model_catalog_json` names.
 pub fn codex_direct_catalog(
     program: &std::ffi::OsStr,
-    dir: &std::path::Path,
-) -> Result<std::path::PathBuf, String> {
+    path: &std::path::Path,
+) -> Result<(), String> {
     let out = std::process::Command::new(program)
         .args(["debug", "models", "--bundled"])
         .stdin(std::process::Stdio::null())
@@ -173,10 +173,8 @@ pub fn codex_direct_catalog(
         model.insert("tool_mode".into(), json!("direct"));
         model.insert("use_responses_lite".into(), json!(false));
     }
-    let path = dir.join("codex-models.json");
-    crate::cli::private_file::write_new(&path, catalog.to_string().as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    crate::cli::private_file::write_new(path, catalog.to_string().as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The `-c` override naming a model catalog file.

@@ -59,7 +59,11 @@ pub fn configure(args: ConfigureArgs) -> ExitCode {
         let key_var = std::env::var_os("OPENAI_API_KEY")
             .filter(|v| !v.is_empty())
             .map(|_| "OPENAI_API_KEY");
-        apply(args.agent, &path, &args.url, key_var)
+        let catalog = match args.agent {
+            Agent::Codex => codex_catalog(&path),
+            _ => None,
+        };
+        apply(args.agent, &path, &args.url, key_var, catalog.as_deref())
     };
     match done {
         Ok(lines) => {
@@ -73,6 +77,30 @@ pub fn configure(args: ConfigureArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Codex's model catalog with direct tools for every model, written next
+/// to its config (`codemode-models.json`), so the proxy's Code Mode runs on
+/// Codex's default model too (docs/run.md); `None`, saying why, when the
+/// `codex` on PATH cannot print its catalog.
+fn codex_catalog(config: &Path) -> Option<PathBuf> {
+    let path = catalog_of(config);
+    let _ = std::fs::remove_file(&path);
+    match agents::codex_direct_catalog(std::ffi::OsStr::new("codex"), &path) {
+        Ok(()) => Some(path),
+        Err(e) => {
+            println!(
+                "codex: its models keep their own tool mode ({e}); on Codex's default model \
+                 that is Codex's own code mode, which the proxy respects"
+            );
+            None
+        }
+    }
+}
+
+/// Where `configure codex` keeps the catalog it writes.
+fn catalog_of(config: &Path) -> PathBuf {
+    config.with_file_name("codemode-models.json")
 }
 
 fn backup_of(path: &Path) -> PathBuf {
@@ -95,6 +123,7 @@ pub fn apply(
     path: &Path,
     url: &str,
     key_var: Option<&str>,
+    catalog: Option<&Path>,
 ) -> Result<Vec<String>, String> {
     let old = match std::fs::read(path) {
         Ok(bytes) => Some(bytes),
@@ -109,7 +138,7 @@ pub fn apply(
     };
     let (new, changes) = match agent {
         Agent::Claude => edit_claude(text, url)?,
-        Agent::Codex => edit_codex(text, url, key_var)?,
+        Agent::Codex => edit_codex(text, url, key_var, catalog)?,
         Agent::Opencode => edit_opencode(text, url)?,
     };
     if let Some(dir) = path.parent() {
@@ -147,6 +176,10 @@ pub fn apply(
 
 /// Puts back the file as it was before the first `configure`.
 pub fn undo(path: &Path) -> Result<Vec<String>, String> {
+    // The catalog `configure codex` wrote is its own: it goes too.
+    if path.file_name().is_some_and(|n| n == "config.toml") {
+        let _ = std::fs::remove_file(catalog_of(path));
+    }
     let backup = backup_of(path);
     let absent = absent_marker_of(path);
     if backup.exists() {
@@ -231,6 +264,7 @@ pub fn edit_codex(
     text: Option<&str>,
     url: &str,
     key_var: Option<&str>,
+    catalog: Option<&Path>,
 ) -> Result<(String, Vec<String>), String> {
     use toml_edit::{value, DocumentMut, Item, Table};
     let mut doc: DocumentMut = text
@@ -266,10 +300,17 @@ pub fn edit_codex(
         }
     };
     providers.insert(p, Item::Table(t));
-    let changes = vec![
+    let mut changes = vec![
         format!("model_provider: {was} -> {p:?}"),
         format!("[model_providers.{p}]: base_url = \"{url}/v1\", wire_api = \"responses\", {auth}"),
     ];
+    if let Some(catalog) = catalog {
+        let shown = catalog.to_string_lossy().into_owned();
+        doc["model_catalog_json"] = value(shown.as_str());
+        changes.push(format!(
+            "model_catalog_json = {shown:?} (every model with direct tools, for the proxy's Code Mode)"
+        ));
+    }
     Ok((doc.to_string(), changes))
 }
 
@@ -318,7 +359,7 @@ mod tests {
     #[test]
     fn codex_edit_keeps_comments_and_other_providers() {
         let old = "# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"openai\"\n\n[model_providers.other]\nbase_url = \"http://x\"\n";
-        let (new, _) = edit_codex(Some(old), "http://127.0.0.1:8080", None).unwrap();
+        let (new, _) = edit_codex(Some(old), "http://127.0.0.1:8080", None, None).unwrap();
         assert!(
             new.starts_with("# mine\nmodel = \"gpt-5.5\"\nmodel_provider = \"codemode\"\n"),
             "{new}"

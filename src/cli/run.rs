@@ -215,8 +215,9 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
 /// model, and the overrides that name it.
 fn direct_tools(program: &std::ffi::OsStr) -> Result<(PathBuf, Vec<OsString>), String> {
     let dir = super::private_file::new_dir("run").map_err(|e| e.to_string())?;
-    match agents::codex_direct_catalog(program, &dir) {
-        Ok(path) => Ok((dir, agents::codex_catalog_override(&path))),
+    let path = dir.join("codex-models.json");
+    match agents::codex_direct_catalog(program, &path) {
+        Ok(()) => Ok((dir, agents::codex_catalog_override(&path))),
         Err(e) => {
             let _ = std::fs::remove_dir_all(&dir);
             Err(e)
