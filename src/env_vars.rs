@@ -84,3 +84,9 @@ pub const ADMIN_TOKEN: &str = "CODEMODE_ADMIN_TOKEN";
 pub const INSPECTOR_PAYLOADS: &str = "CODEMODE_INSPECTOR_PAYLOADS";
 /// MiB the inspector keeps of recent executions and denials.
 pub const INSPECTOR_MB: &str = "CODEMODE_INSPECTOR_MB";
+/// More names a request's `Host` may carry (a load balancer's, a DNS name),
+/// beside the listen address and loopback; comma-separated.
+pub const ALLOWED_HOSTS: &str = "CODEMODE_ALLOWED_HOSTS";
+/// Web origins (`https://app.example`) whose pages may call the proxy;
+/// comma-separated. Every other cross-site browser request is refused.
+pub const ALLOWED_ORIGINS: &str = "CODEMODE_ALLOWED_ORIGINS";

@@ -127,6 +127,13 @@ pub enum ProxyError {
         "the upstream provider sent a response the proxy cannot check ({0}); nothing was passed on"
     )]
     UpstreamInvalid(String),
+    /// A client the proxy does not serve: a foreign `Host`, a page of
+    /// another site (docs/security.md, "Who may call").
+    #[error("{0}")]
+    CallerRefused(String),
+    /// A judged request whose body is not JSON by its content type.
+    #[error("a model request is JSON: send it with `content-type: application/json` (got `{0}`)")]
+    UnsupportedMediaType(String),
     /// A route whose tools or calls the proxy cannot judge, asked for in a
     /// mode that can deny a call (docs/security.md, "Routes").
     #[error(
@@ -163,9 +170,10 @@ impl ProxyError {
             | ProxyError::DuplicateKey(_)
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ProxyError::SelectionDenied(_) | ProxyError::LockedRoute { .. } => {
-                StatusCode::FORBIDDEN
-            }
+            ProxyError::SelectionDenied(_)
+            | ProxyError::LockedRoute { .. }
+            | ProxyError::CallerRefused(_) => StatusCode::FORBIDDEN,
+            ProxyError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ProxyError::AdminUnauthorized(_) => StatusCode::UNAUTHORIZED,
             ProxyError::NotFound(_)
             | ProxyError::MintedResponse(_)
@@ -230,6 +238,8 @@ impl ProxyError {
             ProxyError::StoreUnavailable(_) => "store_unavailable",
             ProxyError::ResumeConflict => "resume_conflict",
             ProxyError::LockedRoute { .. } => "route_locked",
+            ProxyError::CallerRefused(_) => "caller_refused",
+            ProxyError::UnsupportedMediaType(_) => "unsupported_media_type",
         }
     }
 

@@ -43,7 +43,7 @@ async fn raw(
 ) -> RawResponse {
     let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()
     );
     for (k, v) in headers {
@@ -424,4 +424,93 @@ async fn legacy_functions_are_filtered_by_the_preset_in_native_mode() {
         json!([{"name": "read", "parameters": {"type": "object"}}])
     );
     assert_eq!(sent[0]["function_call"], "auto");
+}
+
+// ---- who may call --------------------------------------------------------------
+
+/// A web page's request: `body` posted with `headers`, as a browser would.
+async fn browser_post(proxy: &Proxy, headers: &[(&str, &str)], content_type: &str) -> (u16, Value) {
+    let mut req = proxy
+        .http
+        .post(proxy.url("/v1/chat/completions"))
+        .header("content-type", content_type)
+        .body(body_text(""));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_web_page_and_a_rebound_name_cannot_spend_the_operators_key() {
+    let p = provider((0..2).map(|_| text_completion("ok", usage(1, 1)))).await;
+    let proxy = start(
+        &p,
+        &[
+            ("CODEMODE_UPSTREAM_API_KEY", "sk-operator"),
+            ("CODEMODE_ALLOWED_ORIGINS", "https://app.example"),
+        ],
+    )
+    .await;
+    let refused = [
+        // A "simple" cross-site request: no pre-flight, no credential.
+        (
+            vec![
+                ("origin", "http://evil.example"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            "text/plain",
+            403,
+            "CODEMODE_ALLOWED_ORIGINS",
+        ),
+        (
+            vec![("origin", "http://evil.example")],
+            "application/json",
+            403,
+            "CODEMODE_ALLOWED_ORIGINS",
+        ),
+        // DNS rebinding: the page's own name, resolved to loopback.
+        (
+            vec![("host", "rebind.attacker.example:8080")],
+            "application/json",
+            403,
+            "CODEMODE_ALLOWED_HOSTS",
+        ),
+        // Same origin, but a body a form could send.
+        (vec![], "text/plain", 415, "application/json"),
+    ];
+    for (headers, content_type, status, names) in refused {
+        let (got, err) = browser_post(&proxy, &headers, content_type).await;
+        assert_eq!(got, status, "{headers:?} {content_type}: {err}");
+        let message = err["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(names), "{message}");
+    }
+    assert!(
+        all_received(&p).await.is_empty(),
+        "nothing refused reached the provider"
+    );
+    let origin = format!("http://{}", proxy.addr);
+    for headers in [
+        vec![
+            ("origin", origin.as_str()),
+            ("sec-fetch-site", "same-origin"),
+        ],
+        vec![
+            ("origin", "https://app.example"),
+            ("sec-fetch-site", "cross-site"),
+        ],
+    ] {
+        let (got, body) = browser_post(&proxy, &headers, "application/json").await;
+        assert_eq!(got, 200, "{headers:?}: {body}");
+    }
+    let health = proxy
+        .http
+        .get(proxy.url("/healthz"))
+        .header("host", "pod-name:8080")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "probes reach liveness by any name");
 }

@@ -108,6 +108,18 @@ pub struct Config {
     /// The inspector (`/codemode/inspector`, `/codemode/api/*`): `None`
     /// when `CODEMODE_ADMIN_TOKEN` is unset, and then nothing is recorded.
     pub inspector: Option<InspectorConfig>,
+    /// Who may call: the `Host` names and web origins beside loopback.
+    pub callers: Callers,
+}
+
+/// The clients the proxy serves beside loopback ones (docs/security.md,
+/// "Who may call").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Callers {
+    /// `CODEMODE_ALLOWED_HOSTS`, lower case, without ports.
+    pub hosts: Vec<String>,
+    /// `CODEMODE_ALLOWED_ORIGINS`, lower case, as `scheme://host[:port]`.
+    pub origins: Vec<String>,
 }
 
 /// Time limits on client connections, so none is held open for nothing.
@@ -155,6 +167,30 @@ impl Config {
                 })
             },
         );
+        let list = |var: &str| -> Vec<String> {
+            get(var)
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim().trim_end_matches('/').to_ascii_lowercase())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let callers = Callers {
+            hosts: list(ALLOWED_HOSTS),
+            origins: list(ALLOWED_ORIGINS),
+        };
+        if let Some(bad) = callers
+            .origins
+            .iter()
+            .find(|o| !(o.starts_with("http://") || o.starts_with("https://")))
+        {
+            fail(
+                ALLOWED_ORIGINS,
+                format!("`{bad}` is not a web origin; write each as scheme://host[:port], such as https://app.example"),
+            );
+        }
         let default_upstream = UpstreamBase::parse("https://api.openai.com/v1").ok();
         let upstream = parse_or(
             &get,
@@ -463,6 +499,7 @@ impl Config {
                 store,
                 log_format,
                 inspector,
+                callers,
             }),
             _ => Err(ConfigErrors(errors)),
         }

@@ -31,6 +31,14 @@ impl UpstreamBase {
         if uri.query().is_some() {
             return Err(format!("`{text}` must not carry a query string"));
         }
+        // A user and password in the URL are never sent (the key goes in
+        // CODEMODE_UPSTREAM_API_KEY), so they are not kept, nor ever logged.
+        let authority = match authority.as_str().rsplit_once('@') {
+            Some((_, host)) => host
+                .parse::<Authority>()
+                .map_err(|_| "the URL's host is not valid after its user part".to_owned())?,
+            None => authority,
+        };
         Ok(UpstreamBase {
             scheme,
             authority,
@@ -67,6 +75,13 @@ impl std::fmt::Display for UpstreamBase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_and_password_are_dropped_and_never_shown() {
+        let b = UpstreamBase::parse("https://user:s3cret@api.example.com/v1").unwrap();
+        assert_eq!(b.to_string(), "https://api.example.com/v1");
+        assert_eq!(b.authority().as_str(), "api.example.com");
+    }
 
     #[test]
     fn v1_paths_map_under_the_base_path() {

@@ -63,6 +63,7 @@ pub(crate) async fn judged<D: Dialect>(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
+    super::callers::check_json(&parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let uri = route.uri(state, &parts.uri)?;
     let preset = &selection.preset;

@@ -15,6 +15,7 @@
 //! ```
 
 mod admin;
+mod callers;
 mod dry_run;
 mod embedded;
 mod entry;

@@ -107,6 +107,11 @@ async fn route(
     ledger: &RequestLedger,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let full_path = req.uri().path().to_owned();
+    // Liveness and readiness answer any prober; everything else, only the
+    // clients the proxy serves.
+    if !matches!(full_path.as_str(), "/healthz" | "/readyz") {
+        super::callers::check(&req, state.config.listen, &state.config.callers)?;
+    }
     // Judged routes first: the canonical spelling is intercepted, any other
     // spelling refused, so none reaches the provider unjudged.
     match classify(req.method(), &full_path)? {
