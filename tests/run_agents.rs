@@ -38,8 +38,20 @@ async fn run(
     command: &[&str],
     vars: &[(&str, &str)],
 ) -> (Option<i32>, String, String) {
+    run_with(&[], home, cwd, command, vars).await
+}
+
+/// [`run`] with `run`'s own `flags` before the `--`.
+async fn run_with(
+    flags: &[&str],
+    home: &Path,
+    cwd: &Path,
+    command: &[&str],
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
     cmd.arg("run")
+        .args(flags)
         .arg("--")
         .args(command)
         .env_clear()
@@ -66,6 +78,26 @@ async fn run(
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `codex exec`'s flags for an unattended run that asks nothing and
+/// reaches nothing but the proxy; the model flags and `-C DIR` follow.
+const CODEX_EXEC: &[&str] = &[
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--ignore-rules",
+    "-c",
+    "check_for_update_on_startup=false",
+    "-c",
+    "analytics.enabled=false",
+    "--disable",
+    "plugins",
+    "--disable",
+    "remote_plugin",
+    "--disable",
+    "apps",
+];
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout
@@ -209,32 +241,12 @@ async fn codex_runs_a_program_under_run(test: &str, model_args: &[&str]) {
     let (status, stdout, stderr) = run(
         &home,
         &work,
-        &[
-            codex.to_str().unwrap(),
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "--ignore-rules",
-        ]
-        .into_iter()
-        .chain(model_args.iter().copied())
-        .chain([
-            "-c",
-            "check_for_update_on_startup=false",
-            "-c",
-            "analytics.enabled=false",
-            "--disable",
-            "plugins",
-            "--disable",
-            "remote_plugin",
-            "--disable",
-            "apps",
-            "-C",
-            work_s,
-            "Show me a.txt and b.txt.",
-        ])
-        .collect::<Vec<&str>>(),
+        &[codex.to_str().unwrap()]
+            .into_iter()
+            .chain(CODEX_EXEC.iter().copied())
+            .chain(model_args.iter().copied())
+            .chain(["-C", work_s, "Show me a.txt and b.txt."])
+            .collect::<Vec<&str>>(),
         &[
             ("CODEMODE_UPSTREAM", upstream.as_str()),
             ("OPENAI_API_KEY", "test-key"),
@@ -313,49 +325,24 @@ async fn codex_keeps_its_own_code_mode_when_asked() {
     let server = model.serve().await;
     let upstream = format!("{}/v1", server.uri());
     let codex = agents_dir().join("node/node_modules/.bin/codex");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
-    cmd.args(["run", "--agent-code-mode", "--"])
-        .arg(&codex)
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "--ignore-rules",
-            "-c",
-            "check_for_update_on_startup=false",
-            "-c",
-            "analytics.enabled=false",
-            "--disable",
-            "plugins",
-            "--disable",
-            "remote_plugin",
-            "--disable",
-            "apps",
-            "-C",
-        ])
-        .arg(&work)
-        .arg("Show me a.txt.")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("TMPDIR", &home)
-        .env("CODEMODE_RUNTIME", "embedded")
-        .env("CODEMODE_MODE", "code")
-        .env("CODEMODE_UPSTREAM", &upstream)
-        .env("OPENAI_API_KEY", "test-key")
-        .current_dir(&work)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
-        .await
-        .expect("run did not finish in 90 s")
-        .expect("the binary starts");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let work_s = work.to_str().unwrap();
+    let command: Vec<&str> = [codex.to_str().unwrap()]
+        .into_iter()
+        .chain(CODEX_EXEC.iter().copied())
+        .chain(["-C", work_s, "Show me a.txt."])
+        .collect();
+    let (status, stdout, stderr) = run_with(
+        &["--agent-code-mode"],
+        &home,
+        &work,
+        &command,
+        &[
+            ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ("OPENAI_API_KEY", "test-key"),
+        ],
+    )
+    .await;
+    assert_eq!(status, Some(0), "{stdout}\n{stderr}");
     let seen = model.seen();
     assert_eq!(seen.len(), 2, "{stdout}\n{stderr}");
     for s in &seen {

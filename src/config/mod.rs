@@ -4,6 +4,7 @@
 //! environment. Every variable is parsed before any error is returned, so a
 //! user sees every mistake at once, each naming its variable.
 
+mod callers;
 mod egress;
 mod errors;
 mod inspector;
@@ -36,6 +37,7 @@ pub const DEFAULT_MAX_STREAM_STATE_BYTES: usize = 64 << 20;
 pub const DEFAULT_STREAM_KEEPALIVE_MS: u64 = 10_000;
 pub use crate::runtime::pool::RunSlots;
 pub use crate::select::ClientSelect;
+pub use callers::Callers;
 pub use egress::{Egress, ProxyUrl};
 pub use errors::{ConfigError, ConfigErrors};
 pub use inspector::{AdminToken, InspectorConfig, DEFAULT_INSPECTOR_MB, MIN_TOKEN_LEN};
@@ -112,16 +114,6 @@ pub struct Config {
     pub callers: Callers,
 }
 
-/// The clients the proxy serves beside loopback ones (docs/security.md,
-/// "Who may call").
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Callers {
-    /// `CODEMODE_ALLOWED_HOSTS`, lower case, without ports.
-    pub hosts: Vec<String>,
-    /// `CODEMODE_ALLOWED_ORIGINS`, lower case, as `scheme://host[:port]`.
-    pub origins: Vec<String>,
-}
-
 /// Time limits on client connections, so none is held open for nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -167,30 +159,7 @@ impl Config {
                 })
             },
         );
-        let list = |var: &str| -> Vec<String> {
-            get(var)
-                .map(|v| {
-                    v.split(',')
-                        .map(|s| s.trim().trim_end_matches('/').to_ascii_lowercase())
-                        .filter(|s| !s.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let callers = Callers {
-            hosts: list(ALLOWED_HOSTS),
-            origins: list(ALLOWED_ORIGINS),
-        };
-        if let Some(bad) = callers
-            .origins
-            .iter()
-            .find(|o| !(o.starts_with("http://") || o.starts_with("https://")))
-        {
-            fail(
-                ALLOWED_ORIGINS,
-                format!("`{bad}` is not a web origin; write each as scheme://host[:port], such as https://app.example"),
-            );
-        }
+        let callers = Callers::parse(&get, &mut fail);
         let default_upstream = UpstreamBase::parse("https://api.openai.com/v1").ok();
         let upstream = parse_or(
             &get,

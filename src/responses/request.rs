@@ -72,56 +72,6 @@ fn role_of(raw: &RawValue) -> Role {
     }
 }
 
-/// Whether an input item declares tools (`{"type": "additional_tools", "tools": [...]}`).
-fn is_additional_tools(raw: &RawValue) -> bool {
-    serde_json::from_str::<Head<'_>>(raw.get())
-        .is_ok_and(|h| h.kind.as_deref() == Some("additional_tools"))
-}
-
-/// Whether an input item answers a client's tool search with the tools it loaded.
-fn is_search_output(raw: &RawValue) -> bool {
-    serde_json::from_str::<Head<'_>>(raw.get())
-        .is_ok_and(|h| h.kind.as_deref() == Some("tool_search_output"))
-}
-
-/// The tools the input item at `input[i]` declares, if it is one that does.
-fn declared_by(raw: &RawValue, i: usize) -> Result<Option<(usize, &RawValue)>, ProxyError> {
-    if is_additional_tools(raw) {
-        return additional_tools_of(raw, i).map(Some);
-    }
-    if !is_search_output(raw) {
-        return Ok(None);
-    }
-    #[derive(Deserialize)]
-    struct Loaded<'a> {
-        #[serde(borrow)]
-        tools: Option<&'a RawValue>,
-    }
-    Ok(serde_json::from_str::<Loaded<'_>>(raw.get())
-        .ok()
-        .and_then(|l| l.tools)
-        .filter(|t| t.get() != "null")
-        .map(|t| (i, t)))
-}
-
-/// The `tools` of the `additional_tools` item at `input[i]`.
-fn additional_tools_of(raw: &RawValue, i: usize) -> Result<(usize, &RawValue), ProxyError> {
-    #[derive(Deserialize)]
-    struct Declares<'a> {
-        #[serde(borrow)]
-        tools: Option<&'a RawValue>,
-    }
-    let declares: Declares<'_> = serde_json::from_str(raw.get()).map_err(|e| {
-        ProxyError::InvalidRequest(format!("`input[{i}]` (an `additional_tools` item): {e}"))
-    })?;
-    match declares.tools {
-        Some(t) if t.get() != "null" => Ok((i, t)),
-        _ => Err(ProxyError::InvalidRequest(format!(
-            "`input[{i}]` is an `additional_tools` item without `tools`; list its tools in `tools`"
-        ))),
-    }
-}
-
 /// Whether an input item is a system or developer message.
 fn is_instruction_message(raw: &RawValue) -> bool {
     serde_json::from_str::<Head<'_>>(raw.get()).is_ok_and(|h| {
@@ -170,41 +120,10 @@ impl ResponsesRequest {
         })
     }
 
-    /// Every tool the request declares: `tools`, then the tools of each
-    /// `additional_tools` input item (Codex declares its tools there for
-    /// some models) and of each `tool_search_output` (tools a client's
-    /// search loaded), as one array; `tools` as sent when there is no such item.
+    /// Every tool the request declares, wherever it declares them
+    /// ([`declared::tools`]).
     pub fn declared_tools(&self) -> Result<Option<Cow<'_, RawValue>>, ProxyError> {
-        let tools = self.field("tools").filter(|t| t.get() != "null");
-        let extra: Vec<(usize, &RawValue)> = self
-            .input_items()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, item)| declared_by(item, i).transpose())
-            .collect::<Result<_, _>>()?;
-        if extra.is_empty() {
-            return Ok(tools.map(Cow::Borrowed));
-        }
-        let mut all: Vec<&RawValue> = match tools {
-            Some(t) => serde_json::from_str(t.get()).map_err(|_| {
-                ProxyError::InvalidRequest(
-                    "`tools` must be an array of tool objects (each with a `type`)".into(),
-                )
-            })?,
-            None => Vec::new(),
-        };
-        for (i, raw) in extra {
-            let listed: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|_| {
-                ProxyError::InvalidRequest(format!(
-                    "`input[{i}].tools` must be an array of tool objects"
-                ))
-            })?;
-            all.extend(listed);
-        }
-        let joined = raw_array(all);
-        RawValue::from_string(joined)
-            .map(|r| Some(Cow::Owned(r)))
-            .map_err(|e| ProxyError::InvalidRequest(format!("`tools`: {e}")))
+        declared::tools(self.field("tools"), self.input_items())
     }
 
     /// Refuses what the proxy cannot judge: a background response is
@@ -290,17 +209,7 @@ impl ResponsesRequest {
             // input declared are in them (or collapsed into the SDK).
             self.object.set("tools", tools.clone());
             if let Some(items) = &mut self.input {
-                items.retain(|item| !is_additional_tools(item));
-                for item in items.iter_mut().filter(|i| is_search_output(i)) {
-                    // Its tools are in the SDK; the search stays answered.
-                    if let Ok(mut object) = RawObject::parse(item.get().as_bytes()) {
-                        object.set("tools", to_raw(&json!([])));
-                        let text = String::from_utf8_lossy(&object.to_vec()).into_owned();
-                        if let Ok(raw) = RawValue::from_string(text) {
-                            *item = raw;
-                        }
-                    }
-                }
+                declared::take_out(items);
             }
         }
         if plan.narrows_tools() {
@@ -510,6 +419,8 @@ fn lookup(
     let ids: Vec<&str> = outs.iter().filter_map(|&i| id_of(&roles[i])).collect();
     splices.get(anchor, &ids)
 }
+
+mod declared;
 
 #[cfg(test)]
 mod codex_tests;
