@@ -145,6 +145,70 @@ fn configure_opencode_keeps_unrelated_keys_and_undo_restores_the_bytes() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
 }
 
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// A private settings file behind a dotfiles link, holding a number no
+/// `f64` holds: the link stays a link, the file and its backup stay 0600,
+/// the number stays as written, and undo gives back the bytes and the mode.
+#[cfg(unix)]
+#[test]
+fn configure_keeps_a_private_mode_a_link_and_numbers_as_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new("private");
+    let original = "{\n  \"apiKeyHelper\": \"pass show claude\",\n  \"cleanupPeriodDays\": 123456789012345678901234567890\n}\n";
+    let real = home.write("dotfiles/claude-settings.json", original);
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::create_dir_all(home.0.join(".claude")).unwrap();
+    let link = home.0.join(".claude/settings.json");
+    std::os::unix::fs::symlink("../dotfiles/claude-settings.json", &link).unwrap();
+
+    let out = configure(&home.0, &["claude"], &[]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("(a link: writing "), "{printed}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link is still a link"
+    );
+    let now = std::fs::read_to_string(&real).unwrap();
+    assert!(
+        now.contains("\"cleanupPeriodDays\": 123456789012345678901234567890"),
+        "{now}"
+    );
+    let v: Value = serde_json::from_str(&now).unwrap();
+    assert_eq!(v["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:8080");
+    assert_eq!(mode(&real), 0o600, "the settings file stays private");
+    let backup = home.0.join("dotfiles/claude-settings.json.codemode-backup");
+    assert_eq!(mode(&backup), 0o600, "so does its backup");
+
+    // A file the user made group-readable stays exactly that, no wider.
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+    configure(&home.0, &["claude", "--url", "http://127.0.0.1:9"], &[]);
+    assert_eq!(mode(&real), 0o640);
+
+    configure(&home.0, &["claude", "--undo"], &[]);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), original);
+    assert_eq!(mode(&real), 0o600, "undo restores the mode the file had");
+    assert_eq!(
+        dir_names(&home.0.join("dotfiles")),
+        vec!["claude-settings.json"]
+    );
+    // A settings file configure creates is private too.
+    let fresh = Home::new("fresh-mode");
+    configure(&fresh.0, &["opencode"], &[]);
+    assert_eq!(mode(&fresh.0.join(".config/opencode/opencode.json")), 0o600);
+}
+
 #[test]
 fn undo_removes_a_settings_file_that_configure_created() {
     let home = Home::new("created");

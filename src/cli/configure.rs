@@ -7,6 +7,11 @@
 //! `anthropic` providers). The file as it was is kept next to it
 //! (`<file>.codemode-backup`, or `<file>.codemode-absent` when there was
 //! none) the first time, and `--undo` puts those bytes back.
+//!
+//! The settings may hold keys: the file keeps its mode (a new one is
+//! 0600), a link keeps pointing at the file it names (which is the one
+//! written), and the JSON agents' files are edited as text, so numbers and
+//! layout stay exactly as written (docs/security.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +19,7 @@ use std::process::ExitCode;
 use serde_json::{json, Value};
 
 use super::agents::{self, Agent};
+use super::{json_text, private_file};
 
 /// Where a proxy runs when `--url` is not given (`CODEMODE_LISTEN`'s default).
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
@@ -117,7 +123,31 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes the proxy's keys into the file at `path`; the lines to print.
+/// The file `configure` edits at `path`: a link's target (a settings file
+/// kept with dotfiles), so the link stays a link. A link to a file not yet
+/// made names where to make it.
+fn resolve(path: &Path) -> Result<PathBuf, String> {
+    let mut at = path.to_owned();
+    // As many hops as the kernel follows before it calls it a loop.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target =
+                    std::fs::read_link(&at).map_err(|e| format!("cannot read the link: {e}"))?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(target),
+                    None => target,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err("its links loop; edit it by hand".into())
+}
+
+/// Writes the proxy's keys into the file at `path` (through a link); the
+/// lines to print. The file, and its backup, keep the mode the file had (a
+/// settings file holding keys stays 0600); a new one is 0600.
 pub fn apply(
     agent: Agent,
     path: &Path,
@@ -125,10 +155,15 @@ pub fn apply(
     key_var: Option<&str>,
     catalog: Option<&Path>,
 ) -> Result<Vec<String>, String> {
-    let old = match std::fs::read(path) {
+    let target = resolve(path)?;
+    let old = match std::fs::read(&target) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    let mode = match &old {
+        Some(_) => private_file::mode_of(&target).map_err(|e| format!("cannot read it: {e}"))?,
+        None => private_file::PRIVATE,
     };
     let text = match &old {
         Some(bytes) => {
@@ -141,32 +176,39 @@ pub fn apply(
         Agent::Codex => edit_codex(text, url, key_var, catalog)?,
         Agent::Opencode => edit_opencode(text, url)?,
     };
-    if let Some(dir) = path.parent() {
+    if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create its directory: {e}"))?;
     }
-    let backup = backup_of(path);
-    let absent = absent_marker_of(path);
+    let backup = backup_of(&target);
+    let absent = absent_marker_of(&target);
     let mut lines = vec![format!("{}: {}", agent.as_str(), path.display())];
+    if target != path {
+        lines.push(format!("  (a link: writing {})", target.display()));
+    }
     lines.extend(changes.into_iter().map(|c| format!("  {c}")));
     if backup.exists() || absent.exists() {
         lines.push("  backup kept from the first configure".into());
     } else {
         match &old {
             Some(bytes) => {
-                std::fs::write(&backup, bytes).map_err(|e| format!("cannot back it up: {e}"))?;
+                private_file::write_new_with_mode(&backup, bytes, mode)
+                    .map_err(|e| format!("cannot back it up: {e}"))?;
                 lines.push(format!("  backup: {}", backup.display()));
             }
             None => {
-                std::fs::write(&absent, b"")
+                private_file::write_new(&absent, b"")
                     .map_err(|e| format!("cannot note that it was absent: {e}"))?;
                 lines.push("  (the file was new; --undo removes it)".into());
             }
         }
     }
-    // A whole new file, renamed over the old one: never half a file.
-    let tmp = sibling(path, ".codemode-tmp");
-    std::fs::write(&tmp, new.as_bytes()).map_err(|e| format!("cannot write it: {e}"))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write it: {e}"))?;
+    // A whole new file, renamed over the old one: never half a file, and
+    // never readable by more than the old one was.
+    let tmp = sibling(&target, ".codemode-tmp");
+    let written = remove_if_there(&tmp)
+        .and_then(|()| private_file::write_new_with_mode(&tmp, new.as_bytes(), mode))
+        .and_then(|()| std::fs::rename(&tmp, &target));
+    written.map_err(|e| format!("cannot write it: {e}"))?;
     lines.push(format!(
         "  undo: codemode-proxy configure {} --undo",
         agent.as_str()
@@ -174,16 +216,25 @@ pub fn apply(
     Ok(lines)
 }
 
-/// Puts back the file as it was before the first `configure`.
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Puts back the file as it was before the first `configure`: its bytes
+/// and its mode (the backup was written with the mode the file had).
 pub fn undo(path: &Path) -> Result<Vec<String>, String> {
+    let target = resolve(path)?;
     // The catalog `configure codex` wrote is its own: it goes too.
     if path.file_name().is_some_and(|n| n == "config.toml") {
-        let _ = std::fs::remove_file(catalog_of(path));
+        let _ = std::fs::remove_file(catalog_of(&target));
     }
-    let backup = backup_of(path);
-    let absent = absent_marker_of(path);
+    let backup = backup_of(&target);
+    let absent = absent_marker_of(&target);
     if backup.exists() {
-        std::fs::rename(&backup, path).map_err(|e| format!("cannot restore it: {e}"))?;
+        std::fs::rename(&backup, &target).map_err(|e| format!("cannot restore it: {e}"))?;
         return Ok(vec![format!(
             "{}: restored from {}",
             path.display(),
@@ -191,11 +242,7 @@ pub fn undo(path: &Path) -> Result<Vec<String>, String> {
         )]);
     }
     if absent.exists() {
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot remove it: {e}")),
-        }
+        remove_if_there(&target).map_err(|e| format!("cannot remove it: {e}"))?;
         let _ = std::fs::remove_file(&absent);
         return Ok(vec![format!(
             "{}: removed (it did not exist before configure)",
@@ -208,54 +255,39 @@ pub fn undo(path: &Path) -> Result<Vec<String>, String> {
     ))
 }
 
-fn json_object(text: Option<&str>) -> Result<Value, String> {
-    match text.map(str::trim) {
-        None | Some("") => Ok(json!({})),
-        Some(t) => match serde_json::from_str::<Value>(t) {
-            Ok(v) if v.is_object() => Ok(v),
-            Ok(_) => Err("it is not a JSON object; edit it by hand".into()),
-            Err(e) => Err(format!("it is not plain JSON ({e}); edit it by hand")),
-        },
-    }
-}
-
-fn pretty(v: &Value) -> String {
-    // Serialising a Value cannot fail.
-    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
-    s.push('\n');
-    s
-}
-
 fn shown(v: Option<&Value>) -> String {
     v.map_or_else(|| "unset".to_owned(), Value::to_string)
 }
 
-/// Claude Code: `env.ANTHROPIC_BASE_URL` in settings.json.
+/// Claude Code: `env.ANTHROPIC_BASE_URL` in settings.json, the rest of
+/// the text as it was.
 pub fn edit_claude(text: Option<&str>, url: &str) -> Result<(String, Vec<String>), String> {
-    let mut v = json_object(text)?;
-    let was = shown(v.pointer("/env/ANTHROPIC_BASE_URL"));
-    agents::set_path(&mut v, &["env", "ANTHROPIC_BASE_URL"], json!(url));
-    let change = format!("env.ANTHROPIC_BASE_URL: {was} -> {}", json!(url));
-    Ok((pretty(&v), vec![change]))
+    let (new, was) = json_text::set_string(text, &["env", "ANTHROPIC_BASE_URL"], url)?;
+    let change = format!(
+        "env.ANTHROPIC_BASE_URL: {} -> {}",
+        shown(was.as_ref()),
+        json!(url)
+    );
+    Ok((new, vec![change]))
 }
 
-/// opencode: `provider.openai` and `provider.anthropic` `options.baseURL`.
+/// opencode: `provider.openai` and `provider.anthropic` `options.baseURL`,
+/// the rest of the text as it was.
 pub fn edit_opencode(text: Option<&str>, url: &str) -> Result<(String, Vec<String>), String> {
-    let mut v = json_object(text)?;
-    let base = json!(format!("{url}/v1"));
+    let base = format!("{url}/v1");
+    let mut text = text.map(str::to_owned);
     let mut changes = Vec::new();
     for provider in ["openai", "anthropic"] {
-        let was = shown(v.pointer(&format!("/provider/{provider}/options/baseURL")));
-        agents::set_path(
-            &mut v,
-            &["provider", provider, "options", "baseURL"],
-            base.clone(),
-        );
+        let path = ["provider", provider, "options", "baseURL"];
+        let (new, was) = json_text::set_string(text.as_deref(), &path, &base)?;
+        text = Some(new);
         changes.push(format!(
-            "provider.{provider}.options.baseURL: {was} -> {base}"
+            "provider.{provider}.options.baseURL: {} -> {}",
+            shown(was.as_ref()),
+            json!(base)
         ));
     }
-    Ok((pretty(&v), changes))
+    Ok((text.unwrap_or_default(), changes))
 }
 
 /// Codex: `model_provider` and `[model_providers.codemode]` in config.toml,

@@ -12,6 +12,7 @@
 
 pub mod agents;
 pub mod configure;
+mod json_text;
 mod private_file;
 pub mod run;
 mod signals;
