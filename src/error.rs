@@ -134,6 +134,22 @@ pub enum ProxyError {
     /// A judged request whose body is not JSON by its content type.
     #[error("a model request is JSON: send it with `content-type: application/json` (got `{0}`)")]
     UnsupportedMediaType(String),
+    /// A pass-through route asked for without a credential of the
+    /// caller's own while the proxy holds the operator's key, which it
+    /// spends only on what it judges (docs/security.md, "Whose key pays").
+    #[error(
+        "{route} passes through to the provider unjudged, so it is sent with your own \
+         credential, never the proxy's {key_var}; send your provider key ({header}) with the \
+         request"
+    )]
+    OwnCredentialRequired {
+        /// Method and path, as the client sent them.
+        route: String,
+        /// The variable holding the key that is not spent.
+        key_var: &'static str,
+        /// Where the provider reads a key.
+        header: &'static str,
+    },
     /// A route whose tools or calls the proxy cannot judge, asked for in a
     /// mode that can deny a call (docs/security.md, "Routes").
     #[error(
@@ -174,7 +190,9 @@ impl ProxyError {
             | ProxyError::LockedRoute { .. }
             | ProxyError::CallerRefused(_) => StatusCode::FORBIDDEN,
             ProxyError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ProxyError::AdminUnauthorized(_) => StatusCode::UNAUTHORIZED,
+            ProxyError::AdminUnauthorized(_) | ProxyError::OwnCredentialRequired { .. } => {
+                StatusCode::UNAUTHORIZED
+            }
             ProxyError::NotFound(_)
             | ProxyError::MintedResponse(_)
             | ProxyError::InspectorOff(_)
@@ -239,6 +257,7 @@ impl ProxyError {
             ProxyError::ResumeConflict => "resume_conflict",
             ProxyError::LockedRoute { .. } => "route_locked",
             ProxyError::CallerRefused(_) => "caller_refused",
+            ProxyError::OwnCredentialRequired { .. } => "own_credential_required",
             ProxyError::UnsupportedMediaType(_) => "unsupported_media_type",
         }
     }

@@ -180,6 +180,21 @@ fn matches(pattern: &[&str], segments: &[String]) -> bool {
     }
 }
 
+/// Whether a request passed through may be sent with the operator's key
+/// (`CODEMODE_UPSTREAM_API_KEY`, `CODEMODE_ANTHROPIC_API_KEY`): only
+/// reading the model list, which agents do at start and which reveals no
+/// one's data. Every other pass-through route (files, batches, fine-tuning,
+/// stored completions, deletes, embeddings...) is unjudged, so it goes
+/// with the caller's own credential (docs/security.md, "Whose key pays").
+pub fn spends_operator_key(method: &Method, path: &str) -> bool {
+    let segments = normalise(path);
+    let listing = matches!(
+        segments.iter().map(String::as_str).collect::<Vec<_>>()[..],
+        ["v1", "models"] | ["v1", "models", _]
+    );
+    listing && (method == Method::GET || method == Method::HEAD)
+}
+
 /// Whether `path` is the canonical path of a judged route, where the
 /// methods passed through (`GET`, `HEAD`, `OPTIONS`) carry no body.
 pub fn is_judged_path(path: &str) -> bool {

@@ -55,23 +55,32 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// `rewritten` drops the body's length and asks for `accept-encoding:
 /// identity`: the proxy must be able to read what comes back.
 pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
-    headers_for(state, client, rewritten, is_anthropic(client))
+    headers_for(state, client, rewritten, is_anthropic(client), true)
 }
 
 /// The headers sent to the Anthropic upstream (a Messages route, whatever
 /// the client's headers say).
 pub(crate) fn anthropic_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
-    headers_for(state, client, rewritten, true)
+    headers_for(state, client, rewritten, true, true)
 }
 
-fn headers_for(state: &State, client: &HeaderMap, rewritten: bool, anthropic: bool) -> HeaderMap {
+/// `operator_key`: whether the operator's key stands in for the client's
+/// credential (judged routes), or the client's own goes (pass-through).
+fn headers_for(
+    state: &State,
+    client: &HeaderMap,
+    rewritten: bool,
+    anthropic: bool,
+    operator_key: bool,
+) -> HeaderMap {
     let named = connection_named(client);
     let replaced = |name: &HeaderName| {
         (rewritten
             && (name == header::CONTENT_LENGTH
                 || name == header::ACCEPT_ENCODING
                 || name == header::CONTENT_TYPE))
-            || (anthropic
+            || (operator_key
+                && anthropic
                 && name == header::AUTHORIZATION
                 && state.config.anthropic_api_key.is_some())
     };
@@ -99,6 +108,9 @@ fn headers_for(state: &State, client: &HeaderMap, rewritten: bool, anthropic: bo
             HeaderValue::from_static("application/json"),
         );
     }
+    if !operator_key {
+        return headers;
+    }
     if anthropic {
         if let Some(key) = &state.config.anthropic_api_key {
             headers.insert("x-api-key", key.clone());
@@ -107,6 +119,14 @@ fn headers_for(state: &State, client: &HeaderMap, rewritten: bool, anthropic: bo
         headers.insert(header::AUTHORIZATION, key.clone());
     }
     headers
+}
+
+/// Whether the client sent a credential of its own (OpenAI's and
+/// Anthropic's headers, and Azure's `api-key`).
+fn has_credential(client: &HeaderMap) -> bool {
+    [header::AUTHORIZATION.as_str(), "x-api-key", "api-key"]
+        .iter()
+        .any(|name| client.get(*name).is_some_and(|v| !v.is_empty()))
 }
 
 /// Whether a request is for the Anthropic upstream: it carries
@@ -249,14 +269,40 @@ pub(crate) async fn passthrough(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
+    let anthropic = is_anthropic(&parts.headers);
+    let spends = crate::route::spends_operator_key(&parts.method, &path);
+    let held = if anthropic {
+        state
+            .config
+            .anthropic_api_key
+            .is_some()
+            .then_some((crate::env_vars::ANTHROPIC_API_KEY, "x-api-key"))
+    } else {
+        state
+            .config
+            .upstream_api_key
+            .is_some()
+            .then_some((crate::env_vars::UPSTREAM_API_KEY, "Authorization: Bearer"))
+    };
+    // A pre-flight never carries a credential; the provider answers it.
+    if let Some((key_var, header)) = held {
+        if !spends && parts.method != http::Method::OPTIONS && !has_credential(&parts.headers) {
+            return Err(ProxyError::OwnCredentialRequired {
+                route: format!("{} {path}", parts.method),
+                key_var,
+                header,
+            });
+        }
+    }
+    let headers = headers_for(state, &parts.headers, false, anthropic, spends);
     let mut up = Request::new(body);
     *up.method_mut() = parts.method;
-    *up.uri_mut() = if is_anthropic(&parts.headers) {
+    *up.uri_mut() = if anthropic {
         anthropic_uri(state, &path, &parts.uri)?
     } else {
         upstream_uri(state, &path, &parts.uri)?
     };
-    *up.headers_mut() = upstream_headers(state, &parts.headers, false);
+    *up.headers_mut() = headers;
     let res = send(inner, up, state.config.upstream_timeout).await?;
     Ok(relay(res))
 }
