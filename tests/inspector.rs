@@ -181,6 +181,96 @@ async fn a_browser_opens_the_page_once_with_the_token_and_keeps_a_strict_cookie(
     }
 }
 
+/// Wrong tokens are answered later and later (per client, parallel
+/// attempts queued), a right one clears that; signing out is a POST, which
+/// another site's page cannot send.
+#[tokio::test]
+async fn wrong_tokens_are_slowed_and_signing_out_is_a_post() {
+    let p = program_model(Api::Chat).await;
+    let proxy = inspected_proxy(&p, &[]).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let status = |token: &str| {
+        http.get(proxy.url("/codemode/api/status"))
+            .bearer_auth(token)
+            .send()
+    };
+    // Turns after failures: 100 ms after the first, then 200, then 400.
+    let started = std::time::Instant::now();
+    for _ in 0..3 {
+        assert_eq!(status("not-the-token").await.unwrap().status(), 401);
+    }
+    assert_eq!(status(TOKEN).await.unwrap().status(), 200);
+    let slowed = started.elapsed();
+    assert!(
+        slowed >= Duration::from_millis(700),
+        "three wrong tokens cost their turns: {slowed:?}"
+    );
+    // The right token cleared the record.
+    assert_eq!(status(TOKEN).await.unwrap().status(), 200);
+
+    let res = http
+        .post(proxy.url("/codemode/inspector"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    let session = res.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let logout = proxy.url("/codemode/inspector/logout");
+    let res = http
+        .get(&logout)
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 405, "a link cannot sign the user out");
+    assert!(res
+        .text()
+        .await
+        .unwrap()
+        .contains("POST /codemode/inspector/logout"));
+    let res = http
+        .post(&logout)
+        .header("cookie", &session)
+        .header("origin", "http://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403, "nor another site's form");
+    let res = http
+        .post(&logout)
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let cleared = res.headers()["set-cookie"].to_str().unwrap();
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+    let page = http
+        .get(proxy.url("/codemode/inspector"))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("method=\"post\" action=\"/codemode/inspector/logout\""),
+        "{page}"
+    );
+}
+
 async fn program_is_listed(api: Api) {
     let p = program_model(api).await;
     let proxy = inspected_proxy(&p, &[]).await;

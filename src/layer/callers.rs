@@ -18,6 +18,12 @@ use http::{header, HeaderMap, Request};
 use crate::config::Callers;
 use crate::error::ProxyError;
 
+/// The address a request's connection came from, set by the server as a
+/// request extension (a server of one's own that mounts the layer may set
+/// it too): what failed admin-token attempts are counted by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
 /// Refuses a request from a client the proxy does not serve.
 pub(crate) fn check<B>(
     req: &Request<B>,

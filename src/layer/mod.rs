@@ -40,6 +40,7 @@ use crate::runtime::{ExecutionStore, MemoryExecutionStore, RunPool};
 use crate::splice::{MemorySpliceStore, SpliceStore};
 use crate::store_redis::RedisStore;
 
+pub use callers::PeerAddr;
 pub use service::CodeModeService;
 
 /// The upstream as the layer holds it: one concrete type for any inner
@@ -73,6 +74,8 @@ pub(crate) struct State {
     /// What `/codemode/inspector` shows; `None` (nothing recorded) unless
     /// `CODEMODE_ADMIN_TOKEN` is set.
     pub(crate) inspector: Option<Arc<crate::observe::inspector::Inspector>>,
+    /// Failed admin-token attempts, slowed per client.
+    pub(crate) admin_throttle: inspector::Throttle,
 }
 
 /// Mounts Code Mode in front of an upstream service.
@@ -142,6 +145,7 @@ impl CodeModeLayer {
                 splices,
                 executions,
                 metrics: Default::default(),
+                admin_throttle: Default::default(),
             }),
         }
     }

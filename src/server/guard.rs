@@ -177,11 +177,22 @@ impl<T: AsyncWrite> AsyncWrite for WatchedIo<T> {
 pub(crate) struct Watched<S> {
     inner: S,
     activity: Arc<Activity>,
+    peer: Option<crate::layer::PeerAddr>,
 }
 
 impl<S> Watched<S> {
-    pub(crate) fn new(inner: S, activity: Arc<Activity>) -> Watched<S> {
-        Watched { inner, activity }
+    /// `inner` on one connection, whose requests carry `peer` as an
+    /// extension.
+    pub(crate) fn new(
+        inner: S,
+        activity: Arc<Activity>,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Watched<S> {
+        Watched {
+            inner,
+            activity,
+            peer: peer.map(crate::layer::PeerAddr),
+        }
     }
 }
 
@@ -198,7 +209,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        if let Some(peer) = self.peer {
+            req.extensions_mut().insert(peer);
+        }
         let token = self.activity.begin_request();
         WatchedFuture {
             inner: self.inner.call(req),

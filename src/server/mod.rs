@@ -77,7 +77,7 @@ pub async fn serve(
                 let activity = guard::Activity::new();
                 let conn = builder.serve_connection_with_upgrades(
                     TokioIo::new(guard::WatchedIo::new(stream, activity.clone())),
-                    TowerToHyperService::new(guard::Watched::new(service.clone(), activity.clone())),
+                    TowerToHyperService::new(guard::Watched::new(service.clone(), activity.clone(), Some(peer))),
                 );
                 let conn = graceful.watch(conn.into_owned());
                 tokio::spawn(async move {

@@ -47,6 +47,15 @@ pub(super) fn check(token: &AdminToken, headers: &HeaderMap) -> Offered {
     offered
 }
 
+/// Whether the request offers a bearer token or a session to check.
+pub(super) fn offers_any(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .any(|v| bearer(v.as_bytes()).is_some())
+        || cookies(headers, COOKIE).next().is_some()
+}
+
 /// The token of an `Authorization: Bearer <token>` value.
 fn bearer(value: &[u8]) -> Option<&[u8]> {
     let (scheme, rest) = value.split_at_checked(7)?;

@@ -12,12 +12,19 @@
 //! ```text
 //! GET  /codemode/inspector[?token=T]   the page (or the login form, 401)
 //! POST /codemode/inspector             the login form (token=T)
+//! POST /codemode/inspector/logout      ends the browser's session
 //! GET  /codemode/api/executions[/{id}] /denials /totals /status /events
 //! ```
+//!
+//! A client that offered a wrong token has its later attempts slowed
+//! ([`throttle`]).
 
 mod api;
 mod auth;
 mod events;
+mod throttle;
+
+pub(crate) use throttle::Throttle;
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response};
@@ -32,6 +39,8 @@ use auth::Offered;
 const PAGE: &str = "/codemode/inspector";
 /// The API's prefix.
 const API: &str = "/codemode/api";
+/// Where a browser's session ends.
+const LOGOUT: &str = "/codemode/inspector/logout";
 
 /// The page's policy: its own script and style only, no inline code, no
 /// frames, requests to this origin only.
@@ -60,8 +69,23 @@ pub(crate) async fn serve(
         return Err(ProxyError::InspectorOff(path.to_owned()));
     };
     let token = &config.token;
+    let client = throttle::client_of(req.extensions());
+    let throttle = &state.admin_throttle;
+    // Each attempt waits its turn before any token or session is checked
+    // (none for a client that has not failed lately).
+    let judge = |offered: Offered| {
+        match offered {
+            Offered::Valid => throttle.succeeded(client),
+            Offered::Wrong => throttle.failed(client),
+            Offered::Nothing => {}
+        }
+        offered
+    };
     if let Some(rest) = path.strip_prefix(API) {
-        match auth::check(token, req.headers()) {
+        if auth::offers_any(req.headers()) {
+            throttle.turn(client).await;
+        }
+        match judge(auth::check(token, req.headers())) {
             Offered::Valid => {}
             Offered::Wrong => return Err(ProxyError::AdminUnauthorized(true)),
             Offered::Nothing => return Err(ProxyError::AdminUnauthorized(false)),
@@ -75,12 +99,17 @@ pub(crate) async fn serve(
     }
     let res = match (req.method(), path) {
         (&Method::GET, PAGE) => {
-            let offered = match req.uri().query().and_then(|q| super::query::param(q, "token")) {
+            let query = req.uri().query().and_then(|q| super::query::param(q, "token"));
+            if query.is_some() || auth::offers_any(req.headers()) {
+                throttle.turn(client).await;
+            }
+            let offered = match query {
                 Some(t) if token.verify(t.as_bytes()) => {
-                    return Ok(secured(auth::redirect_with_cookie(token, req.headers(), false)))
+                    judge(Offered::Valid);
+                    return Ok(secured(auth::redirect_with_cookie(token, req.headers(), false)));
                 }
-                Some(_) => Offered::Wrong,
-                None => auth::check(token, req.headers()),
+                Some(_) => judge(Offered::Wrong),
+                None => judge(auth::check(token, req.headers())),
             };
             match offered {
                 Offered::Valid => html(include_str!("assets/index.html").to_owned()),
@@ -93,16 +122,25 @@ pub(crate) async fn serve(
             let offered = std::str::from_utf8(&form)
                 .ok()
                 .and_then(|f| super::query::param(f, "token"));
+            if offered.is_some() {
+                throttle.turn(client).await;
+            }
             match offered {
                 Some(t) if token.verify(t.as_bytes()) => {
+                    judge(Offered::Valid);
                     auth::redirect_with_cookie(token, &parts.headers, false)
                 }
-                Some(_) => auth::login_page(Offered::Wrong),
+                Some(_) => auth::login_page(judge(Offered::Wrong)),
                 None => auth::login_page(Offered::Nothing),
             }
         }
-        (&Method::GET, "/codemode/inspector/logout") => {
-            auth::redirect_with_cookie(token, req.headers(), true)
+        // A POST: a link or an image on another page cannot end the session
+        // (and a cross-site form is refused before it gets here).
+        (&Method::POST, LOGOUT) => auth::redirect_with_cookie(token, req.headers(), true),
+        (_, LOGOUT) => {
+            return Err(ProxyError::MethodNotAllowed(
+                "sign out with POST /codemode/inspector/logout",
+            ))
         }
         (&Method::GET, "/codemode/inspector/app.js") => asset(
             include_str!("assets/app.js"),
