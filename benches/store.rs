@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use codemode_proxy::internals::runtime::{CallRecord, Execution, ExecutionStore};
 use codemode_proxy::internals::splice::MemorySpliceStore;
-use codemode_proxy::internals::store_redis::{Keys, RedisStore};
+use codemode_proxy::internals::store_redis::{Keys, RecordLimits, RedisStore};
 use codemode_proxy::internals::tenant::Tenant;
 use codemode_proxy::store::{MemoryExecutionStore, StoreFuture};
 use codemode_proxy::{server, CodeModeLayer, Config};
@@ -153,6 +153,10 @@ fn resume(c: &mut Criterion) {
         Duration::from_secs(600),
         Duration::from_secs(3600),
         Duration::from_secs(3600),
+        RecordLimits {
+            execution: 64 << 20,
+            splice: 64 << 20,
+        },
     ));
     let mut group = c.benchmark_group("resume_ten_results");
     let memory_store = memory.clone();

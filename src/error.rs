@@ -117,6 +117,9 @@ pub enum ProxyError {
     /// The shared store (`CODEMODE_STORE`) did not answer; the request can be retried as it is.
     #[error("the proxy's shared store is out of reach ({0}); nothing was lost: send the same request again in a moment (check CODEMODE_STORE and that the store is up)")]
     StoreUnavailable(String),
+    /// A record of this conversation is above the shared store's size limit.
+    #[error("{0}")]
+    StoreRecordTooLarge(String),
     /// Another request moved the same program on at the same moment.
     #[error(
         "another request is resuming this program at the same moment; send the same request again"
@@ -168,7 +171,10 @@ pub enum ProxyError {
 
 impl From<StoreError> for ProxyError {
     fn from(e: StoreError) -> ProxyError {
-        ProxyError::StoreUnavailable(e.0)
+        match e {
+            StoreError::Unavailable(what) => ProxyError::StoreUnavailable(what),
+            StoreError::TooLarge(what) => ProxyError::StoreRecordTooLarge(what),
+        }
     }
 }
 
@@ -185,7 +191,9 @@ impl ProxyError {
             | ProxyError::UnsupportedN(_)
             | ProxyError::DuplicateKey(_)
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
-            ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::BodyTooLarge { .. } | ProxyError::StoreRecordTooLarge(_) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             ProxyError::SelectionDenied(_)
             | ProxyError::LockedRoute { .. }
             | ProxyError::CallerRefused(_) => StatusCode::FORBIDDEN,
@@ -254,6 +262,7 @@ impl ProxyError {
             ProxyError::UpstreamInvalid(_) => "upstream_invalid_response",
             ProxyError::RuntimeBusy(_) => "runtime_busy",
             ProxyError::StoreUnavailable(_) => "store_unavailable",
+            ProxyError::StoreRecordTooLarge(_) => "store_record_too_large",
             ProxyError::ResumeConflict => "resume_conflict",
             ProxyError::LockedRoute { .. } => "route_locked",
             ProxyError::CallerRefused(_) => "caller_refused",

@@ -127,7 +127,7 @@ pub mod internals {
         pub use crate::sse::SseParser;
     }
     pub mod store_redis {
-        pub use crate::store_redis::{encode_execution, Keys, RedisStore};
+        pub use crate::store_redis::{encode_execution, Keys, RecordLimits, RedisStore};
     }
     pub mod stream {
         pub use crate::chat::StreamJudge;

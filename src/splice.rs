@@ -261,8 +261,9 @@ impl TenantSplices {
     pub async fn settle(&self) -> Result<(), StoreError> {
         let writes = std::mem::take(&mut self.fetched().writes);
         for w in writes {
-            w.await
-                .map_err(|e| StoreError(format!("a store write did not finish: {e}")))??;
+            w.await.map_err(|e| {
+                StoreError::Unavailable(format!("a store write did not finish: {e}"))
+            })??;
         }
         Ok(())
     }

@@ -6,11 +6,19 @@
 use std::future::Future;
 use std::pin::Pin;
 
-/// Why a store could not answer (a shared store out of reach): the
-/// request that needed it gets a 503 its client retries.
+/// Why a store could not answer.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
+pub enum StoreError {
+    /// Out of reach (a shared store down, stalled or failing over): the
+    /// request that needed it gets a 503 its client retries.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A record above the store's size limit, to write or to read: sending
+    /// the request again cannot help, so the client gets a 413 that says
+    /// which limit it met.
+    #[error("{0}")]
+    TooLarge(String),
+}
 
 /// What a store's operations return: a boxed future, so the traits stay
 /// object-safe and a shared store can do I/O.

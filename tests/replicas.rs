@@ -505,15 +505,15 @@ async fn a_redis_outage_is_a_clear_503_and_heals_without_a_restart() {
     );
 
     redis.restart();
-    wait_ready(&a).await;
+    // Once one replica says ready, the other's first request is served:
+    // its broken connection is remade inside the proxy, not shown as a 503.
     wait_ready(&b).await;
-    // The same resume now succeeds, on either replica.
-    let second = turn(&b, &messages).await;
+    let second = turn(&a, &messages).await;
     let (id, path) = handed(&second);
     assert_eq!(path, "b.txt");
     messages.push(second);
     messages.push(tool_result(&id, "bravo"));
-    assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
+    assert_eq!(turn(&b, &messages).await["content"], "alpha bravo");
     assert_eq!(
         last_content(&received(&p).await[3]),
         "Result: \"alpha bravo\""
@@ -621,4 +621,70 @@ async fn readyz_says_ready_with_either_store_and_takes_only_get() {
         let res = proxy.http.post(proxy.url("/readyz")).send().await.unwrap();
         assert_eq!(res.status(), 405);
     }
+}
+
+/// Bytes Redis has sent its clients so far.
+fn redis_sent(redis: &RedisServer) -> u64 {
+    let info: String = redis.cmd(&["INFO", "stats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_net_output_bytes:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO stats names total_net_output_bytes")
+}
+
+fn assert_record_too_large(status: u16, body: &Value, names: &str) {
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["code"], "store_record_too_large", "{body}");
+    let text = body["error"]["message"].as_str().unwrap();
+    assert!(text.contains(names), "{text}");
+}
+
+#[tokio::test]
+async fn a_record_above_the_size_limit_is_neither_written_nor_read_whole() {
+    // With a budget of 8 MiB a replica's record limit is its floor, 1 MiB;
+    // the other replica, on the default budget, writes what the first one
+    // then refuses to read.
+    let redis = RedisServer::start();
+    let p = provider([
+        run_code("c", TWO_READS),
+        run_code("d", TWO_READS),
+        text_completion("hello", usage(1, 1)),
+    ])
+    .await;
+    let roomy = replica(&p, &redis, &[]).await;
+    let small = replica(&p, &redis, &[("CODEMODE_EXECUTION_STORE_MB", "8")]).await;
+    let big = "x".repeat(3 << 19);
+
+    // Written by the roomy replica with a 1.5 MiB result in it...
+    let mut messages = conversation("read both");
+    let first = turn(&roomy, &messages).await;
+    let (id, _) = handed(&first);
+    messages.push(first);
+    messages.push(tool_result(&id, &big));
+    let second = turn(&roomy, &messages).await;
+    let (id, _) = handed(&second);
+    messages.push(second);
+    messages.push(tool_result(&id, "bravo"));
+    // ...the small one refuses it, and Redis sent it its length only.
+    let before = redis_sent(&redis);
+    let (status, body) = ask(&small, &messages).await;
+    assert_record_too_large(status, &body, "give every replica the same budgets");
+    let sent = redis_sent(&redis) - before;
+    assert!(
+        sent < 64 << 10,
+        "Redis sent {sent} bytes for a refused read"
+    );
+
+    // The small replica does not write a record above its limit either.
+    let mut messages = conversation("read both again");
+    let first = turn(&small, &messages).await;
+    let (id, _) = handed(&first);
+    messages.push(first);
+    messages.push(tool_result(&id, &big));
+    let (status, body) = ask(&small, &messages).await;
+    assert_record_too_large(status, &body, "CODEMODE_EXECUTION_STORE_MB");
+    assert_eq!(received(&p).await.len(), 2, "no refusal asked the model");
+    // Both replicas go on serving.
+    assert_eq!(get(&small, "/readyz").await.0, 200);
+    assert_eq!(ask(&roomy, &conversation("hi")).await.0, 200);
 }

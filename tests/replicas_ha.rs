@@ -207,3 +207,50 @@ async fn a_sentinel_failover_mid_program_costs_a_503_window_and_nothing_else() {
         .unwrap();
     failover_mid_conversation(ha).await;
 }
+
+/// A replica that used the store before a failover and not since: its
+/// connection is to the dead master. Once the new master answers (another
+/// replica says ready), its first request is answered as if nothing
+/// happened: the broken connection is remade and the read tried once more
+/// inside the proxy, not handed to the user as a 503.
+async fn idle_replica_across_a_failover(mut ha: RedisHa) {
+    let p = provider([run_code("c"), text_completion("alpha bravo", usage(1, 1))]).await;
+    let url = ha.store_url();
+    let vars = [("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_STORE", &url)];
+    let idle = start(&p, &vars).await;
+    let watcher = start(&p, &vars).await;
+
+    let mut messages = conversation("read both");
+    let first = turn(&idle, &messages).await;
+    let (id, _) = handed(&first);
+    messages.push(first);
+    messages.push(tool_result(&id, "alpha"));
+
+    let ha = tokio::task::block_in_place(move || {
+        let master = ha.master_holding("codemode:x:*");
+        let replica = ha.kill_master(master);
+        ha.wait_promoted(replica);
+        ha
+    });
+    // Only the other replica is asked whether the store is back.
+    wait_ready(&watcher).await;
+    let (status, _, body) = ask(&idle, &messages).await;
+    assert_eq!(status, 200, "the first request after the failover: {body}");
+    let (_, path) = handed(&body["choices"][0]["message"]);
+    assert_eq!(path, "b.txt", "the program went on where it waited");
+    drop(ha);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_idle_across_a_cluster_failover_answers_its_first_request() {
+    let ha = tokio::task::spawn_blocking(RedisHa::cluster).await.unwrap();
+    idle_replica_across_a_failover(ha).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_idle_across_a_sentinel_failover_answers_its_first_request() {
+    let ha = tokio::task::spawn_blocking(RedisHa::sentinel)
+        .await
+        .unwrap();
+    idle_replica_across_a_failover(ha).await;
+}

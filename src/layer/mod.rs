@@ -38,7 +38,7 @@ use crate::config::{Config, StoreKind};
 use crate::plan::PlanCache;
 use crate::runtime::{ExecutionStore, MemoryExecutionStore, RunPool};
 use crate::splice::{MemorySpliceStore, SpliceStore};
-use crate::store_redis::RedisStore;
+use crate::store_redis::{RecordLimits, RedisStore};
 
 pub use callers::PeerAddr;
 pub use service::CodeModeService;
@@ -97,6 +97,7 @@ impl CodeModeLayer {
                 config.limits.lifetime,
                 keep,
                 config.splice_ttl,
+                RecordLimits::of(&config.budgets),
             ));
             return CodeModeLayer::with_stores(config, store.clone(), store);
         }

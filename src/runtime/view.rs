@@ -201,7 +201,7 @@ mod tests {
             let down = self.down;
             Box::pin(async move {
                 if down {
-                    return Err(StoreError("down".into()));
+                    return Err(StoreError::Unavailable("down".into()));
                 }
                 Ok(found)
             })
