@@ -50,6 +50,7 @@ mod wire;
 #[cfg(test)]
 mod test_support;
 
+pub use cache::set_allocator_trim;
 pub use config::Config;
 pub use layer::{CodeModeLayer, CodeModeService};
 pub use mode::{Mode, Runtime};

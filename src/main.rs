@@ -15,6 +15,15 @@ use tracing_subscriber::util::SubscriberInitExt;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Gives the calling thread's free pages back to the system at once
+/// (mimalloc would otherwise keep them until the thread allocates again,
+/// and an idle thread never does): called after large transients only.
+fn trim_allocator() {
+    // SAFETY: `mi_collect` takes no pointers and may be called from any
+    // thread at any time; it only frees memory mimalloc holds unused.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 fn main() -> ExitCode {
     // `run` and `configure` write their logs elsewhere (or none): they
     // set up their own output.
@@ -44,6 +53,7 @@ fn main() -> ExitCode {
         }
     };
     init_subscriber(config.log_format, otel);
+    codemode_proxy::set_allocator_trim(trim_allocator);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = config.worker_threads {
         builder.worker_threads(n);

@@ -164,3 +164,96 @@ async fn programs_are_logged_at_the_default_level_without_their_data() {
         );
     }
 }
+
+/// The binary's resident set, in bytes.
+#[cfg(target_os = "linux")]
+fn resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kb << 10
+}
+
+/// 290 tools of about 11 KB each (3.2 MB of `tools`), named after `set`
+/// so no two sets share a plan.
+fn large_tool_set(set: usize) -> Value {
+    let long = "x".repeat(10_000);
+    let tools: Vec<Value> = (0..290)
+        .map(|k| {
+            serde_json::json!({"type": "function", "function": {
+                "name": format!("t{set}_{k}"),
+                "description": format!("{set} {k} {long}"),
+                "parameters": {"type": "object", "properties": {
+                    "a": {"type": "string", "description": &long[..1000]}}}}})
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn distinct_large_tool_sets_keep_memory_within_the_plan_budget_and_a_constant() {
+    // docs/operations.md, "Memory": resident memory stays within what the
+    // budgets hold plus 64 MiB. Each of these plans weighs about 10 MB, so
+    // a 24 MiB cache keeps two; the twenty tool sets are each planned once,
+    // back to back, and their working copies (several times the 3.2 MB
+    // text) are dropped each time. Before evictions ran at each miss and
+    // the allocator was given its pages back after each, resident memory
+    // grew by 146 MiB here (115 MiB with the evictions alone).
+    const BUDGET: u64 = 24 << 20;
+    const CONSTANT: u64 = 64 << 20;
+    let p = provider((0..20).map(|_| text_completion("ok", usage(1, 1)))).await;
+    let upstream = format!("{}/v1", p.uri());
+    let (child, addr) = spawn(&[
+        ("CODEMODE_LISTEN", "127.0.0.1:0"),
+        ("CODEMODE_UPSTREAM", &upstream),
+        ("CODEMODE_MAX_BODY_BYTES", "16777216"),
+        ("CODEMODE_PLAN_CACHE_MB", "24"),
+    ]);
+    let pid = child.0.id();
+    let http = reqwest::Client::new();
+    let start = resident(pid);
+    let mut most = start;
+    for set in 0..20 {
+        let body = serde_json::json!({
+            "model": "m",
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": large_tool_set(set),
+        });
+        let res = http
+            .post(format!("http://{addr}/v1/chat/completions"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+        most = most.max(resident(pid));
+    }
+    let metrics = http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let plans: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("codemode_memory_store_bytes{store=\"plans\"} "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the plan cache's gauge");
+    assert!(plans > 0 && plans <= BUDGET, "plans weigh {plans}");
+    let grown = most - start;
+    assert!(
+        grown <= BUDGET + CONSTANT,
+        "resident memory grew by {} MiB over {} MiB at the start (budget {} MiB + {} MiB)",
+        grown >> 20,
+        start >> 20,
+        BUDGET >> 20,
+        CONSTANT >> 20
+    );
+}

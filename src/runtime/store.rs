@@ -116,11 +116,17 @@ impl ExecutionLookup for MemoryExecutionStore {
             }
         }
         let key: Key = (exec.tenant, exec.id.as_str().into());
-        if exec.outcome.is_some() {
+        let large = execution_bytes(&exec) >= crate::cache::LARGE_BYTES;
+        let cache = if exec.outcome.is_some() {
             self.waiting.invalidate(&key);
-            self.ended.insert(key, exec);
+            &self.ended
         } else {
-            self.waiting.insert(key, exec);
+            &self.waiting
+        };
+        cache.insert(key, exec);
+        // See LARGE_BYTES: no burst of large records over the budget.
+        if large {
+            cache.run_pending_tasks();
         }
     }
 
