@@ -199,14 +199,15 @@ fn large_tool_set(set: usize) -> Value {
 async fn distinct_large_tool_sets_keep_memory_within_the_plan_budget_and_a_constant() {
     // docs/operations.md, "Memory": resident memory stays within what the
     // budgets hold plus 64 MiB. Each of these plans weighs about 10 MB, so
-    // a 24 MiB cache keeps two; the twenty tool sets are each planned once,
+    // a 24 MiB cache keeps two; the fifty tool sets are each planned once,
     // back to back, and their working copies (several times the 3.2 MB
     // text) are dropped each time. Before evictions ran at each miss and
     // the allocator was given its pages back after each, resident memory
-    // grew by 146 MiB here (115 MiB with the evictions alone).
+    // grew by 146 MiB in the first twenty (115 MiB with the evictions
+    // alone).
     const BUDGET: u64 = 24 << 20;
     const CONSTANT: u64 = 64 << 20;
-    let p = provider((0..20).map(|_| text_completion("ok", usage(1, 1)))).await;
+    let p = provider((0..50).map(|_| text_completion("ok", usage(1, 1)))).await;
     let upstream = format!("{}/v1", p.uri());
     let (child, addr) = spawn(&[
         ("CODEMODE_LISTEN", "127.0.0.1:0"),
@@ -218,7 +219,7 @@ async fn distinct_large_tool_sets_keep_memory_within_the_plan_budget_and_a_const
     let http = reqwest::Client::new();
     let start = resident(pid);
     let mut most = start;
-    for set in 0..20 {
+    for set in 0..50 {
         let body = serde_json::json!({
             "model": "m",
             "messages": [{"role": "user", "content": "hi"}],
