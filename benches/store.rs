@@ -10,7 +10,7 @@
 //!
 //! `cargo bench --features bench-internals --bench store` (needs `redis-server`; it starts its own).
 
-#[path = "../tests/common/redis.rs"]
+#[path = "../tests/it/common/redis_server.rs"]
 mod redis_server;
 
 use std::sync::Arc;

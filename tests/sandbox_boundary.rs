@@ -6,6 +6,7 @@
 //! program it sends as `run_code`, and a `run_code` result is the text it
 //! answers with, so the client reads each program's result.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::time::Duration;
@@ -440,7 +441,7 @@ async fn a_resume_that_finds_no_slot_is_a_retryable_503_and_loses_nothing() {
         async move {
             let body = json!({"model": "m", "messages": [{"role": "user", "content": "for (;;) {}"}],
                               "tools": client_tools()});
-            reqwest::Client::new()
+            common::http_client()
                 .post(base)
                 .header("x-codemode-preset", "no-shell")
                 .json(&body)

@@ -27,10 +27,10 @@ pub use crate::responses::stream::ResponsesJudge;
 pub use crate::turn::{RoundEnd, RoundJudge};
 
 /// What an OpenAI SDK makes of a chat stream: the same file the
-/// integration tests read (`tests/common/sse_client.rs`), so there is one
+/// integration tests read (`tests/it/common/sse_client.rs`), so there is one
 /// copy of it.
 #[allow(dead_code)]
-#[path = "../../tests/common/sse_client.rs"]
+#[path = "../../tests/it/common/sse_client.rs"]
 pub mod chat_client;
 mod chat_fixtures;
 mod chat_props;

@@ -1,0 +1,109 @@
+//! Claude Code, unmodified, through the proxy in code mode (design.md
+//! section 11): its model sees only `run_code` and the SDK; a program the
+//! model writes calls Claude Code's own `Read` on two files; Claude Code
+//! runs the nested calls it is handed, and its answer holds their content.
+//!
+//! The scripted model (tests/common/messages_model.rs) enforces the
+//! Messages API's rules (tool_result placement, thinking replayed with its
+//! signature). Claude Code is installed by tests/agents/install.sh; outside
+//! CI a missing Claude Code skips with a note.
+
+use crate::common::claude::{claude_ready, run_claude, workdir};
+use crate::common::messages_model::*;
+use crate::common::start;
+use serde_json::json;
+
+#[tokio::test]
+async fn claude_code_runs_a_program_of_two_reads_through_the_proxy() {
+    if !claude_ready() {
+        return;
+    }
+    let dir = workdir("proxy", &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")]);
+    let a = dir.0.join("a.txt");
+    let b = dir.0.join("b.txt");
+    let code = format!(
+        "const a = await tools.Read({{file_path: {}}});\nconst b = await tools.Read({{file_path: {}}});\nreturn [a, b].join('\\n---\\n');",
+        json!(a.to_str().unwrap()),
+        json!(b.to_str().unwrap())
+    );
+    let model = MessagesModel::new([
+        vec![
+            thinking("Both files in one program.", "sig-CC="),
+            run_code_use("toolu_prog", &code),
+        ],
+        vec![json!({"type": "echo"})],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let proxy = start(
+        &server,
+        &[
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
+        ],
+    )
+    .await;
+    let base = proxy.url("");
+    let report = run_claude(
+        base.trim_end_matches('/'),
+        &dir.0,
+        &["Show me a.txt and b.txt."],
+        &[],
+    )
+    .await;
+    let seen = model.seen();
+    let transcript: Vec<String> = seen
+        .iter()
+        .map(|s| format!("{} {} {}", s.status, s.path, s.refusal))
+        .collect();
+    assert!(
+        report["error"].is_null(),
+        "claude failed: {report}\nthe model saw:\n{}",
+        transcript.join("\n")
+    );
+    let answer = report["final"].as_str().unwrap_or("");
+    assert!(
+        answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "the answer holds both files: {report}\nthe model saw:\n{}",
+        transcript.join("\n")
+    );
+    let turns: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.path.starts_with("/v1/messages?"))
+        .collect();
+    assert_eq!(
+        turns.len(),
+        2,
+        "the model was asked twice:\n{}",
+        transcript.join("\n")
+    );
+    for s in &turns {
+        assert_eq!(s.status, 200, "{}", transcript.join("\n"));
+        let names: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t.get("type").is_none() || t["type"] == "custom")
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        let system = s.body["system"].to_string();
+        assert!(
+            system.contains("declare const tools"),
+            "the SDK is in system"
+        );
+    }
+    let reads: Vec<_> = report["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t["name"] == "Read")
+        .collect();
+    assert_eq!(
+        reads.len(),
+        2,
+        "Claude Code ran the two nested reads: {report}"
+    );
+}

@@ -1,0 +1,511 @@
+//! The real agents under `codemode-proxy run` (the binary), against a
+//! scripted model on loopback that the proxy's upstream variables name:
+//! `run -- claude -p ...`, `run -- codex exec ...` and `run -- opencode run`
+//! each complete a task through a program in code mode (the model saw only
+//! `run_code` and the SDK; the agent ran the nested calls), the summary
+//! line reports the program, and `run` wrote no settings file in the
+//! agent's home.
+//!
+//! The agents are installed by tests/agents/install.sh; outside CI a
+//! missing agent skips with a note.
+
+use crate::common;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common::claude::{claude_bin, claude_ready};
+use crate::common::codex::{agents_dir, codex_ready, WorkDir};
+use serde_json::{json, Value};
+
+fn workdir(test: &str, files: &[(&str, &str)]) -> WorkDir {
+    let dir = std::env::temp_dir().join(format!("cm-run-agents-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.join("work").join(name), content).unwrap();
+    }
+    WorkDir(dir)
+}
+
+/// `codemode-proxy run -- COMMAND` with only PATH, HOME=`home` and
+/// `vars`, in `cwd`; (exit code, stdout, stderr).
+async fn run(
+    home: &Path,
+    cwd: &Path,
+    command: &[&str],
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    run_with(&[], home, cwd, command, vars).await
+}
+
+/// [`run`] with `run`'s own `flags` before the `--`.
+async fn run_with(
+    flags: &[&str],
+    home: &Path,
+    cwd: &Path,
+    command: &[&str],
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode-proxy"));
+    cmd.arg("run")
+        .args(flags)
+        .arg("--")
+        .args(command)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("TMPDIR", home)
+        .env("CODEMODE_RUNTIME", "embedded")
+        .env("CODEMODE_MODE", "code")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+        .await
+        .expect("run did not finish in 90 s")
+        .expect("the binary starts");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `codex exec`'s flags for an unattended run that asks nothing and
+/// reaches nothing but the proxy; the model flags and `-C DIR` follow.
+const CODEX_EXEC: &[&str] = &[
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--ignore-rules",
+    "-c",
+    "check_for_update_on_startup=false",
+    "-c",
+    "analytics.enabled=false",
+    "--disable",
+    "plugins",
+    "--disable",
+    "remote_plugin",
+    "--disable",
+    "apps",
+];
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn assert_no_settings_written(home: &Path) {
+    for rel in [
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".config/opencode/opencode.json",
+        // The opencode test's XDG_CONFIG_HOME.
+        "config/opencode/opencode.json",
+    ] {
+        assert!(!home.join(rel).exists(), "run wrote {rel}");
+    }
+}
+
+#[tokio::test]
+async fn claude_under_run_completes_a_program_of_two_reads() {
+    use common::messages_model::*;
+    if !claude_ready() {
+        return;
+    }
+    let dir = workdir("claude", &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let code = format!(
+        "const a = await tools.Read({{file_path: {}}});\nconst b = await tools.Read({{file_path: {}}});\nreturn [a, b].join('\\n---\\n');",
+        json!(work.join("a.txt").to_str().unwrap()),
+        json!(work.join("b.txt").to_str().unwrap())
+    );
+    let model = MessagesModel::new([
+        vec![run_code_use("toolu_prog", &code)],
+        vec![json!({"type": "echo"})],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let claude = claude_bin();
+    let (status, stdout, stderr) = run(
+        &home,
+        &work,
+        &[
+            claude.to_str().unwrap(),
+            "-p",
+            "Show me a.txt and b.txt.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--model",
+            "claude-sonnet-4-5",
+        ],
+        &[
+            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test-key"),
+            ("IS_SANDBOX", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let result = events.iter().find(|e| e["type"] == "result");
+    let answer = result.and_then(|r| r["result"].as_str()).unwrap_or("");
+    assert!(
+        status == Some(0) && answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "claude under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    let reads = events
+        .iter()
+        .filter(|e| e["type"] == "assistant")
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|b| b["type"] == "tool_use" && b["name"] == "Read")
+        .count();
+    assert_eq!(reads, 2, "Claude Code ran the two nested reads");
+    for s in model
+        .seen()
+        .iter()
+        .filter(|s| s.path.starts_with("/v1/messages?"))
+    {
+        let names: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t.get("type").is_none() || t["type"] == "custom")
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        assert!(s.body["system"].to_string().contains("declare const tools"));
+    }
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_no_settings_written(&home);
+}
+
+#[tokio::test]
+async fn codex_under_run_completes_a_program_of_two_shell_commands() {
+    codex_runs_a_program_under_run("codex", &["-m", "gpt-5.5"]).await;
+}
+
+/// Codex's default model runs Codex's own code mode (`exec`, tools in an
+/// `additional_tools` item); `run` gives its models direct tools, so the
+/// proxy's Code Mode runs instead.
+#[tokio::test]
+async fn codex_on_its_default_model_under_run_gets_the_proxys_code_mode() {
+    codex_runs_a_program_under_run("codex-default", &[]).await;
+}
+
+/// `codex exec` under `run` with `model_args`: a program of two shell
+/// commands, run by the proxy, its calls executed by Codex.
+async fn codex_runs_a_program_under_run(test: &str, model_args: &[&str]) {
+    use common::responses_model::*;
+    if !codex_ready() {
+        return;
+    }
+    let dir = workdir(test, &[("a.txt", "alpha-1"), ("b.txt", "bravo-2")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let code = "const a = await tools.exec_command({cmd: 'cat a.txt'});\n\
+                const b = await tools.exec_command({cmd: 'cat b.txt'});\n\
+                return [a, b].join('\\n---\\n');";
+    let model = ResponsesModel::new([
+        vec![reasoning("rs_1"), run_code_call("call_prog", code)],
+        vec![json!({"type": "echo"})],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let codex = agents_dir().join("node/node_modules/.bin/codex");
+    let work_s = work.to_str().unwrap();
+    let (status, stdout, stderr) = run(
+        &home,
+        &work,
+        &[codex.to_str().unwrap()]
+            .into_iter()
+            .chain(CODEX_EXEC.iter().copied())
+            .chain(model_args.iter().copied())
+            .chain(["-C", work_s, "Show me a.txt and b.txt."])
+            .collect::<Vec<&str>>(),
+        &[
+            ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ("OPENAI_API_KEY", "test-key"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let items: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "item.completed")
+        .map(|e| &e["item"])
+        .collect();
+    let answer = items
+        .iter()
+        .rev()
+        .find(|i| i["type"] == "agent_message")
+        .and_then(|i| i["text"].as_str())
+        .unwrap_or("");
+    assert!(
+        status == Some(0) && answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "codex under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    let commands = items
+        .iter()
+        .filter(|i| i["type"] == "command_execution")
+        .count();
+    assert_eq!(commands, 2, "Codex ran the two nested commands");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "the model was asked twice");
+    for s in &seen {
+        assert_eq!(s.status, 200);
+        let names: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace"
+            })
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        assert_eq!(
+            s.body["model"] == "gpt-5.5",
+            !model_args.is_empty(),
+            "the model asked for: {}",
+            s.body["model"]
+        );
+        let input = s.body["input"].as_array().unwrap();
+        assert!(
+            input.iter().all(|i| i["type"] != "additional_tools"),
+            "no tool is declared natively in the input"
+        );
+    }
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_no_settings_written(&home);
+}
+
+/// `run --agent-code-mode -- codex` on Codex's default model: Codex's own
+/// code mode is respected, never wrapped in `run_code`; its `exec`
+/// program runs in Codex, and the summary says whose code mode ran.
+#[tokio::test]
+async fn codex_keeps_its_own_code_mode_when_asked() {
+    use common::responses_model::*;
+    if !codex_ready() {
+        return;
+    }
+    let dir = workdir("codex-own", &[("a.txt", "alpha-1")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let exec = json!({"type": "custom_tool_call", "id": "ctc_1", "status": "completed",
+        "call_id": "call_exec", "name": "exec", "namespace": "functions",
+        "input": "const r = await tools.exec_command({cmd: 'cat a.txt'});\ntext(r.output);\n"});
+    let model = ResponsesModel::new([vec![exec], vec![json!({"type": "echo"})]]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let codex = agents_dir().join("node/node_modules/.bin/codex");
+    let work_s = work.to_str().unwrap();
+    let command: Vec<&str> = [codex.to_str().unwrap()]
+        .into_iter()
+        .chain(CODEX_EXEC.iter().copied())
+        .chain(["-C", work_s, "Show me a.txt."])
+        .collect();
+    let (status, stdout, stderr) = run_with(
+        &["--agent-code-mode"],
+        &home,
+        &work,
+        &command,
+        &[
+            ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ("OPENAI_API_KEY", "test-key"),
+        ],
+    )
+    .await;
+    assert_eq!(status, Some(0), "{stdout}\n{stderr}");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "{stdout}\n{stderr}");
+    for s in &seen {
+        assert_eq!(s.status, 200, "{}", s.refusal);
+        assert_eq!(
+            s.body["input"][0]["type"], "additional_tools",
+            "presented as sent"
+        );
+        assert!(
+            !s.body.to_string().contains("run_code"),
+            "no run_code is offered beside Codex's own code mode"
+        );
+    }
+    let result = seen[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "custom_tool_call_output")
+        .map(|i| i["output"].to_string())
+        .unwrap_or_default();
+    assert!(
+        result.contains("alpha-1"),
+        "Codex ran its exec program: {result}"
+    );
+    assert!(
+        stderr.contains("0 programs run (2 requests in the agent's own code mode)"),
+        "the summary says whose code mode ran: {stderr}"
+    );
+}
+
+/// opencode's model on the Responses API (its built-in `openai`
+/// provider): a side request without tools (the title) gets a title;
+/// the task gets a program, then the program's result as the answer.
+#[derive(Clone, Default)]
+struct OpencodeModel {
+    code: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl wiremock::Respond for OpencodeModel {
+    fn respond(&self, req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        use common::responses_model::*;
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        self.seen.lock().unwrap().push(body.clone());
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let result = body["input"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|i| i["type"] == "function_call_output" && i["call_id"] == "call_prog")
+                .map(|i| i["output"].to_string())
+        });
+        let output = match (has_tools, result) {
+            (false, _) => vec![said("Two files")],
+            (true, Some(result)) => vec![said(&format!("The files: {result}"))],
+            (true, None) => vec![run_code_call("call_prog", &self.code)],
+        };
+        let response = response("resp_1", &output, responses_usage(100, 10));
+        wiremock::ResponseTemplate::new(200)
+            .set_body_raw(response_events(&response).into_bytes(), "text/event-stream")
+    }
+}
+
+#[tokio::test]
+async fn opencode_under_run_completes_a_program_of_two_reads() {
+    let marker = agents_dir().join("node/node_modules/.bin/opencode");
+    if !marker.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have opencode: run tests/agents/install.sh"
+        );
+        eprintln!("skipped: opencode is not installed (run tests/agents/install.sh)");
+        return;
+    }
+    let dir = workdir(
+        "opencode",
+        &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")],
+    );
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let code = format!(
+        "const a = await tools.read({{filePath: {}}});\nconst b = await tools.read({{filePath: {}}});\nreturn [a, b].join('\\n---\\n');",
+        json!(work.join("a.txt").to_str().unwrap()),
+        json!(work.join("b.txt").to_str().unwrap())
+    );
+    let model = OpencodeModel {
+        code,
+        ..Default::default()
+    };
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/responses"))
+        .respond_with(model.clone())
+        .mount(&server)
+        .await;
+    let upstream = format!("{}/v1", server.uri());
+    // The user's own inline config: a model of the built-in `openai`
+    // provider and its key; `run` adds only the provider's baseURL.
+    let own = json!({
+        "autoupdate": false, "share": "disabled", "snapshot": false, "lsp": false,
+        "formatter": false, "model": "openai/gpt-test", "small_model": "openai/gpt-test",
+        "provider": {"openai": {
+            "npm": "@ai-sdk/openai", "name": "OpenAI",
+            "options": {"apiKey": "test-key"},
+            "models": {"gpt-test": {"name": "gpt-test", "tool_call": true,
+                                    "limit": {"context": 128000, "output": 4096}}}
+        }},
+        "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny", "external_directory": "allow"}
+    })
+    .to_string();
+    let opencode = agents_dir().join("node/node_modules/.bin/opencode");
+    let xdg = |d: &str| home.join(d).to_string_lossy().into_owned();
+    let (data, config, state, cache) = (xdg("data"), xdg("config"), xdg("state"), xdg("cache"));
+    let (status, stdout, stderr) = run(
+        &home,
+        &work,
+        &[
+            opencode.to_str().unwrap(),
+            "run",
+            "--format",
+            "json",
+            "Show me a.txt and b.txt.",
+        ],
+        &[
+            ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ("OPENCODE_CONFIG_CONTENT", own.as_str()),
+            ("XDG_DATA_HOME", data.as_str()),
+            ("XDG_CONFIG_HOME", config.as_str()),
+            ("XDG_STATE_HOME", state.as_str()),
+            ("XDG_CACHE_HOME", cache.as_str()),
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+            ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+            ("OPENCODE_DISABLE_SHARE", "1"),
+            ("OPENCODE_DISABLE_CLAUDE_CODE", "1"),
+            ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1"),
+            ("OPENCODE_DISABLE_AUTOCOMPACT", "1"),
+            ("OPENCODE_DISABLE_TERMINAL_TITLE", "1"),
+            ("OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER", "1"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let answer: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["part"]["text"].as_str())
+        .collect();
+    assert!(
+        status == Some(0) && answer.contains("alpha-1") && answer.contains("bravo-2"),
+        "opencode under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    for body in model.seen.lock().unwrap().iter() {
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(
+            names.is_empty() || names == vec!["run_code"],
+            "the model sees run_code only: {names:?}"
+        );
+    }
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_no_settings_written(&home);
+}
