@@ -450,8 +450,8 @@ async fn a_resume_that_finds_no_slot_is_a_retryable_503_and_loses_nothing() {
                 .map(|r| r.status())
         }
     });
-    // The spinner reaches its slot within milliseconds; give it ample time.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The spinner holds the slot once the pool says so.
+    proxy.wait_gauge("codemode_programs_running", 1).await;
     let res = send(messages.clone()).await.unwrap();
     assert_eq!(res.status(), 503, "a resume meets the busy pool");
     let retry = res.headers().get("retry-after").cloned();

@@ -235,9 +235,23 @@ mod tests {
     }
 
     #[test]
-    fn any_configured_lifetime_builds_a_store() {
-        let _ = MemoryExecutionStore::new(Duration::MAX, Duration::MAX, 1 << 20);
-        let _ = crate::splice::MemorySpliceStore::new(Duration::MAX, 1 << 20);
+    fn any_configured_lifetime_builds_a_store_that_keeps_its_records() {
+        // moka refuses a lifetime over 1,000 years: the longest one a user
+        // can configure must still build a store, and the store must work.
+        let store = MemoryExecutionStore::new(Duration::MAX, Duration::MAX, 1 << 20);
+        let t = Tenant::anonymous("s");
+        let e = exec(&t, "return 1");
+        ExecutionLookup::put(&store, Arc::new(e.clone()));
+        let held = ExecutionLookup::get(&store, &t, &e.id).expect("kept");
+        assert_eq!(held.code, "return 1");
+        let splices = crate::splice::MemorySpliceStore::new(Duration::MAX, 1 << 20);
+        let key = crate::splice::SpliceKey::of_turn(&t, &crate::conversation::Anchor::NONE, &["c"]);
+        let splice = crate::splice::Splice {
+            denied_calls: vec![],
+            denials: vec![],
+        };
+        crate::splice::SpliceLookup::put(&splices, key, Arc::new(splice));
+        assert!(crate::splice::SpliceLookup::get(&splices, &key).is_some());
     }
 
     #[tokio::test]

@@ -96,6 +96,43 @@ fn the_demo_runs_the_task_both_ways_without_an_api_key() {
         "both modes reach the answer: {text}"
     );
     assert!(text.contains("fewer tokens"), "{text}");
+    // The README quotes the demo's figures: they are what it prints.
+    let figures = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Code mode used "))
+        .expect("the demo's summary line");
+    let numbers: Vec<&str> = figures
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let [code_trips, code_tokens, native_trips, native_tokens, ..] = numbers[..] else {
+        panic!("four figures in: {figures}");
+    };
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let native_tokens: u64 = native_tokens.parse().unwrap();
+    let quoted = format!(
+        "code mode takes {code_trips} model round trips and {code_tokens} prompt tokens \
+         against {native_trips} and {} in native mode",
+        thousands(native_tokens)
+    );
+    assert!(readme.contains(&quoted), "the README should say: {quoted}");
+}
+
+/// `5490` as the README writes it, `5,490`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 /// At the default log level a program's start, its waits and its end are

@@ -1,5 +1,5 @@
-//! Claude Code, unmodified, through the proxy in code mode (design.md
-//! section 11): its model sees only `run_code` and the SDK; a program the
+//! Claude Code, unmodified, through the proxy in code mode (docs/agents.md,
+//! "Claude Code and the Messages API"): its model sees only `run_code` and the SDK; a program the
 //! model writes calls Claude Code's own `Read` on two files; Claude Code
 //! runs the nested calls it is handed, and its answer holds their content.
 //!

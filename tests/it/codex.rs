@@ -1,5 +1,5 @@
-//! Codex, unmodified, through the proxy in code mode (design.md section
-//! 10): its model sees only `run_code` and the SDK; a program the model
+//! Codex, unmodified, through the proxy in code mode (docs/agents.md,
+//! "Codex and the Responses API"): its model sees only `run_code` and the SDK; a program the model
 //! writes calls Codex's own shell tool (`exec_command`) twice; Codex runs
 //! the nested calls it is handed, and its final answer holds their output.
 //!

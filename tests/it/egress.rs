@@ -1,4 +1,4 @@
-//! The egress proxy (design.md section 12): upstream connections go
+//! The egress proxy (docs/configuration.md, "Egress proxy"): upstream connections go
 //! through `HTTPS_PROXY` (a CONNECT tunnel, TLS inside it end to end) and
 //! `HTTP_PROXY` (absolute-form), except for hosts `NO_PROXY` lists.
 

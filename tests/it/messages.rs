@@ -1,4 +1,4 @@
-//! Code Mode on Anthropic's Messages API (design.md section 11), through the
+//! Code Mode on Anthropic's Messages API (docs/agents.md, "Claude Code and the Messages API"), through the
 //! proxy as a client sees it: a scripted Messages model that enforces the
 //! API's rules (tool_result placement, thinking blocks replayed), the proxy
 //! in front of it, and a client that runs the tools it is handed.

@@ -1,4 +1,4 @@
-//! Several replicas sharing one Redis (design.md section 12): any replica
+//! Several replicas sharing one Redis (docs/replicas.md): any replica
 //! continues any program, a replica killed mid-program loses nothing, two
 //! resumes of one program at once stay consistent, and a Redis outage is a
 //! clear 503 that heals by itself. Every test starts its own `redis-server`.

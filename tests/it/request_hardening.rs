@@ -1,4 +1,4 @@
-//! One reading of a request (design.md section 9): a body or a path the
+//! One reading of a request (docs/security.md): a body or a path the
 //! proxy and the provider could read differently is refused before anything
 //! reaches the provider; unbound scopes and every field that names a tool
 //! stay inside the operator's binding.

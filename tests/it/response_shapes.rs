@@ -1,4 +1,4 @@
-//! Every shape of a call the model can emit is judged (design.md section 9):
+//! Every shape of a call the model can emit is judged (docs/security.md):
 //! legacy `function_call`, custom calls, escaped keys, extra choices,
 //! compressed bodies, in whole completions and in streams, and the turn
 //! decision is the same on both paths.

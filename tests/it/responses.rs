@@ -1,4 +1,4 @@
-//! Code Mode on the Responses API (design.md section 10), through the
+//! Code Mode on the Responses API (docs/agents.md, "Codex and the Responses API"), through the
 //! proxy as a client sees it: a scripted Responses model that enforces the
 //! API's rules on every input it gets, the proxy in front of it, and a
 //! client that runs the tools it is handed.

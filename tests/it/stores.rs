@@ -1,4 +1,4 @@
-//! The stores (design.md section 9): executions and stored denials belong
+//! The stores (docs/security.md): executions and stored denials belong
 //! to their tenant (credential and scope), are bounded by bytes, and a
 //! record lost before its time reaches the model as an error it can act on.
 

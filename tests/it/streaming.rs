@@ -246,7 +246,7 @@ async fn text_is_forwarded_as_it_arrives_and_a_client_that_leaves_cancels_the_up
         provider.wait_closed(Duration::from_secs(5)).await,
         "the upstream saw the disconnect"
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.wait_finished(1).await;
     assert_eq!(
         provider.requests.load(Ordering::SeqCst),
         1,
@@ -269,7 +269,7 @@ async fn a_client_that_leaves_during_a_denied_turn_gets_no_repair_round() {
     let _ = tokio::time::timeout(Duration::from_secs(5), body.next()).await;
     drop(body);
     assert!(provider.wait_closed(Duration::from_secs(5)).await);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.wait_finished(1).await;
     assert_eq!(provider.requests.load(Ordering::SeqCst), 1);
 }
 

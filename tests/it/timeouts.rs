@@ -1,4 +1,4 @@
-//! Nothing hangs (design.md section 9): a provider stream that goes quiet,
+//! Nothing hangs (docs/security.md): a provider stream that goes quiet,
 //! an oversized provider body, a client that sends its headers slowly or
 //! not at all, an idle keep-alive. Each ends after its configured time, with
 //! a clear error where a client can still read one.

@@ -49,6 +49,56 @@ impl Proxy {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// Waits until the proxy has finished `n` requests on judged or
+    /// passed-through routes (their ledgers closed: completed, or dropped
+    /// by a client that left), as `codemode_requests_total` counts them.
+    /// A request's body, and with it any round it could still start, is
+    /// gone by then: what a test checks after this cannot still change.
+    pub async fn wait_finished(&self, n: u64) {
+        self.wait_metric("finished requests", n, false, |line| {
+            line.starts_with("codemode_requests_total{") && !line.contains("route=\"admin\"")
+        })
+        .await
+    }
+
+    /// Waits until the gauge `name` (unlabelled) reads `value`.
+    pub async fn wait_gauge(&self, name: &str, value: u64) {
+        let prefix = format!("{name} ");
+        self.wait_metric(name, value, true, |line| line.starts_with(&prefix))
+            .await
+    }
+
+    /// Waits until the series `pick` chooses in `/metrics` sum to `n`
+    /// (`exact`), or to at least `n`.
+    async fn wait_metric(&self, what: &str, n: u64, exact: bool, pick: impl Fn(&str) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = self
+                .http
+                .get(self.url("/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let seen: u64 = text
+                .lines()
+                .filter(|l| pick(l))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .map(|v| v as u64)
+                .sum();
+            if seen == n || (!exact && seen > n) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: {seen}, waited for {n}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// POSTs `body` to /v1/chat/completions with extra headers.
     pub async fn chat(&self, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
         self.post("/v1/chat/completions", body, headers).await
