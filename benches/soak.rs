@@ -1174,7 +1174,7 @@ async fn main() {
 /// stays there. With about one pooled connection per stream, the proxy's
 /// heap steps up by 8.4 KB per stream when the run passes that many
 /// requests per stream (a 600 s run with 1,000 streams: at about 170 s;
-/// BENCHMARKS.md, "Soak").
+/// docs/benchmarks-history.md, "Soak (issue 22)").
 const DISPATCH_BLOCK: u64 = 32;
 
 /// When the warm-up ends: the first sample at or after `min_secs` by which

@@ -3,8 +3,8 @@
 //!
 //! The model sees `run_code` (and, in its system prompt, an SDK of the
 //! agent's tools); what the wire announces and what reaches the client's
-//! executor always agree. See `README.md`, `docs/` and `design.md` for the
-//! contract.
+//! executor always agree. `README.md` and `docs/` are the contract: what a
+//! user relies on (variables, headers, endpoints, behaviour).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

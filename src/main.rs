@@ -9,7 +9,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 // A request allocates a hundred-odd short-lived blocks (headers, JSON
 // values, bodies): glibc's malloc took 18% of the proxy's instructions in
-// code mode, mimalloc takes 5% (callgrind, BENCHMARKS.md). Its `no_thp`
+// code mode, mimalloc takes 5% (callgrind, docs/benchmarks-history.md). Its `no_thp`
 // feature keeps it from asking for transparent huge pages: with them, each
 // idle stream held 68 KB resident instead of 43 KB.
 #[global_allocator]

@@ -6,7 +6,7 @@ use std::str::FromStr;
 /// The name of the reserved transport tool, in every mode.
 pub const RUN_CODE: &str = "run_code";
 
-/// What the model sees and may call directly (design.md section 1).
+/// What the model sees and may call directly (docs/modes.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// The client's tools, untouched; the proxy is transparent.

@@ -1,4 +1,4 @@
-//! Presets, prompt sections and scope bindings (design.md section 4).
+//! Presets, prompt sections and scope bindings (docs/presets.md).
 //!
 //! A [`Catalog`] is built once at start-up from the built-ins and the
 //! optional `CODEMODE_CONFIG` file; every `extends` chain is resolved then,
@@ -191,7 +191,7 @@ impl Catalog {
 
     /// The preset bound to `scope`; an unbound scope gets the binding of
     /// the `default` scope, so naming another scope never leaves the
-    /// operator's binding (design.md section 9). `None` when neither is bound.
+    /// operator's binding (docs/security.md). `None` when neither is bound.
     pub fn for_scope(&self, scope: &str) -> Option<&Arc<Preset>> {
         self.scopes
             .get(scope)

@@ -1,5 +1,5 @@
 //! Which API routes the proxy judges, and how a request path is matched to
-//! one (design.md section 9, "one reading of a request").
+//! one (docs/security.md, "one reading of a request").
 //!
 //! A provider may serve a route under spellings the proxy would not match
 //! byte for byte: a trailing slash, `//`, `.` and `..` segments,

@@ -1,4 +1,4 @@
-//! System-prompt sections (design.md section 4): which render, in what order.
+//! System-prompt sections (docs/presets.md): which render, in what order.
 
 use std::fmt::Write as _;
 

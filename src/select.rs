@@ -1,4 +1,4 @@
-//! Per-request selection of scope, preset and mode (design.md section 3).
+//! Per-request selection of scope, preset and mode (docs/presets.md).
 
 use std::sync::Arc;
 

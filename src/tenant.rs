@@ -1,4 +1,4 @@
-//! Who owns what (design.md section 9): the tenant of a request, and the
+//! Who owns what (docs/security.md): the tenant of a request, and the
 //! unguessable ids the proxy hands out.
 //!
 //! Executions and stored denials belong to the tenant that made them: the

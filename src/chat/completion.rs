@@ -1,4 +1,4 @@
-//! Interception of a whole (non-streamed) completion (design.md section 6).
+//! Interception of a whole (non-streamed) completion (docs/modes.md).
 //!
 //! Each call is judged by [`crate::classify`]; this module only applies the
 //! verdicts to the JSON: withholding denied calls, building the repair

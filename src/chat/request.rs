@@ -1,5 +1,5 @@
 //! Request rewrite: the wire tools, `tool_choice`, spliced denials and the
-//! prompt sections (design.md sections 4-6).
+//! prompt sections (docs/presets.md, docs/modes.md).
 //!
 //! Messages the proxy does not change stay the bytes the client sent; only
 //! the first system message and assistant turns with stored denials are

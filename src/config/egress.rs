@@ -1,5 +1,5 @@
 //! The egress proxy for upstream connections, read from curl's variables
-//! (design.md section 12): `https_proxy`, `http_proxy`, `all_proxy`,
+//! (docs/configuration.md, "Egress proxy"): `https_proxy`, `http_proxy`, `all_proxy`,
 //! `no_proxy`, each in lower or upper case, lower case first as curl reads
 //! them.
 

@@ -1,4 +1,4 @@
-//! Configuration, read once at start-up (design.md section 2).
+//! Configuration, read once at start-up (docs/configuration.md).
 //!
 //! Parsed from a lookup function so tests never touch the process
 //! environment. Every variable is parsed before any error is returned, so a

@@ -130,7 +130,7 @@ fn has_credential(client: &HeaderMap) -> bool {
 }
 
 /// Whether a request is for the Anthropic upstream: it carries
-/// `anthropic-version` (design.md section 11).
+/// `anthropic-version` (docs/agents.md, "Claude Code and the Messages API").
 pub(crate) fn is_anthropic(client: &HeaderMap) -> bool {
     client.contains_key("anthropic-version")
 }

@@ -1,5 +1,5 @@
 //! Anthropic's Messages API (`POST /v1/messages`) as a dialect of the rule
-//! (design.md section 11): its tools, its `tool_use` blocks and their
+//! (docs/agents.md, "Claude Code and the Messages API"): its tools, its `tool_use` blocks and their
 //! `tool_result`s, its stream events.
 
 /// A whole response, judged.

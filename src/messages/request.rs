@@ -1,7 +1,7 @@
 //! A Messages request (`POST /v1/messages`, and `count_tokens` bodies of
 //! the same shape), parsed only as deep as the proxy needs, and its
 //! rewrite: the wire tools, `tool_choice`, stored denials of mixed turns
-//! and the prompt sections (design.md section 11).
+//! and the prompt sections (docs/agents.md, "Claude Code and the Messages API").
 //!
 //! Every field stays the client's bytes unless the proxy changes it;
 //! messages are kept raw one by one, so only a message that takes a splice

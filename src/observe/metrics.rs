@@ -1,4 +1,4 @@
-//! The proxy's Prometheus metrics (design.md section 12), in one explicit
+//! The proxy's Prometheus metrics (docs/operations.md), in one explicit
 //! registry the layer's state holds.
 //!
 //! Every label has a small fixed set of values (a route, a mode, a status

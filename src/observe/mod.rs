@@ -1,5 +1,5 @@
 //! Operations: per-request ids and records, the access log, metrics, log
-//! format (design.md section 12).
+//! format (docs/operations.md).
 //!
 //! The service gives each request a [`ledger::RequestLedger`], current for
 //! the handler and for every poll of the response body, so the code that

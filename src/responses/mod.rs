@@ -1,5 +1,5 @@
 //! The OpenAI Responses API (`POST /v1/responses`) as a dialect of the
-//! rule (design.md section 10): its tools, its call items and their
+//! rule (docs/agents.md, "Codex and the Responses API"): its tools, its call items and their
 //! outputs, its stream events.
 
 /// A whole response, judged.

@@ -1,6 +1,6 @@
 //! A Responses request (`POST /v1/responses`), parsed only as deep as the
 //! proxy needs, and its rewrite: the wire tools, `tool_choice`, stored
-//! denials of mixed turns and the prompt sections (design.md section 10).
+//! denials of mixed turns and the prompt sections (docs/agents.md, "Codex and the Responses API").
 //!
 //! Every field stays the client's bytes unless the proxy changes it; input
 //! items are kept raw one by one, so only the system/developer message that

@@ -1,5 +1,5 @@
-//! The embedded runtime: the proxy runs `run_code` itself (design.md
-//! section 7).
+//! The embedded runtime: the proxy runs `run_code` itself
+//! (docs/embedded-runtime.md).
 //!
 //! A program's tool calls go to the client as ordinary native calls, with
 //! ids minted by the proxy that name the execution (`cm_<execution>_<n>`).

@@ -12,7 +12,7 @@
 //! `tools.describe(name)`, answered by the embedded runtime.
 //!
 //! Schemas come from the client, so rendering is bounded whatever they hold
-//! (design.md section 9): nesting past [`MAX_NESTING`] renders `unknown`
+//! (docs/security.md): nesting past [`MAX_NESTING`] renders `unknown`
 //! (the recursion never goes deeper, so the stack is bounded too); each tool
 //! and the whole SDK have a byte budget ([`TOOL_MAX_BYTES`],
 //! [`SDK_MAX_BYTES`]) and a work budget, past which types render `unknown`

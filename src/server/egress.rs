@@ -1,4 +1,4 @@
-//! Upstream connections through an egress proxy (design.md section 12).
+//! Upstream connections through an egress proxy (docs/configuration.md, "Egress proxy").
 //!
 //! Per destination the connector goes direct, opens a `CONNECT` tunnel
 //! (https: TLS runs inside it, end to end with the provider), or forwards

@@ -1,4 +1,4 @@
-//! Streaming interception (design.md section 6, "Streaming"), for every
+//! Streaming interception (docs/streaming.md), for every
 //! dialect.
 //!
 //! A dialect's [`RoundJudge`] decides, event by event, what the client

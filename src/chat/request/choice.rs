@@ -1,5 +1,5 @@
 //! The request fields that name tools besides `tools`: `tool_choice`, and
-//! the legacy `functions` and `function_call` (design.md section 5).
+//! the legacy `functions` and `function_call` (docs/modes.md, "What the model sees").
 //!
 //! When the wire may lack a declared tool, each field is read into what it
 //! means, judged against the plan, and written back from that reading: the
