@@ -66,7 +66,7 @@ return redis.call('GET', KEYS[1])
 
 /// The longest record the store writes or reads, per kind. Derived from
 /// the in-memory budgets (an eighth of `CODEMODE_EXECUTION_STORE_MB` and of
-/// `CODEMODE_SPLICE_STORE_MB`; docs/operations.md): reading a record costs
+/// `CODEMODE_SPLICE_STORE_MB`; docs/replicas.md, "Record size"): reading a record costs
 /// a replica about three times its length while it is decoded, so the
 /// largest record read stays within half of what the replica would spend
 /// on the same records in memory.
