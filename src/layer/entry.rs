@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, Request, Response, Uri};
 use serde_json::{json, Value};
 
@@ -14,10 +12,10 @@ use super::embedded::{not_handed_out, resume_with, Resumed};
 use super::forward::{
     anthropic_headers, anthropic_uri, read_client_body, relay, send, upstream_headers, upstream_uri,
 };
-use super::round::{tag, Target};
+use super::round::{respond, tag, Target};
 use super::stores::RequestStores;
 use super::{json as json_turns, streamed, State, Upstream};
-use crate::body::{full, ProxyBody};
+use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
@@ -165,26 +163,4 @@ async fn resume<D: Dialect>(
         }
         Resumed::AskModel => Ok(None),
     }
-}
-
-/// An answer the proxy wrote, as JSON or as the event stream the client
-/// asked for, in the head of `parts`.
-pub(crate) fn respond<D: Dialect>(
-    mut parts: http::response::Parts,
-    request: &D::Request,
-    answer: &Value,
-) -> Response<ProxyBody> {
-    parts.headers.remove(CONTENT_LENGTH);
-    parts.headers.remove(CONTENT_ENCODING);
-    let (content_type, body) = if D::streams(request) {
-        ("text/event-stream", D::as_sse(answer, request))
-    } else {
-        // Straight into a buffer: `Display` goes through a formatter per write.
-        let body = serde_json::to_vec(answer).unwrap_or_default();
-        ("application/json", Bytes::from(body))
-    };
-    parts
-        .headers
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    Response::from_parts(parts, full(body))
 }

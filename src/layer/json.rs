@@ -11,9 +11,8 @@ use http::Response;
 use serde_json::{Map, Value};
 
 use super::embedded::{run_program, ProgramRun};
-use super::entry::respond;
 use super::forward::{read_upstream_body, respond_with, send};
-use super::round::{check_identity, response_parts, tag, Target};
+use super::round::{check_identity, respond, response_parts, tag, Target};
 use super::{State, Upstream};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;

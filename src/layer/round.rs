@@ -3,8 +3,9 @@
 //! response gets.
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderValue};
+use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Request, Response, Uri};
+use serde_json::Value;
 
 use super::forward::{read_upstream_body, send};
 use super::Upstream;
@@ -12,6 +13,7 @@ use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
 use crate::select::Selection;
 use crate::stream::Next;
+use crate::turn::Dialect;
 
 /// Response header: the mode that governed the request.
 pub const RESPONSE_MODE: &str = "x-codemode-mode";
@@ -117,6 +119,28 @@ pub(crate) async fn next_round(
 pub(crate) fn response_parts(mut parts: http::response::Parts) -> http::response::Parts {
     super::forward::strip_hop_by_hop(&mut parts.headers);
     parts
+}
+
+/// An answer the proxy wrote, as JSON or as the event stream the client
+/// asked for, in the head of `parts`.
+pub(crate) fn respond<D: Dialect>(
+    mut parts: http::response::Parts,
+    request: &D::Request,
+    answer: &Value,
+) -> Response<ProxyBody> {
+    parts.headers.remove(CONTENT_LENGTH);
+    parts.headers.remove(CONTENT_ENCODING);
+    let (content_type, body) = if D::streams(request) {
+        ("text/event-stream", D::as_sse(answer, request))
+    } else {
+        // Straight into a buffer: `Display` goes through a formatter per write.
+        let body = serde_json::to_vec(answer).unwrap_or_default();
+        ("application/json", Bytes::from(body))
+    };
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    Response::from_parts(parts, full(body))
 }
 
 /// Adds the response headers that say what governed the request.

@@ -14,8 +14,9 @@ use std::time::Instant;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use super::counted::Finished;
 use super::inspector::{DenialSeen, Inspector, Repair};
-use super::metrics::{Finished, Metrics};
+use super::metrics::Metrics;
 use crate::classify::DenialCode;
 use crate::select::Selection;
 
@@ -24,109 +25,14 @@ pub static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// Longest client request id the proxy keeps.
 pub const MAX_REQUEST_ID: usize = 128;
 
-/// Every denial code, as the `code` label spells it.
-/// (In the order of the ledger's counters: see [`judged`].)
-pub const DENIAL_CODES: [&str; 2] = ["UNKNOWN_TOOL", "INVALID_ARGS"];
-
 mod watch;
+
+pub use super::counted::{Outcome, ProgramEnd, Route};
 
 pub use watch::{inspecting, program_lost, program_seen, set_model, turn_judged};
 
 tokio::task_local! {
     static LEDGER: Arc<RequestLedger>;
-}
-
-/// What a program came to, as the `outcome` label spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// It returned.
-    Ok,
-    /// It threw, or could not start.
-    Error,
-    /// It ran past its CPU slice or its lifetime.
-    Timeout,
-    /// The client moved on before it finished.
-    Interrupted,
-}
-
-impl Outcome {
-    /// Every outcome.
-    pub const ALL: [Outcome; 4] = [
-        Outcome::Ok,
-        Outcome::Error,
-        Outcome::Timeout,
-        Outcome::Interrupted,
-    ];
-
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-            Outcome::Timeout => "timeout",
-            Outcome::Interrupted => "interrupted",
-        }
-    }
-
-    /// The outcome of a `run_code` result text.
-    pub fn of(result: &str) -> Outcome {
-        match result.strip_prefix("Error: ") {
-            None => Outcome::Ok,
-            Some(e) if e.starts_with("TimeoutError") => Outcome::Timeout,
-            Some(e) if e.starts_with("InterruptedError") => Outcome::Interrupted,
-            Some(_) => Outcome::Error,
-        }
-    }
-
-    /// The outcome's place in [`Outcome::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// Which endpoint served a request, as the `route` label spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
-    /// `/v1/chat/completions`.
-    Chat,
-    /// `/v1/responses`.
-    Responses,
-    /// `/v1/messages`.
-    Messages,
-    /// `/v1/messages/count_tokens`.
-    CountTokens,
-    /// Any other `/v1/*` request.
-    Passthrough,
-    /// The proxy's own endpoints.
-    Admin,
-    /// Anything refused before it was routed.
-    Other,
-}
-
-impl Route {
-    /// Every route, in the order of their values.
-    pub const ALL: [Route; 7] = [
-        Route::Chat,
-        Route::Responses,
-        Route::Messages,
-        Route::CountTokens,
-        Route::Passthrough,
-        Route::Admin,
-        Route::Other,
-    ];
-
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::Chat => "chat",
-            Route::Responses => "responses",
-            Route::Messages => "messages",
-            Route::CountTokens => "count_tokens",
-            Route::Passthrough => "passthrough",
-            Route::Admin => "admin",
-            Route::Other => "other",
-        }
-    }
 }
 
 struct Selected {
@@ -415,17 +321,6 @@ pub fn upstream_round(started: Instant) {
 // reports into it, so the ledger names none of its types: it counts plain
 // values (denial codes, a repair, the plain struct below).
 
-/// An ended program, as the ledger counts it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProgramEnd {
-    /// What it came to.
-    pub outcome: Outcome,
-    /// The tool calls it made.
-    pub nested_calls: u64,
-    /// Bytes of nested results that stayed out of the model's context.
-    pub context_bytes_saved: u64,
-}
-
 /// A model turn was judged: its denials by code, and whether the decision
 /// re-asks the model (a repair).
 pub fn judged(denials: &[DenialCode], repair: bool) {
@@ -515,7 +410,13 @@ mod tests {
 
     #[test]
     fn denial_codes_are_spelled_as_the_model_reads_them() {
-        assert_eq!(DENIAL_CODES[0], DenialCode::UnknownTool.as_str());
-        assert_eq!(DENIAL_CODES[1], DenialCode::InvalidArgs.as_str());
+        assert_eq!(
+            crate::observe::counted::DENIAL_CODES[0],
+            DenialCode::UnknownTool.as_str()
+        );
+        assert_eq!(
+            crate::observe::counted::DENIAL_CODES[1],
+            DenialCode::InvalidArgs.as_str()
+        );
     }
 }

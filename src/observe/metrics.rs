@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use super::ledger::{Outcome, Route, DENIAL_CODES};
+use super::counted::{Finished, Outcome, Route, DENIAL_CODES};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -126,23 +126,6 @@ pub(crate) struct Occupancy {
 }
 
 const STORES: [&str; 3] = ["plans", "executions", "splices"];
-
-/// One finished request, as the metrics count it.
-pub(crate) struct Finished {
-    pub(crate) route: Route,
-    pub(crate) mode: &'static str,
-    pub(crate) status: u16,
-    pub(crate) seconds: f64,
-    /// By [`DENIAL_CODES`].
-    pub(crate) denials: [u64; DENIAL_CODES.len()],
-    pub(crate) repairs: u64,
-    /// By [`Outcome::index`].
-    pub(crate) executions: [u64; Outcome::ALL.len()],
-    pub(crate) nested_calls: u64,
-    pub(crate) tokens: (u64, u64),
-    pub(crate) round_trips_saved: u64,
-    pub(crate) context_bytes_saved: u64,
-}
 
 impl Metrics {
     /// The series, registered and at zero.

@@ -11,6 +11,7 @@
 //! request exists only for trace export ([`request_span`]).
 
 pub(crate) mod body;
+pub(crate) mod counted;
 pub(crate) mod inspector;
 pub(crate) mod ledger;
 mod lines;

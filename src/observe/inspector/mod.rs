@@ -27,8 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use super::ledger::{Outcome, ProgramEnd};
-use super::metrics::Finished;
+use super::counted::{Finished, Outcome, ProgramEnd};
 use record::capped;
 pub use record::{CallSeen, DenialRecord, ProgramRecord, Repair, State, PAYLOAD_CAP};
 use ring::{Kept, Ring};

@@ -7,8 +7,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::observe::ledger::Route;
-use crate::observe::metrics::Finished;
+use crate::observe::counted::{Finished, Route};
 
 /// The columns of a sample, after its time.
 pub const COLUMNS: [&str; 11] = [

@@ -1,0 +1,129 @@
+//! What a request and a program are counted as: plain values the ledger
+//! fills and the metrics and the inspector read. Below all three, so none
+//! of them imports another for the other's vocabulary.
+
+/// Every denial code, as the `code` label spells it.
+/// (In the order of the ledger's counters: see
+/// [`crate::observe::ledger::judged`].)
+pub const DENIAL_CODES: [&str; 2] = ["UNKNOWN_TOOL", "INVALID_ARGS"];
+
+/// What a program came to, as the `outcome` label spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It returned.
+    Ok,
+    /// It threw, or could not start.
+    Error,
+    /// It ran past its CPU slice or its lifetime.
+    Timeout,
+    /// The client moved on before it finished.
+    Interrupted,
+}
+
+impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Ok,
+        Outcome::Error,
+        Outcome::Timeout,
+        Outcome::Interrupted,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Timeout => "timeout",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+
+    /// The outcome of a `run_code` result text.
+    pub fn of(result: &str) -> Outcome {
+        match result.strip_prefix("Error: ") {
+            None => Outcome::Ok,
+            Some(e) if e.starts_with("TimeoutError") => Outcome::Timeout,
+            Some(e) if e.starts_with("InterruptedError") => Outcome::Interrupted,
+            Some(_) => Outcome::Error,
+        }
+    }
+
+    /// The outcome's place in [`Outcome::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which endpoint served a request, as the `route` label spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/responses`.
+    Responses,
+    /// `/v1/messages`.
+    Messages,
+    /// `/v1/messages/count_tokens`.
+    CountTokens,
+    /// Any other `/v1/*` request.
+    Passthrough,
+    /// The proxy's own endpoints.
+    Admin,
+    /// Anything refused before it was routed.
+    Other,
+}
+
+impl Route {
+    /// Every route, in the order of their values.
+    pub const ALL: [Route; 7] = [
+        Route::Chat,
+        Route::Responses,
+        Route::Messages,
+        Route::CountTokens,
+        Route::Passthrough,
+        Route::Admin,
+        Route::Other,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Chat => "chat",
+            Route::Responses => "responses",
+            Route::Messages => "messages",
+            Route::CountTokens => "count_tokens",
+            Route::Passthrough => "passthrough",
+            Route::Admin => "admin",
+            Route::Other => "other",
+        }
+    }
+}
+
+/// An ended program, as the ledger counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramEnd {
+    /// What it came to.
+    pub outcome: Outcome,
+    /// The tool calls it made.
+    pub nested_calls: u64,
+    /// Bytes of nested results that stayed out of the model's context.
+    pub context_bytes_saved: u64,
+}
+
+/// One finished request, as the metrics count it.
+pub(crate) struct Finished {
+    pub(crate) route: Route,
+    pub(crate) mode: &'static str,
+    pub(crate) status: u16,
+    pub(crate) seconds: f64,
+    /// By [`DENIAL_CODES`].
+    pub(crate) denials: [u64; DENIAL_CODES.len()],
+    pub(crate) repairs: u64,
+    /// By [`Outcome::index`].
+    pub(crate) executions: [u64; Outcome::ALL.len()],
+    pub(crate) nested_calls: u64,
+    pub(crate) tokens: (u64, u64),
+    pub(crate) round_trips_saved: u64,
+    pub(crate) context_bytes_saved: u64,
+}
