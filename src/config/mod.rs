@@ -47,6 +47,10 @@ pub use upstream::UpstreamBase;
 
 /// The validated configuration; nothing reads the environment after this.
 #[derive(Clone, Debug)]
+// New settings arrive as new fields: a user makes a `Config` with
+// `from_env` or `from_lookup` and changes fields, never writes one out
+// whole, so adding one breaks nobody.
+#[non_exhaustive]
 pub struct Config {
     /// Address to bind.
     pub listen: SocketAddr,
