@@ -110,22 +110,6 @@ fn scaled(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// A series' value on /metrics.
-async fn metric(proxy: &Proxy, name: &str) -> f64 {
-    let text = proxy
-        .http
-        .get(proxy.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_programs_waits_for_slots_and_every_one_is_answered() {
     let n = scaled("CODEMODE_TEST_BURST", 200);
@@ -142,8 +126,8 @@ async fn a_burst_of_programs_waits_for_slots_and_every_one_is_answered() {
         // Five results of "ok:read" (7 bytes each).
         assert_eq!(s.answer, "Result: 35", "program {i}");
     }
-    assert_eq!(metric(&proxy, "codemode_programs_waiting").await, 0.0);
-    assert_eq!(metric(&proxy, "codemode_programs_running").await, 0.0);
+    assert_eq!(proxy.metric("codemode_programs_waiting").await, 0.0);
+    assert_eq!(proxy.metric("codemode_programs_running").await, 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,7 +154,7 @@ async fn another_tenants_program_finishes_while_one_tenant_floods() {
     let noisy = futures_util::future::join_all(noisy);
     let quiet = async {
         // Every flooding program has taken a slot or a place in the queue.
-        while metric(&proxy, "codemode_programs_waiting").await + 1.0 < flood as f64 {
+        while proxy.metric("codemode_programs_waiting").await + 1.0 < flood as f64 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let seen = converse(&proxy, "quiet", "return 'quiet ran';", false).await;
@@ -203,7 +187,7 @@ async fn a_streamed_program_that_waits_for_a_slot_keeps_its_client_informed() {
     .await;
     let spinner = converse(&proxy, "spinner", "for (;;) {}", false);
     let waiting = async {
-        while metric(&proxy, "codemode_programs_running").await < 1.0 {
+        while proxy.metric("codemode_programs_running").await < 1.0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         converse(&proxy, "waiter", "return 'after the wait';", true).await
@@ -238,7 +222,7 @@ async fn a_program_whose_wait_runs_out_tells_the_model_to_run_it_again() {
     .await;
     let spinner = converse(&proxy, "spinner", "for (;;) {}", false);
     let refused = async {
-        while metric(&proxy, "codemode_programs_running").await < 1.0 {
+        while proxy.metric("codemode_programs_running").await < 1.0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         converse(&proxy, "other", "return 'never';", false).await
@@ -251,7 +235,7 @@ async fn a_program_whose_wait_runs_out_tells_the_model_to_run_it_again() {
         "{}",
         refused.answer
     );
-    assert_eq!(metric(&proxy, "codemode_programs_waiting").await, 0.0);
+    assert_eq!(proxy.metric("codemode_programs_waiting").await, 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,7 +260,9 @@ async fn distinct_large_tool_sets_keep_the_plan_cache_within_its_budget() {
         let res = proxy.chat(&body, &[]).await;
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     }
-    let held = metric(&proxy, "codemode_memory_store_bytes{store=\"plans\"}").await;
+    let held = proxy
+        .metric("codemode_memory_store_bytes{store=\"plans\"}")
+        .await;
     assert!(held > 0.0, "the plans are weighed");
     assert!(
         held <= (budget_mb << 20) as f64,

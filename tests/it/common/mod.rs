@@ -49,6 +49,26 @@ impl Proxy {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// The proxy's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The value of the series `name` (with its labels, if any) on `/metrics`.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = self.metrics().await;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    }
+
     /// Waits until the proxy has finished `n` requests on judged or
     /// passed-through routes (their ledgers closed: completed, or dropped
     /// by a client that left), as `codemode_requests_total` counts them.
@@ -73,15 +93,7 @@ impl Proxy {
     async fn wait_metric(&self, what: &str, n: u64, exact: bool, pick: impl Fn(&str) -> bool) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
-            let text = self
-                .http
-                .get(self.url("/metrics"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let text = self.metrics().await;
             let seen: u64 = text
                 .lines()
                 .filter(|l| pick(l))
