@@ -118,7 +118,11 @@ fn config(store: &str) -> Config {
 async fn serve(config: Config, executions: Arc<dyn ExecutionStore>) -> String {
     let splices = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
     let client = server::http_client(&config).expect("TLS roots");
-    let service = CodeModeLayer::with_stores(config, splices, executions).layer(client);
+    let service = CodeModeLayer::builder(config)
+        .splice_store(splices)
+        .execution_store(executions)
+        .build()
+        .layer(client);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(server::serve(listener, service, std::future::pending()));

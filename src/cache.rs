@@ -24,7 +24,7 @@ static ALLOCATOR_TRIM: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 
 /// Sets what the proxy calls, on the thread that did the work, right after
 /// it dropped a large transient (the working copies of a plan built from
-/// a large tool set, [`LARGE_BYTES`] or more).
+/// a large tool set, `LARGE_BYTES` or more).
 ///
 /// An allocator that keeps freed pages for reuse (mimalloc, jemalloc) keeps
 /// them on the thread that freed them until that thread allocates again:

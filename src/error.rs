@@ -162,7 +162,7 @@ pub enum ProxyError {
          where the operator allows it), or send it to the provider directly"
     )]
     LockedRoute {
-        /// The route, as [`crate::route::SideRoute::what`] names it.
+        /// The route, as `SideRoute::what` names it.
         what: &'static str,
         /// The request's mode.
         mode: Mode,

@@ -11,9 +11,7 @@
 // The supported surface: the layer and its service, the configuration,
 // the server helpers, the errors, the modes, and the store traits a shared
 // store implements.
-pub mod cli;
 pub mod config;
-pub mod demo;
 pub mod error;
 pub mod layer;
 pub mod observe;
@@ -52,11 +50,12 @@ mod test_support;
 
 pub use cache::set_allocator_trim;
 pub use config::Config;
-pub use layer::{CodeModeLayer, CodeModeService};
+pub use body::{BoxedError, ProxyBody};
+pub use layer::{CodeModeLayer, CodeModeLayerBuilder, CodeModeService, PeerAddr};
 pub use mode::{Mode, Runtime};
 
 /// What a shared store implements, and the in-memory ones the proxy uses
-/// when none is given (see [`CodeModeLayer::with_stores`]).
+/// when none is given (see [`CodeModeLayer::builder`]).
 pub mod store {
     pub use crate::runtime::{
         CallRecord, Execution, ExecutionLookup, ExecutionStore, MemoryExecutionStore, StoreError,

@@ -114,7 +114,9 @@ pub const DEFAULT_PRESET: &str = "standard";
 pub const DEFAULT_SCOPE: &str = "default";
 
 impl Catalog {
-    /// The built-ins alone, with `default_mode` as the inherited mode.
+    /// The built-ins alone, with `default_mode` as the inherited mode
+    /// (tests and benchmarks; a `Config` builds its catalog itself).
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn builtin(default_mode: Mode) -> Catalog {
         match Catalog::build(default_mode, ConfigFile::default()) {
             Ok(c) => c,
@@ -127,6 +129,7 @@ impl Catalog {
     }
 
     /// Resolves the built-ins plus `file`; every problem is returned at once.
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn build(default_mode: Mode, file: ConfigFile) -> Result<Catalog, Vec<String>> {
         Catalog::build_with(default_mode, SdkStyle::Full, file)
     }

@@ -36,12 +36,7 @@ mod otlp;
 mod program;
 mod round;
 
-pub use otlp::{
-    default_service_name, encoding, export_wanted, otel_layer, Encoding, OtelGuard,
-    DEFAULT_SERVICE_NAME, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
-    OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME,
-};
+pub use otlp::{otel_layer, OtelGuard};
 pub(crate) use program::{denied, handed_out, program_ended, program_span};
 pub(crate) use round::Round;
 

@@ -9,13 +9,13 @@ use http::uri::Scheme;
 use http::Uri;
 
 /// Proxy for `https` upstreams (a `CONNECT` tunnel); lower case wins.
-pub const HTTPS_PROXY: [&str; 2] = ["https_proxy", "HTTPS_PROXY"];
+pub(crate) const HTTPS_PROXY: [&str; 2] = ["https_proxy", "HTTPS_PROXY"];
 /// Proxy for plain `http` upstreams (absolute-form requests); lower case wins.
-pub const HTTP_PROXY: [&str; 2] = ["http_proxy", "HTTP_PROXY"];
+pub(crate) const HTTP_PROXY: [&str; 2] = ["http_proxy", "HTTP_PROXY"];
 /// Proxy for either scheme when its own variable is unset; lower case wins.
-pub const ALL_PROXY: [&str; 2] = ["all_proxy", "ALL_PROXY"];
+pub(crate) const ALL_PROXY: [&str; 2] = ["all_proxy", "ALL_PROXY"];
 /// Hosts, domain suffixes, IPs and CIDRs reached directly; `*` = all; lower case wins.
-pub const NO_PROXY: [&str; 2] = ["no_proxy", "NO_PROXY"];
+pub(crate) const NO_PROXY: [&str; 2] = ["no_proxy", "NO_PROXY"];
 
 /// Where upstream connections go: direct, or through an HTTP proxy per scheme.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

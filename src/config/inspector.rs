@@ -8,10 +8,10 @@ use super::parse::{bounded, parse_or};
 use super::{ADMIN_TOKEN, INSPECTOR_MB, INSPECTOR_PAYLOADS};
 
 /// `CODEMODE_INSPECTOR_MB` by default: a few thousand recent programs.
-pub const DEFAULT_INSPECTOR_MB: usize = 8;
+pub(crate) const DEFAULT_INSPECTOR_MB: usize = 8;
 
 /// Shortest admin token accepted: anything shorter is guessable.
-pub const MIN_TOKEN_LEN: usize = 16;
+pub(crate) const MIN_TOKEN_LEN: usize = 16;
 
 /// The inspector, on: who may open it and what it keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,22 +26,23 @@ use crate::sdk::SdkStyle;
 use parse::{bounded, parse_or, positive};
 use presets::{read_config_file, runtime_conflicts};
 
-pub use crate::env_vars::*;
+pub(crate) use crate::env_vars::*;
 
 /// `CODEMODE_MAX_STREAM_STATE_BYTES` by default: 64 MiB, as the largest
 /// whole answer the proxy reads (`CODEMODE_MAX_UPSTREAM_BODY_BYTES`).
-pub const DEFAULT_MAX_STREAM_STATE_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_MAX_STREAM_STATE_BYTES: usize = 64 << 20;
 
 /// `CODEMODE_STREAM_KEEPALIVE_MS` by default: well inside the 60 s idle
 /// timeouts of common load balancers and reverse proxies.
-pub const DEFAULT_STREAM_KEEPALIVE_MS: u64 = 10_000;
+pub(crate) const DEFAULT_STREAM_KEEPALIVE_MS: u64 = 10_000;
 pub use crate::runtime::pool::RunSlots;
+pub use crate::runtime::Limits;
 pub use crate::select::ClientSelect;
 pub use callers::Callers;
 pub use egress::{Egress, ProxyUrl};
 pub use errors::{ConfigError, ConfigErrors};
-pub use inspector::{AdminToken, InspectorConfig, DEFAULT_INSPECTOR_MB, MIN_TOKEN_LEN};
-pub use redis_url::{RedisTarget, REDIS_FORMS};
+pub use inspector::{AdminToken, InspectorConfig};
+pub use redis_url::RedisTarget;
 pub use store::StoreKind;
 pub use upstream::UpstreamBase;
 
@@ -56,12 +57,14 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Provider base URL.
     pub upstream: UpstreamBase,
-    /// Default tool mode.
-    pub default_mode: Mode,
+    /// Default tool mode: the presets that inherit their mode were
+    /// resolved with it, so it is set by `CODEMODE_MODE` and read with
+    /// [`Config::default_mode`], never changed alone.
+    pub(crate) default_mode: Mode,
     /// Where `run_code` runs.
     pub runtime: Runtime,
-    /// Presets, sections, scope bindings.
-    pub catalog: Catalog,
+    /// Presets, sections, scope bindings (`CODEMODE_CONFIG`).
+    pub(crate) catalog: Catalog,
     /// Re-asks per request after a denial.
     pub max_repairs: u32,
     /// Replaces the client's `Authorization` upstream when set (marked sensitive).
@@ -87,7 +90,7 @@ pub struct Config {
     /// Runtime worker threads; `None` lets the runtime choose.
     pub worker_threads: Option<usize>,
     /// Limits of the embedded runtime.
-    pub limits: crate::runtime::Limits,
+    pub limits: Limits,
     /// How many programs run and wait at once.
     pub run_slots: RunSlots,
     /// Time limits on client connections.
@@ -139,6 +142,17 @@ pub struct StoreBudgets {
 }
 
 impl Config {
+    /// The mode of requests whose preset does not set one (`CODEMODE_MODE`).
+    pub fn default_mode(&self) -> Mode {
+        self.default_mode
+    }
+
+    /// The names of the presets a request can select, in the order the
+    /// picker tries them.
+    pub fn preset_names(&self) -> Vec<&str> {
+        self.catalog.names()
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigErrors> {
         Config::from_lookup(|k| std::env::var(k).ok())

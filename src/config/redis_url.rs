@@ -2,7 +2,8 @@
 //! master found through Redis Sentinel. Read without connecting.
 
 /// Every form `CODEMODE_STORE` takes besides `memory`, for error messages.
-pub const REDIS_FORMS: &str = "redis://[user:password@]host[:port][/db] (rediss:// for TLS), \
+pub(crate) const REDIS_FORMS: &str =
+    "redis://[user:password@]host[:port][/db] (rediss:// for TLS), \
      redis+cluster://[user:password@]host:port,host:port,... (rediss+cluster:// for TLS), \
      redis+sentinel://[user:password@]host:port,host:port,.../master-name[/db] \
      (rediss+sentinel:// for TLS)";
@@ -41,7 +42,7 @@ pub enum RedisTarget {
 }
 
 impl RedisTarget {
-    /// `v`, one of [`REDIS_FORMS`]; the error says what is wrong without
+    /// `v`, one of `REDIS_FORMS`; the error says what is wrong without
     /// repeating the password.
     pub fn parse(v: &str) -> Result<RedisTarget, String> {
         let v = v.trim();

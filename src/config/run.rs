@@ -65,10 +65,10 @@ pub(super) fn limits(
 
 /// Programs that may wait for a slot: a waiting program holds only its
 /// request, so a burst of a thousand agents waits rather than fails.
-pub const DEFAULT_RUN_QUEUE: usize = 1024;
+pub(crate) const DEFAULT_RUN_QUEUE: usize = 1024;
 
 /// How long a program waits for a slot: about fifteen default slices.
-pub const DEFAULT_RUN_QUEUE_TIMEOUT_MS: u64 = 30_000;
+pub(crate) const DEFAULT_RUN_QUEUE_TIMEOUT_MS: u64 = 30_000;
 
 /// The run pool's slots and queue; `None` when a variable is wrong.
 pub(super) fn slots(

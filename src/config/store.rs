@@ -14,7 +14,8 @@ pub enum StoreKind {
     Memory,
     /// Redis shared by replicas: one server, a cluster or a Sentinel-managed master.
     Redis {
-        /// One of [`REDIS_FORMS`] ([`RedisTarget`]); may hold a password,
+        /// A `redis://`, `rediss://`, `redis+cluster://` or `redis+sentinel://`
+        /// URL ([`RedisTarget`], docs/replicas.md); may hold a password,
         /// so it is never printed whole ([`StoreKind::describe`]).
         url: String,
         /// Prefix of every key.

@@ -48,7 +48,7 @@ pub use service::CodeModeService;
 /// count), not the service; the service is cloned once per call, as tower's
 /// `&mut self` calls require.
 #[derive(Clone)]
-pub struct Upstream(Arc<dyn Fn(Request<ProxyBody>) -> UpstreamFuture + Send + Sync>);
+pub(crate) struct Upstream(Arc<dyn Fn(Request<ProxyBody>) -> UpstreamFuture + Send + Sync>);
 
 type UpstreamFuture = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Response<ProxyBody>, BoxedError>> + Send>,
@@ -88,44 +88,84 @@ impl CodeModeLayer {
     /// A layer with the stores the config names (`config.store`): in
     /// memory, sized by bytes (`config.budgets`), or in Redis.
     pub fn new(config: Config) -> CodeModeLayer {
-        if let StoreKind::Redis { url, prefix } = &config.store {
-            let keep = config.limits.lifetime.max(config.splice_ttl);
-            let store = Arc::new(RedisStore::new(
-                url,
-                config.store.describe(),
-                prefix,
-                config.limits.lifetime,
-                keep,
-                config.splice_ttl,
-                RecordLimits::of(&config.budgets),
-            ));
-            return CodeModeLayer::with_stores(config, store.clone(), store);
-        }
-        let splices = Arc::new(MemorySpliceStore::new(
-            config.splice_ttl,
-            config.budgets.splices_bytes,
-        ));
-        CodeModeLayer::with_splice_store(config, splices)
+        CodeModeLayer::builder(config).build()
     }
 
-    /// A layer whose mixed-turn denials live in `splices` (e.g. a shared store).
-    pub fn with_splice_store(config: Config, splices: Arc<dyn SpliceStore>) -> CodeModeLayer {
+    /// A layer to be given stores of its own (for example shared ones, so
+    /// several replicas continue each other's mixed turns and programs);
+    /// what it is not given comes from the config, as in [`CodeModeLayer::new`].
+    pub fn builder(config: Config) -> CodeModeLayerBuilder {
+        CodeModeLayerBuilder {
+            config,
+            splices: None,
+            executions: None,
+        }
+    }
+}
+
+/// A [`CodeModeLayer`] being put together: [`CodeModeLayer::builder`].
+#[must_use = "a builder does nothing until `build`"]
+pub struct CodeModeLayerBuilder {
+    config: Config,
+    splices: Option<Arc<dyn SpliceStore>>,
+    executions: Option<Arc<dyn ExecutionStore>>,
+}
+
+impl CodeModeLayerBuilder {
+    /// Where mixed-turn denials live between a client's round trips.
+    pub fn splice_store(mut self, splices: Arc<dyn SpliceStore>) -> CodeModeLayerBuilder {
+        self.splices = Some(splices);
+        self
+    }
+
+    /// Where the embedded runtime's programs live between round trips.
+    pub fn execution_store(mut self, executions: Arc<dyn ExecutionStore>) -> CodeModeLayerBuilder {
+        self.executions = Some(executions);
+        self
+    }
+
+    /// The layer.
+    pub fn build(self) -> CodeModeLayer {
+        let CodeModeLayerBuilder {
+            config,
+            splices,
+            executions,
+        } = self;
         // Ended executions stay as long as the history that mentions them is likely to come back.
         let keep = config.limits.lifetime.max(config.splice_ttl);
-        let executions = Arc::new(MemoryExecutionStore::new(
-            config.limits.lifetime,
-            keep,
-            config.budgets.executions_bytes,
-        ));
-        CodeModeLayer::with_stores(config, splices, executions)
-    }
-
-    /// A layer with both stores supplied (e.g. shared ones for several replicas).
-    pub fn with_stores(
-        config: Config,
-        splices: Arc<dyn SpliceStore>,
-        executions: Arc<dyn ExecutionStore>,
-    ) -> CodeModeLayer {
+        let (splices, executions) = match (splices, executions, &config.store) {
+            (Some(s), Some(e), _) => (s, e),
+            (s, e, StoreKind::Redis { url, prefix }) => {
+                let store = Arc::new(RedisStore::new(
+                    url,
+                    config.store.describe(),
+                    prefix,
+                    config.limits.lifetime,
+                    keep,
+                    config.splice_ttl,
+                    RecordLimits::of(&config.budgets),
+                ));
+                (
+                    s.unwrap_or_else(|| store.clone()),
+                    e.unwrap_or_else(|| store),
+                )
+            }
+            (s, e, StoreKind::Memory) => (
+                s.unwrap_or_else(|| {
+                    Arc::new(MemorySpliceStore::new(
+                        config.splice_ttl,
+                        config.budgets.splices_bytes,
+                    ))
+                }),
+                e.unwrap_or_else(|| {
+                    Arc::new(MemoryExecutionStore::new(
+                        config.limits.lifetime,
+                        keep,
+                        config.budgets.executions_bytes,
+                    ))
+                }),
+            ),
+        };
         // Minted ids need the OS random source: a machine without one fails
         // here, at start-up, rather than on a request.
         let _ = crate::tenant::unguessable();

@@ -52,7 +52,7 @@ impl LogFormat {
 /// span are for export only: this layer never sees them, so without an
 /// exporter they are never built.
 ///
-/// Lines are written in batches ([`super::log_writer`]): call [`flush`]
+/// Lines are written in batches (`log_writer`): call [`flush`]
 /// before the process exits.
 pub fn layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
     // Colours only for a terminal: a file or a collector gets plain text.

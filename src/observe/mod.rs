@@ -1,14 +1,14 @@
 //! Operations: per-request ids and records, the access log, metrics, log
 //! format (docs/operations.md).
 //!
-//! The service gives each request a [`ledger::RequestLedger`], current for
+//! The service gives each request a `ledger::RequestLedger`, current for
 //! the handler and for every poll of the response body, so the code that
-//! counts something calls a free function ([`ledger::judged`],
-//! [`ledger::program_ended`], ...) without a ledger parameter, and a log
+//! counts something calls a free function (`ledger::judged`,
+//! `ledger::program_ended`, ...) without a ledger parameter, and a log
 //! line finds its request's id there ([`logging`]). The response body's end
 //! writes the one access-log line (target `codemode::access`) and updates
-//! [`metrics::Metrics`], which `GET /metrics` encodes. A tracing span per
-//! request exists only for trace export ([`request_span`]).
+//! `metrics::Metrics`, which `GET /metrics` encodes. A tracing span per
+//! request exists only for trace export (`request_span`).
 
 pub(crate) mod body;
 pub(crate) mod counted;
@@ -34,13 +34,15 @@ pub use logging::LogFormat;
 pub use metrics::Totals;
 
 /// Response header: the nested calls of the programs that ended during the request.
-pub static RESPONSE_NESTED_CALLS: HeaderName = HeaderName::from_static("x-codemode-nested-calls");
+pub(crate) static RESPONSE_NESTED_CALLS: HeaderName =
+    HeaderName::from_static("x-codemode-nested-calls");
 /// Response header: bytes of nested results those programs kept out of the model's context.
-pub static RESPONSE_CONTEXT_BYTES_SAVED: HeaderName =
+pub(crate) static RESPONSE_CONTEXT_BYTES_SAVED: HeaderName =
     HeaderName::from_static("x-codemode-context-bytes-saved");
 
 /// Response header: the provider's own `x-request-id`, when it sent one.
-pub static UPSTREAM_REQUEST_ID: HeaderName = HeaderName::from_static("x-upstream-request-id");
+pub(crate) static UPSTREAM_REQUEST_ID: HeaderName =
+    HeaderName::from_static("x-upstream-request-id");
 
 /// The target of the request span.
 pub(crate) const REQUEST_TARGET: &str = "codemode::request";

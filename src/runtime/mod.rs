@@ -34,7 +34,7 @@ use crate::tenant::{os_random, unguessable, Tenant};
 pub struct Limits {
     /// CPU time of one run (one slice between client round trips), counted
     /// on the thread running it from the moment it starts (never while it
-    /// waits for a slot of the [`RunPool`]).
+    /// waits for a slot of the `RunPool`).
     pub slice: Duration,
     /// Lifetime of an execution across client round trips.
     pub lifetime: Duration,
@@ -82,7 +82,7 @@ pub struct Execution {
     /// in its history.
     pub tenant: Tenant,
     /// `<created ms, hex>x<128 random bits, hex>x<tenant tag>` (see
-    /// [`mint_execution_id`]): an unguessable capability that also tells,
+    /// `mint_execution_id`): an unguessable capability that also tells,
     /// when the record is gone, that this proxy minted it for this tenant.
     pub id: String,
     /// Milliseconds since the epoch; also the program's clock.

@@ -23,7 +23,7 @@ pub trait ExecutionStore: Send + Sync + 'static {
         id: &'a str,
     ) -> StoreFuture<'a, Option<Arc<Execution>>>;
     /// The whole id of `tenant`'s call whose id begins, in letters and
-    /// digits, with `short` ([`super::alias_key`]): how a call is found
+    /// digits, with `short` (`alias_key`): how a call is found
     /// again after an agent shortened its id. Every call of a stored
     /// execution has its alias for as long as the execution is kept.
     fn alias<'a>(&'a self, tenant: &'a Tenant, short: &'a str) -> StoreFuture<'a, Option<String>>;

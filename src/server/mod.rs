@@ -1,6 +1,6 @@
 //! The binary's shell: an HTTP client for the upstream and a hyper server.
 
-pub mod egress;
+pub(crate) mod egress;
 mod guard;
 
 use std::future::Future;

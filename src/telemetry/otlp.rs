@@ -160,7 +160,7 @@ mod export {
             || (ours && meta.is_span() && *meta.level() <= tracing::Level::DEBUG)
     }
 
-    /// The OTLP trace layer, when [`super::OTEL_EXPORTER_OTLP_ENDPOINT`] (or
+    /// The OTLP trace layer, when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
     /// the traces endpoint) is set: a batch exporter over OTLP/HTTP that the
     /// standard `OTEL_*` variables configure (headers, timeout, batch delay,
     /// resource). `Ok(None)` when no endpoint is set; `Err` names the

@@ -447,9 +447,11 @@ async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_cod
         1 << 20,
     ));
     let client = codemode_proxy::server::http_client(&config).unwrap();
-    let service =
-        codemode_proxy::CodeModeLayer::with_stores(config, splices, std::sync::Arc::new(Forgetful))
-            .layer(client);
+    let service = codemode_proxy::CodeModeLayer::builder(config)
+        .splice_store(splices)
+        .execution_store(std::sync::Arc::new(Forgetful))
+        .build()
+        .layer(client);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!(
         "http://{}/v1/chat/completions",

@@ -142,7 +142,7 @@ fn parse_configure(args: &[OsString]) -> Result<ConfigureArgs, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Mode;
+    use codemode_proxy::Mode;
 
     fn args(words: &[&str]) -> Vec<OsString> {
         words.iter().map(OsString::from).collect()

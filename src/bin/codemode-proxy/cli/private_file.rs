@@ -10,13 +10,23 @@ pub fn new_dir(what: &str) -> std::io::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "codemode-{what}-{}-{}",
         std::process::id(),
-        crate::tenant::unguessable()
+        unguessable()
     ));
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(&dir)?;
     Ok(dir)
+}
+
+/// 128 bits from the OS random source as hex: a name no one can plant a
+/// file or a link under beforehand.
+pub fn unguessable() -> String {
+    let mut buf = [0u8; 16];
+    if let Err(e) = getrandom::getrandom(&mut buf) {
+        panic!("codemode-proxy: the operating system's random source failed: {e}");
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The mode of the files this module makes unless told another.

@@ -19,8 +19,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::config::Config;
-use crate::server;
+use codemode_proxy::{server, Config};
 
 const TASK: &str =
     "How many lines do the files in the project have in total, and which file is longest?";

@@ -17,9 +17,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use super::agents::{self, Agent, BaseUrls};
-use crate::config::{Config, ANTHROPIC_UPSTREAM, CONFIG, LISTEN, MODE, RUNTIME, UPSTREAM};
-use crate::observe::{logging, Totals};
-use crate::Mode;
+use crate::vars::{ANTHROPIC_UPSTREAM, CONFIG, LISTEN, MODE, RUNTIME, UPSTREAM};
+use codemode_proxy::observe::{logging, Totals};
+use codemode_proxy::{Config, Mode};
 
 /// What `run` was asked to do.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         std::env::temp_dir().join(format!(
             "codemode-proxy-run-{}-{}.log",
             std::process::id(),
-            &crate::tenant::unguessable()[..12]
+            &super::private_file::unguessable()[..12]
         ))
     });
     let log = match super::private_file::create_new(&log_path) {
@@ -149,10 +149,10 @@ pub fn config(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<Co
     })
     .map_err(|e| e.to_string())?;
     if let Some(preset) = &args.preset {
-        if config.catalog.get(preset).is_none() {
+        if !config.preset_names().contains(&preset.as_str()) {
             return Err(format!(
                 "codemode-proxy: --preset `{preset}` is not a preset; known: {}\n",
-                config.catalog.names().join(", ")
+                config.preset_names().join(", ")
             ));
         }
     }
@@ -172,14 +172,18 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
     tracing::info!(
         upstream = %config.upstream,
         anthropic_upstream = %config.anthropic_upstream,
-        mode = %config.default_mode,
+        mode = %config.default_mode(),
         "codemode-proxy run listening on http://{addr}"
     );
-    let service = crate::server::stack(config).map_err(Failure::Start)?;
+    let service = codemode_proxy::server::stack(config).map_err(Failure::Start)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::server::serve(listener, service.clone(), async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(codemode_proxy::server::serve(
+        listener,
+        service.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
     let urls = BaseUrls::new(&format!("http://{addr}"), args.preset.as_deref());
     let mut scratch = None;
     let mut overrides = Vec::new();
@@ -392,7 +396,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:0");
-        assert_eq!(c.default_mode, Mode::Both);
+        assert_eq!(c.default_mode(), Mode::Both);
     }
 
     #[test]

@@ -1,4 +1,10 @@
-//! The `codemode-proxy` binary: configuration, the stack, serve.
+//! The `codemode-proxy` binary: configuration, the stack, serve; and its
+//! subcommands (`run`, `configure`, `demo`), which use the library as an
+//! embedder would and are not part of its API.
+
+mod cli;
+mod demo;
+mod vars;
 
 use std::process::ExitCode;
 
@@ -28,7 +34,7 @@ fn main() -> ExitCode {
     // `run` and `configure` write their logs elsewhere (or none): they
     // set up their own output.
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    if let Some(code) = codemode_proxy::cli::dispatch(&args) {
+    if let Some(code) = cli::dispatch(&args) {
         return code;
     }
     // Before any runtime: the OTLP exporter runs on threads of its own.
@@ -110,14 +116,14 @@ where
 }
 
 async fn run(config: Config) -> std::io::Result<()> {
-    if std::env::var_os(codemode_proxy::config::SPLICE_CAPACITY).is_some() {
+    if std::env::var_os(vars::SPLICE_CAPACITY).is_some() {
         tracing::warn!("CODEMODE_SPLICE_CAPACITY is deprecated and ignored: the mixed-turn store is bounded by bytes, CODEMODE_SPLICE_STORE_MB");
     }
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     tracing::info!(
         upstream = %config.upstream,
-        mode = %config.default_mode,
+        mode = %config.default_mode(),
         runtime = config.runtime.as_str(),
         store = %config.store.describe(),
         "codemode-proxy listening on http://{addr}"
@@ -139,7 +145,7 @@ fn demo() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(codemode_proxy::demo::run()) {
+    match runtime.block_on(demo::run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("codemode-proxy demo: {e}");
