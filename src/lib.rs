@@ -39,7 +39,6 @@ mod splice;
 mod sse;
 mod store_error;
 mod store_redis;
-mod stream;
 mod tenant;
 mod tools;
 mod turn;
@@ -48,9 +47,9 @@ mod wire;
 #[cfg(test)]
 mod test_support;
 
+pub use body::{BoxedError, ProxyBody};
 pub use cache::set_allocator_trim;
 pub use config::Config;
-pub use body::{BoxedError, ProxyBody};
 pub use layer::{CodeModeLayer, CodeModeLayerBuilder, CodeModeService, PeerAddr};
 pub use mode::{Mode, Runtime};
 

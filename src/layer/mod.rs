@@ -16,17 +16,10 @@
 
 mod admin;
 mod callers;
-mod dry_run;
-mod embedded;
-mod entry;
+pub(crate) mod drivers;
 mod forward;
-mod inspector;
-mod json;
 mod query;
-mod round;
 mod service;
-mod stores;
-mod streamed;
 
 use std::sync::Arc;
 
@@ -75,7 +68,7 @@ pub(crate) struct State {
     /// `CODEMODE_ADMIN_TOKEN` is set.
     pub(crate) inspector: Option<Arc<crate::observe::inspector::Inspector>>,
     /// Failed admin-token attempts, slowed per client.
-    pub(crate) admin_throttle: inspector::Throttle,
+    pub(crate) admin_throttle: admin::Throttle,
 }
 
 /// Mounts Code Mode in front of an upstream service.

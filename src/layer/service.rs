@@ -8,8 +8,9 @@ use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Method, Request, Response};
 
-use super::entry::{judged, Route as Judged};
-use super::{admin, dry_run, forward, inspector, State, Upstream};
+use super::admin::{dry_run, endpoints as admin, inspector};
+use super::drivers::entry::{judged, Route as Judged};
+use super::{forward, State, Upstream};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::chat::Chat;
 use crate::error::ProxyError;

@@ -2,7 +2,7 @@
 //! client sees out.
 //!
 //! Pure and synchronous, like the chat and Responses judges, and driven the
-//! same way by `crate::stream::InterceptBody`. Each content block is
+//! same way by `crate::layer::drivers::stream_body::InterceptBody`. Each content block is
 //! decided at its `content_block_start` (a `tool_use` block by
 //! [`items::judge_block`] on its name) and a call is judged again, whole, at
 //! its `content_block_stop`. Text, thinking, server tool blocks, passed

@@ -1,7 +1,7 @@
 //! The Responses stream judge: SSE events in, the bytes the client sees out.
 //!
 //! Pure and synchronous, like the chat judge ([`crate::chat::stream`]), and
-//! driven the same way by `crate::stream::InterceptBody`. Each output item
+//! driven the same way by `crate::layer::drivers::stream_body::InterceptBody`. Each output item
 //! is decided at its `response.output_item.added` (a call by
 //! [`items::judge_item`] on its name) and judged again, whole, at its
 //! `response.output_item.done`. Text, reasoning and passed calls go out as

@@ -5,8 +5,8 @@
 //! terms (a [`ModelTurn`] of [`JudgedCall`]s), and writes the core's
 //! decisions back in its own shapes: denials, the repair round's history,
 //! a program's nested calls, the give-up note, proxy-written answers and
-//! stream events. The drivers above (`layer::json`, `layer::streamed`,
-//! `layer::entry`) are written once over this trait; a new dialect is one
+//! stream events. The drivers above (`layer::drivers`: `json`,
+//! `streamed`, `entry`) are written once over this trait; a new dialect is one
 //! module implementing it.
 
 use std::sync::Arc;

@@ -271,7 +271,7 @@ pub fn mint_call_id() -> String {
 /// A dialect's judge of one client stream across its upstream rounds:
 /// events in, the bytes the client sees out. Pure and synchronous, so it
 /// can be driven over fixtures cut at every offset; the stream body
-/// (`crate::stream::InterceptBody`) feeds it, with backpressure and
+/// (`crate::layer::drivers::stream_body::InterceptBody`) feeds it, with backpressure and
 /// cancellation, and starts the rounds it asks for.
 pub trait RoundJudge: Send + Unpin + 'static {
     /// Judges one event, appending what the client gets to `out`.

@@ -885,25 +885,30 @@ struct Script {
 }
 
 impl Script {
-    fn next(&mut self) -> crate::stream::RepairFuture {
+    fn next(&mut self) -> crate::layer::drivers::stream_body::RepairFuture {
         let next = self.rounds.pop_front().unwrap_or_default();
         Box::pin(async move {
-            Ok(crate::stream::Next::Stream(http::Response::new(
-                crate::body::full(next),
-            )))
+            Ok(crate::layer::drivers::stream_body::Next::Stream(
+                http::Response::new(crate::body::full(next)),
+            ))
         })
     }
 }
 
-impl crate::stream::RepairTarget for Script {
-    fn reask(&mut self, messages: Vec<Value>) -> crate::stream::RepairFuture {
+impl crate::layer::drivers::stream_body::RepairTarget for Script {
+    fn reask(&mut self, messages: Vec<Value>) -> crate::layer::drivers::stream_body::RepairFuture {
         self.asked.lock().unwrap().push(messages);
         self.next()
     }
-    fn run_program(&mut self, program: crate::turn::HeldProgram) -> crate::stream::RepairFuture {
+    fn run_program(
+        &mut self,
+        program: crate::turn::HeldProgram,
+    ) -> crate::layer::drivers::stream_body::RepairFuture {
         self.asked.lock().unwrap().push(vec![json!(program.id)]);
         match self.hand_off.take() {
-            Some(turn) => Box::pin(async move { Ok(crate::stream::Next::HandOff(turn)) }),
+            Some(turn) => {
+                Box::pin(async move { Ok(crate::layer::drivers::stream_body::Next::HandOff(turn)) })
+            }
             None => self.next(),
         }
     }
@@ -927,12 +932,12 @@ async fn through_body(
     ));
     let splices = crate::splice::TenantSplices::new(store, crate::tenant::Tenant::anonymous("t"));
     let first = http::Response::new(crate::body::full(rounds[0].clone()));
-    let res = crate::stream::intercept_stream(
+    let res = crate::layer::drivers::stream_body::intercept_stream(
         first,
         MessagesJudge::new(plan, 2),
         Box::new(script),
         splices,
-        crate::stream::StreamLimits {
+        crate::layer::drivers::stream_body::StreamLimits {
             max_event: 1 << 20,
             max_state: usize::MAX,
             keepalive: None,

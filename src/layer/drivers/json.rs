@@ -11,11 +11,11 @@ use http::Response;
 use serde_json::{Map, Value};
 
 use super::embedded::{run_program, ProgramRun};
-use super::forward::{read_upstream_body, respond_with, send};
 use super::round::{check_identity, respond, response_parts, tag, Target};
-use super::{State, Upstream};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
+use crate::layer::forward::{read_upstream_body, respond_with, send};
+use crate::layer::{State, Upstream};
 use crate::plan::ToolPlan;
 use crate::runtime::Step;
 use crate::select::Selection;

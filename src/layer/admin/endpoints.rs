@@ -1,13 +1,13 @@
-//! The proxy's own endpoints: liveness, readiness, metrics, the preset
-//! list (dry-run: `super::dry_run`; the inspector: `super::inspector`).
+//! The proxy's own status endpoints: liveness, readiness, metrics, the
+//! preset list.
 
 use http::header::{self, HeaderValue};
 use http::Response;
 use serde_json::{json, Value};
 
-use super::State;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
+use crate::layer::State;
 
 pub(crate) fn json_response(value: &Value) -> Response<ProxyBody> {
     let mut res = Response::new(full(value.to_string()));

@@ -29,10 +29,10 @@ pub(crate) use throttle::Throttle;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response};
 
-use super::forward::read_client_body;
-use super::State;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
+use crate::layer::forward::read_client_body;
+use crate::layer::State;
 use auth::Offered;
 
 /// The page's path.
@@ -99,7 +99,7 @@ pub(crate) async fn serve(
     }
     let res = match (req.method(), path) {
         (&Method::GET, PAGE) => {
-            let query = req.uri().query().and_then(|q| super::query::param(q, "token"));
+            let query = req.uri().query().and_then(|q| crate::layer::query::param(q, "token"));
             if query.is_some() || auth::offers_any(req.headers()) {
                 throttle.turn(client).await;
             }
@@ -121,7 +121,7 @@ pub(crate) async fn serve(
             let form = read_client_body(&parts.headers, body, MAX_FORM_BYTES).await?;
             let offered = std::str::from_utf8(&form)
                 .ok()
-                .and_then(|f| super::query::param(f, "token"));
+                .and_then(|f| crate::layer::query::param(f, "token"));
             if offered.is_some() {
                 throttle.turn(client).await;
             }

@@ -11,13 +11,13 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Request, Response};
 use serde_json::{json, Value};
 
-use super::forward::read_client_body;
-use super::stores::RequestStores;
-use super::State;
 use crate::body::{full, ProxyBody};
 use crate::chat::Chat;
 use crate::dialect::Dialect as Api;
 use crate::error::ProxyError;
+use crate::layer::drivers::stores::RequestStores;
+use crate::layer::forward::read_client_body;
+use crate::layer::State;
 use crate::messages::Messages;
 use crate::plan::ToolPlan;
 use crate::responses::Responses;
@@ -101,7 +101,7 @@ async fn rewritten<D: Dialect>(
 /// The dialect of a dry-run: the `dialect` parameter, else an
 /// `anthropic-version` header (Messages), else the body's shape.
 fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, ProxyError> {
-    if let Some(named) = query.and_then(|q| super::query::param(q, "dialect")) {
+    if let Some(named) = query.and_then(|q| crate::layer::query::param(q, "dialect")) {
         return match named.as_str() {
             "chat" => Ok(Api::Chat),
             "responses" => Ok(Api::Responses),

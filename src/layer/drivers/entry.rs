@@ -9,14 +9,15 @@ use http::{HeaderMap, Request, Response, Uri};
 use serde_json::{json, Value};
 
 use super::embedded::{not_handed_out, resume_with, Resumed};
-use super::forward::{
-    anthropic_headers, anthropic_uri, read_client_body, relay, send, upstream_headers, upstream_uri,
-};
 use super::round::{respond, tag, Target};
 use super::stores::RequestStores;
-use super::{json as json_turns, streamed, State, Upstream};
+use super::{json as json_turns, streamed};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
+use crate::layer::forward::{
+    anthropic_headers, anthropic_uri, read_client_body, relay, send, upstream_headers, upstream_uri,
+};
+use crate::layer::{State, Upstream};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::select::Selection;
@@ -61,7 +62,7 @@ pub(crate) async fn judged<D: Dialect>(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
-    super::callers::check_json(&parts.headers)?;
+    crate::layer::callers::check_json(&parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let uri = route.uri(state, &parts.uri)?;
     let preset = &selection.preset;

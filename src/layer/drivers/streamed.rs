@@ -1,6 +1,6 @@
 //! The stream driver's start, for every dialect: the first round's headers
 //! go out at once, the body is judged event by event by the dialect's
-//! judge inside [`crate::stream::InterceptBody`], and later rounds (a
+//! judge inside [`super::stream_body::InterceptBody`], and later rounds (a
 //! repair, the round after a program) come from [`Reasker`].
 
 use std::sync::{Arc, Mutex};
@@ -9,21 +9,19 @@ use http::{Request, Response};
 use serde_json::{json, Value};
 
 use super::embedded::{run_program, ProgramRun};
-use super::forward::{relay, relay_head, send};
 use super::round::{check_event_stream, next_round, tag, Target};
-use super::{State, Upstream};
+use super::stream_body::{intercept_stream, Next, RepairFuture, RepairTarget, StreamLimits};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
+use crate::layer::forward::{relay, relay_head, send};
+use crate::layer::{State, Upstream};
 use crate::plan::ToolPlan;
 use crate::runtime::Step;
 use crate::select::Selection;
 use crate::splice::TenantSplices;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
-use crate::stream::{
-    intercept_stream, HeldProgram, Next, RepairFuture, RepairTarget, StreamLimits,
-};
 use crate::tenant::Tenant;
-use crate::turn::Dialect;
+use crate::turn::{Dialect, HeldProgram};
 
 /// The checked streaming path.
 pub(crate) async fn streamed<D: Dialect>(

@@ -19,7 +19,7 @@ use super::events;
 use crate::body::ProxyBody;
 use crate::config::StoreKind;
 use crate::error::ProxyError;
-use crate::layer::admin::json_response;
+use crate::layer::admin::endpoints::json_response;
 use crate::layer::State;
 use crate::observe::inspector::Inspector;
 

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::State;
 use crate::error::ProxyError;
+use crate::layer::State;
 use crate::runtime::{ExecView, Execution};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;

@@ -8,8 +8,8 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::stores::RequestStores;
-use super::State;
 use crate::error::ProxyError;
+use crate::layer::State;
 use crate::observe::inspector::Phase;
 use crate::observe::ledger;
 use crate::plan::ToolPlan;

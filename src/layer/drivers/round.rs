@@ -7,12 +7,12 @@ use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CON
 use http::{Request, Response, Uri};
 use serde_json::Value;
 
-use super::forward::{read_upstream_body, send};
-use super::Upstream;
+use super::stream_body::Next;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
+use crate::layer::forward::{read_upstream_body, send};
+use crate::layer::Upstream;
 use crate::select::Selection;
-use crate::stream::Next;
 use crate::turn::Dialect;
 
 /// Response header: the mode that governed the request.
@@ -117,7 +117,7 @@ pub(crate) async fn next_round(
 
 /// The upstream's response head, cleaned for a body the proxy wrote.
 pub(crate) fn response_parts(mut parts: http::response::Parts) -> http::response::Parts {
-    super::forward::strip_hop_by_hop(&mut parts.headers);
+    crate::layer::forward::strip_hop_by_hop(&mut parts.headers);
     parts
 }
 
