@@ -42,6 +42,7 @@ mod store_redis;
 mod tenant;
 mod tools;
 mod turn;
+mod verdict;
 mod wire;
 
 #[cfg(test)]

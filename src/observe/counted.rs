@@ -4,7 +4,7 @@
 
 /// Every denial code, as the `code` label spells it.
 /// (In the order of the ledger's counters: see
-/// [`crate::observe::ledger::judged`].)
+/// [`crate::observe::ledger::turn_decided`].)
 pub const DENIAL_CODES: [&str; 2] = ["UNKNOWN_TOOL", "INVALID_ARGS"];
 
 /// What a program came to, as the `outcome` label spells it.

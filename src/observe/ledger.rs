@@ -29,7 +29,7 @@ mod watch;
 
 pub use super::counted::{Outcome, ProgramEnd, Route};
 
-pub use watch::{inspecting, program_lost, program_seen, set_model, turn_judged};
+pub use watch::{inspecting, program_lost, program_seen, set_model, turn_decided};
 
 tokio::task_local! {
     static LEDGER: Arc<RequestLedger>;
@@ -323,7 +323,7 @@ pub fn upstream_round(started: Instant) {
 
 /// A model turn was judged: its denials by code, and whether the decision
 /// re-asks the model (a repair).
-pub fn judged(denials: &[DenialCode], repair: bool) {
+fn judged(denials: impl Iterator<Item = DenialCode>, repair: bool) {
     with(|l| {
         for code in denials {
             let n = match code {

@@ -3,7 +3,7 @@
 //!
 //! The service gives each request a `ledger::RequestLedger`, current for
 //! the handler and for every poll of the response body, so the code that
-//! counts something calls a free function (`ledger::judged`,
+//! counts something calls a free function (`ledger::turn_decided`,
 //! `ledger::program_ended`, ...) without a ledger parameter, and a log
 //! line finds its request's id there ([`logging`]). The response body's end
 //! writes the one access-log line (target `codemode::access`) and updates

@@ -5,9 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{decide, Bounds, Decision, Fate, JudgedCall, Summary};
-use crate::classify::ONE_PROGRAM_CODE;
-use crate::observe::inspector::{DenialSeen, Repair};
+use super::{decide, Bounds, Decision, JudgedCall, Summary};
 use crate::runtime::MAX_PROGRAMS_PER_REQUEST;
 
 /// The rounds of one client request.
@@ -37,8 +35,8 @@ impl Rounds {
         self.repairs + self.programs
     }
 
-    /// The one turn-level decision for the current round's `calls`, counted
-    /// in the request's ledger.
+    /// The one turn-level decision for the current round's `calls`, told
+    /// to the request's ledger.
     pub fn decide(&self, calls: &[JudgedCall], errored: bool) -> Decision {
         let summary = Summary::of(calls, errored);
         let decision = decide(
@@ -50,15 +48,7 @@ impl Rounds {
                 max_programs: MAX_PROGRAMS_PER_REQUEST,
             },
         );
-        let denials: Vec<_> = calls
-            .iter()
-            .filter_map(|c| match &c.fate {
-                Fate::Denied(d) => Some(d.code),
-                Fate::Passed | Fate::Program => None,
-            })
-            .collect();
-        crate::observe::ledger::judged(&denials, decision == Decision::Repair);
-        crate::observe::ledger::turn_judged(|| withheld(calls, decision), after(decision));
+        crate::observe::ledger::turn_decided(calls, decision);
         decision
     }
 
@@ -83,44 +73,6 @@ impl Rounds {
         let mut total = self.usage.clone();
         add_usage(&mut total, current);
         total
-    }
-}
-
-/// The calls a decided turn withheld, as the inspector lists them: each
-/// denial, and each program refused because it was not alone in its turn
-/// (`ONE_PROGRAM`). A program alone past the per-request bound is not a
-/// denial.
-fn withheld(calls: &[JudgedCall], decision: Decision) -> Vec<DenialSeen> {
-    let programs = calls.iter().filter(|c| c.fate == Fate::Program).count();
-    let refused_programs =
-        decision != Decision::Program && (programs > 1 || calls.len() > programs);
-    let at_ms = crate::observe::inspector::now_ms();
-    calls
-        .iter()
-        .filter_map(|c| {
-            let code = match &c.fate {
-                Fate::Denied(d) => d.code.as_str(),
-                Fate::Program if refused_programs => ONE_PROGRAM_CODE,
-                Fate::Program | Fate::Passed => return None,
-            };
-            Some(DenialSeen {
-                at_ms,
-                tool: c.name.clone(),
-                code,
-            })
-        })
-        .collect()
-}
-
-/// What becomes of a turn's withheld calls; `None` when a repair round
-/// asks the model again.
-fn after(decision: Decision) -> Option<Repair> {
-    match decision {
-        Decision::Repair => None,
-        Decision::Splice => Some(Repair::Spliced),
-        Decision::Program => Some(Repair::WithProgram),
-        Decision::GiveUp => Some(Repair::Limit),
-        Decision::Final => Some(Repair::Unfinished),
     }
 }
 

@@ -4,7 +4,7 @@
 //! It exists only when `CODEMODE_ADMIN_TOKEN` is set; without it the
 //! request's ledger holds none and nothing is recorded. With it, the code
 //! that runs and judges reports through the ledger ([`super::ledger`]'s
-//! `program_seen`, `turn_judged`, ...), as plain values and through the
+//! `program_seen`, `turn_decided`, ...), as plain values and through the
 //! [`Watched`] view of a program, so this module names no type above it.
 //!
 //! What it keeps is bounded by bytes (`CODEMODE_INSPECTOR_MB`): a ring of
@@ -13,7 +13,7 @@
 //! only when someone listens.
 //!
 //! ```text
-//! ledger ──program_seen / turn_judged / finish──▶ Inspector ──▶ rings, totals
+//! ledger ──program_seen / turn_decided / finish──▶ Inspector ──▶ rings, totals
 //!                                                    └──▶ events (when listened to)
 //! ```
 

@@ -5,7 +5,9 @@
 use std::sync::Mutex;
 
 use super::{with, RequestLedger, LEDGER};
+use crate::classify::ONE_PROGRAM_CODE;
 use crate::observe::inspector::{Context, DenialSeen, Inspector, Phase, Repair, Watched};
+use crate::verdict::{Decision, Fate, JudgedCall};
 
 impl RequestLedger {
     /// The request as the inspector names it.
@@ -67,11 +69,24 @@ pub fn program_lost(exec_id: &str) {
     });
 }
 
+/// The turn core decided a model turn: counted (its denials by code, a
+/// repair), and told to the inspector when one listens. What is counted
+/// and listed is derived here from the decision; the core decides nothing
+/// for the inspector.
+pub fn turn_decided(calls: &[JudgedCall], decision: Decision) {
+    let denials = calls.iter().filter_map(|c| match &c.fate {
+        Fate::Denied(d) => Some(d.code),
+        Fate::Passed | Fate::Program => None,
+    });
+    super::judged(denials, decision == Decision::Repair);
+    turn_judged(|| withheld(calls, decision), after(decision));
+}
+
 /// A model turn was judged, for the inspector: `withheld` lists the calls
 /// it denied (built only when an inspector listens); `next` is what
 /// becomes of them, `None` when a repair round asks the model again (then
 /// the next turn judged, or the request's end, tells how it went).
-pub fn turn_judged(withheld: impl FnOnce() -> Vec<DenialSeen>, next: Option<Repair>) {
+fn turn_judged(withheld: impl FnOnce() -> Vec<DenialSeen>, next: Option<Repair>) {
     with(|l| {
         let Some(inspector) = &l.inspector else {
             return;
@@ -89,4 +104,42 @@ pub fn turn_judged(withheld: impl FnOnce() -> Vec<DenialSeen>, next: Option<Repa
             Some(fate) => l.settle(inspector, seen, fate),
         }
     });
+}
+
+/// The calls a decided turn withheld, as the inspector lists them: each
+/// denial, and each program refused because it was not alone in its turn
+/// (`ONE_PROGRAM`). A program alone past the per-request bound is not a
+/// denial.
+fn withheld(calls: &[JudgedCall], decision: Decision) -> Vec<DenialSeen> {
+    let programs = calls.iter().filter(|c| c.fate == Fate::Program).count();
+    let refused_programs =
+        decision != Decision::Program && (programs > 1 || calls.len() > programs);
+    let at_ms = crate::observe::inspector::now_ms();
+    calls
+        .iter()
+        .filter_map(|c| {
+            let code = match &c.fate {
+                Fate::Denied(d) => d.code.as_str(),
+                Fate::Program if refused_programs => ONE_PROGRAM_CODE,
+                Fate::Program | Fate::Passed => return None,
+            };
+            Some(DenialSeen {
+                at_ms,
+                tool: c.name.clone(),
+                code,
+            })
+        })
+        .collect()
+}
+
+/// What becomes of a turn's withheld calls; `None` when a repair round
+/// asks the model again.
+fn after(decision: Decision) -> Option<Repair> {
+    match decision {
+        Decision::Repair => None,
+        Decision::Splice => Some(Repair::Spliced),
+        Decision::Program => Some(Repair::WithProgram),
+        Decision::GiveUp => Some(Repair::Limit),
+        Decision::Final => Some(Repair::Unfinished),
+    }
 }
