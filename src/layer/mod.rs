@@ -140,7 +140,7 @@ impl CodeModeLayerBuilder {
                 ));
                 (
                     s.unwrap_or_else(|| store.clone()),
-                    e.unwrap_or_else(|| store),
+                    e.unwrap_or(store),
                 )
             }
             (s, e, StoreKind::Memory) => (

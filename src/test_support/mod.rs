@@ -1,7 +1,7 @@
 //! What the crate's own stream tests share: an agent's tools and their plan
-//! in each dialect, a judge of any dialect fed as the body feeds it (cut
-//! anywhere), the recorded streams under `fixtures/streams/`, and what a
-//! client makes of each dialect's stream; and the judges' fixture and
+//! in each dialect, a judge of any dialect fed through the proxy's own
+//! stream body (cut anywhere), the recorded streams under
+//! `fixtures/streams/`, and what a client makes of each dialect's stream; and the judges' fixture and
 //! property tests that use them (kept here, so the dialects never import
 //! this module).
 //!
@@ -9,16 +9,24 @@
 //! on purpose: they read the bytes the way the providers' SDKs do.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::Bytes;
+use http_body::Body;
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
 use crate::dialect::Dialect;
+use crate::layer::drivers::stream_body::{
+    intercept_stream, RepairFuture, RepairTarget, StreamLimits,
+};
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::preset::Catalog;
-use crate::sse::SseParser;
+use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::tenant::Tenant;
 
 // The judges, by the names the tests use (one place to follow them).
 pub use crate::chat::StreamJudge;
@@ -152,28 +160,122 @@ impl Judged {
     }
 }
 
-/// Feeds `pieces` through the SSE parser and `judge` as the body does.
-pub fn judge_pieces<J: Judge>(mut judge: J, pieces: &[&[u8]]) -> Judged {
-    let mut parser = SseParser::new(1 << 20);
-    let mut events = Vec::new();
-    let mut out: Vec<Bytes> = Vec::new();
-    for piece in pieces {
-        parser
-            .push(piece, &mut events)
-            .expect("events under the cap");
-        for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
+/// Feeds `pieces` to `judge` through the stream body the proxy serves
+/// (`layer::drivers::stream_body`): its SSE parser, its limits, and what it
+/// sends when the round ends. The round's end is kept as the judge
+/// returns it, and the body is told the answer is complete, so exactly one
+/// round is judged and no next one is asked for.
+pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
+    let ended = Arc::new(Mutex::new(None));
+    let judge = OneRound {
+        judge,
+        ended: ended.clone(),
+    };
+    let upstream = Pieces(pieces.iter().map(|p| Bytes::copy_from_slice(p)).collect());
+    let limits = StreamLimits {
+        keepalive: None,
+        ..StreamLimits::default()
+    };
+    let splices = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+    let res = intercept_stream(
+        http::Response::new(upstream.boxed_unsync()),
+        judge,
+        Box::new(NoNextRound),
+        TenantSplices::new(splices, Tenant::anonymous("default")),
+        limits,
+    );
+    let client = drain(res.into_body());
+    let (end, errored) = ended
+        .lock()
+        .expect("not poisoned")
+        .take()
+        .expect("the body ended the round");
+    Judged {
+        client,
+        end,
+        errored,
+    }
+}
+
+/// An upstream body that yields each piece as one frame, at once.
+struct Pieces(std::collections::VecDeque<Bytes>);
+
+impl Body for Pieces {
+    type Data = Bytes;
+    type Error = crate::body::BoxedError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.0.pop_front().map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
+
+/// Every byte of `body`, which must never wait: its upstream is [`Pieces`].
+fn drain(body: crate::body::ProxyBody) -> Vec<u8> {
+    let mut body = std::pin::pin!(body);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut out = Vec::new();
+    loop {
+        match body.as_mut().poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    out.extend_from_slice(&data);
+                }
+            }
+            Poll::Ready(Some(Err(e))) => panic!("the stream body failed: {e}"),
+            Poll::Ready(None) => return out,
+            Poll::Pending => panic!("the stream body waited, with nothing to wait for"),
         }
     }
-    parser.finish(&mut events);
-    for ev in events.drain(..) {
-        judge.on_event(ev, &mut out);
+}
+
+/// `judge`, whose first round's end is kept in `ended` (with whether the
+/// upstream reported an error) while the body is told the answer is done.
+struct OneRound<J> {
+    judge: J,
+    ended: Arc<Mutex<Option<(RoundEnd, bool)>>>,
+}
+
+impl<J: Judge> RoundJudge for OneRound<J> {
+    fn on_event(&mut self, ev: crate::sse::SseEvent, out: &mut Vec<Bytes>) {
+        self.judge.on_event(ev, out);
     }
-    let end = judge.end_round(&mut out);
-    Judged {
-        client: out.iter().flat_map(|b| b.to_vec()).collect(),
-        end,
-        errored: judge.errored(),
+    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
+        let end = self.judge.end_round(out);
+        *self.ended.lock().expect("not poisoned") = Some((end, self.judge.errored()));
+        RoundEnd::Done { splice: None }
+    }
+    fn start_repair_round(&mut self) {
+        self.judge.start_repair_round();
+    }
+    fn start_program_round(&mut self) {
+        self.judge.start_program_round();
+    }
+    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
+        self.judge.hand_off(turn, out);
+    }
+    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
+        self.judge.upstream_failed(message, code, out);
+    }
+    fn repairs(&self) -> u32 {
+        self.judge.repairs()
+    }
+    fn round_usage(&self) -> Option<&Value> {
+        self.judge.round_usage()
+    }
+}
+
+/// The target of a body that never starts another round.
+struct NoNextRound;
+
+impl RepairTarget for NoNextRound {
+    fn reask(&mut self, _messages: Vec<Value>) -> RepairFuture {
+        unreachable!("one round is judged: the body is told it is done")
+    }
+    fn run_program(&mut self, _program: crate::turn::HeldProgram) -> RepairFuture {
+        unreachable!("one round is judged: the body is told it is done")
     }
 }
 
