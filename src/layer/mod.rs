@@ -138,10 +138,7 @@ impl CodeModeLayerBuilder {
                     config.splice_ttl,
                     RecordLimits::of(&config.budgets),
                 ));
-                (
-                    s.unwrap_or_else(|| store.clone()),
-                    e.unwrap_or(store),
-                )
+                (s.unwrap_or_else(|| store.clone()), e.unwrap_or(store))
             }
             (s, e, StoreKind::Memory) => (
                 s.unwrap_or_else(|| {
