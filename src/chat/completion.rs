@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, mint_call_id, Fate, JudgedCall, Shape};
+use crate::turn::{fate, judge_names, mint_call_id, JudgedCall, Shape};
 
 /// The model's turn (choice 0) after judging.
 #[derive(Debug)]
@@ -87,11 +87,6 @@ pub fn judge_completion(completion: &mut Map<String, Value>, plan: &ToolPlan) ->
     }
     if turn.calls[listed..].iter().any(|c| !c.passed()) {
         message.remove("function_call");
-    }
-    for c in &turn.calls {
-        if let Fate::Denied(d) = &c.fate {
-            tracing::info!(target: "codemode::denial", tool = %c.name, code = %d.code, "tool call denied");
-        }
     }
     turn
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::items::{is_call_block, judge_block};
 use crate::plan::ToolPlan;
-use crate::turn::{Fate, JudgedCall};
+use crate::turn::JudgedCall;
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -46,9 +46,6 @@ pub fn judge_message(message: &mut Map<String, Value>, plan: &ToolPlan) -> Judge
         match judge_block(block, plan) {
             Some(call) => {
                 keep.push(call.passed());
-                if let Fate::Denied(d) = &call.fate {
-                    tracing::info!(target: "codemode::denial", tool = %call.name, code = %d.code, "tool call denied");
-                }
                 turn.calls.push(call);
             }
             None => keep.push(true),

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::items::judge_item;
 use crate::plan::ToolPlan;
-use crate::turn::{Fate, JudgedCall};
+use crate::turn::JudgedCall;
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -58,9 +58,6 @@ pub fn judge_response(response: &mut Map<String, Value>, plan: &ToolPlan) -> Jud
         match judge_item(item, plan) {
             Some(call) => {
                 keep.push(call.passed());
-                if let Fate::Denied(d) = &call.fate {
-                    tracing::info!(target: "codemode::denial", tool = %call.name, code = %d.code, "tool call denied");
-                }
                 turn.calls.push(call);
             }
             None => keep.push(true),

@@ -112,9 +112,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Counts `calls`. Every path summarises a round's calls once, when it
-    /// decides the round, so this is also where each denied call becomes a
-    /// `codemode.denial` event of the current (the round's) span.
+    /// Counts `calls`.
     pub fn of(calls: &[JudgedCall], errored: bool) -> Summary {
         let mut s = Summary {
             errored,
@@ -123,10 +121,7 @@ impl Summary {
         for c in calls {
             match &c.fate {
                 Fate::Passed => s.passed += 1,
-                Fate::Denied(d) => {
-                    s.denied += 1;
-                    crate::telemetry::denied(&c.name, d.code);
-                }
+                Fate::Denied(_) => s.denied += 1,
                 Fate::Program => s.programs += 1,
             }
         }

@@ -165,6 +165,11 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
         "the stream's repair line carries its id:\n{stderr}"
     );
     assert_eq!(access.len(), 4, "one access line per request:\n{stderr}");
+    // The JSON denial (log-req-3) and the streamed one (log-req-4): one
+    // line each, however many places saw the call.
+    for id in ["log-req-3", "log-req-4"] {
+        assert_eq!(denial_lines(&stderr, id).len(), 1, "{id}:\n{stderr}");
+    }
     for (line, id) in access.iter().zip(ids) {
         assert_eq!(line["request_id"], id);
         assert_eq!(line["level"], "INFO");
@@ -315,4 +320,82 @@ async fn a_burst_of_requests_writes_every_access_line_by_shutdown() {
     let mut want: Vec<String> = (0..REQUESTS).map(|n| format!("burst-{n}")).collect();
     want.sort();
     assert_eq!(ids, want);
+}
+
+/// The `tool call denied` lines of request `id` in JSON `stderr`.
+fn denial_lines(stderr: &str, id: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["target"] == "codemode::denial"
+                && e["span"]["request_id"] == id
+                && e.to_string().contains("tool call denied")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_dialect_logs_each_denial_once_as_json_and_as_a_stream() {
+    use crate::common::messages_model::{fs_input_schema_tools, text, tool_use, MessagesModel};
+    use crate::common::responses_model::{fn_call, fs_function_tools, said, ResponsesModel};
+    // Each request: a native call the model may not make in code mode,
+    // then, asked again, an answer.
+    let responses = ResponsesModel::new([
+        vec![fn_call("c1", "bash", "{}")],
+        vec![said("done")],
+        vec![fn_call("c2", "bash", "{}")],
+        vec![said("done")],
+    ]);
+    let messages = MessagesModel::new([
+        vec![tool_use("t1", "Bash", json!({}))],
+        vec![text("done")],
+        vec![tool_use("t2", "Bash", json!({}))],
+        vec![text("done")],
+    ]);
+    let (r_server, m_server) = (responses.serve().await, messages.serve().await);
+    let upstream = format!("{}/v1", r_server.uri());
+    let anthropic = format!("{}/v1", m_server.uri());
+    let (running, addr) = spawn(&[
+        ("CODEMODE_LISTEN", "127.0.0.1:0"),
+        ("CODEMODE_UPSTREAM", &upstream),
+        ("CODEMODE_ANTHROPIC_UPSTREAM", &anthropic),
+        ("CODEMODE_RUNTIME", "embedded"),
+        ("CODEMODE_LOG_FORMAT", "json"),
+        ("RUST_LOG", "info"),
+    ]);
+    let http = crate::common::http_client();
+    let requests = [
+        ("deny-responses-json", "/v1/responses", false),
+        ("deny-responses-sse", "/v1/responses", true),
+        ("deny-messages-json", "/v1/messages", false),
+        ("deny-messages-sse", "/v1/messages", true),
+    ];
+    for (id, path, stream) in requests {
+        let body = if path == "/v1/responses" {
+            json!({"model": "m", "stream": stream, "store": false, "tools": fs_function_tools(),
+                   "input": [{"role": "user", "content": PROMPT}]})
+        } else {
+            json!({"model": "m", "stream": stream, "max_tokens": 100, "tools": fs_input_schema_tools(),
+                   "messages": [{"role": "user", "content": PROMPT}]})
+        };
+        let res = http
+            .post(format!("http://{addr}{path}"))
+            .header("x-request-id", id)
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{id}");
+        let text = res.text().await.unwrap();
+        assert!(text.contains("done"), "{id}: the repaired answer: {text}");
+    }
+    let stderr = stop(running);
+    for (id, _, _) in requests {
+        let lines = denial_lines(&stderr, id);
+        assert_eq!(lines.len(), 1, "{id}: one denial line:\n{stderr}");
+        let line = lines[0].to_string();
+        assert!(line.contains("UNKNOWN_TOOL"), "{id}: its code: {line}");
+    }
 }

@@ -147,7 +147,6 @@ impl CallTracker {
                     Shape::Function
                 };
                 if verdict.is_denied() {
-                    tracing::info!(target: "codemode::denial", tool = %call.name, "streamed tool call denied");
                     return None;
                 }
                 if plan.runs_code && call.name == crate::mode::RUN_CODE {

@@ -70,15 +70,22 @@ pub fn program_lost(exec_id: &str) {
 }
 
 /// The turn core decided a model turn: counted (its denials by code, a
-/// repair), and told to the inspector when one listens. What is counted
-/// and listed is derived here from the decision; the core decides nothing
-/// for the inspector.
+/// repair), logged (one line per denied call) and traced (a
+/// `codemode.denial` event of the round's span per denied call), and told
+/// to the inspector when one listens. Every path (JSON and stream, every
+/// dialect) decides a round once, through `turn::Rounds::decide`, so each
+/// denial is logged and counted once; what is counted and listed is
+/// derived here, and the core decides nothing for observers.
 pub fn turn_decided(calls: &[JudgedCall], decision: Decision) {
-    let denials = calls.iter().filter_map(|c| match &c.fate {
-        Fate::Denied(d) => Some(d.code),
-        Fate::Passed | Fate::Program => None,
-    });
-    super::judged(denials, decision == Decision::Repair);
+    let mut denials = Vec::new();
+    for c in calls {
+        if let Fate::Denied(d) = &c.fate {
+            tracing::info!(target: "codemode::denial", tool = %c.name, code = %d.code, "tool call denied");
+            crate::telemetry::denied(&c.name, d.code);
+            denials.push(d.code);
+        }
+    }
+    super::judged(denials.into_iter(), decision == Decision::Repair);
     turn_judged(|| withheld(calls, decision), after(decision));
 }
 
