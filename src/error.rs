@@ -285,17 +285,7 @@ impl ProxyError {
     /// The body in Anthropic's shape, for the Messages routes:
     /// `{"type": "error", "error": {"type", "message"}}`.
     pub fn anthropic_body(&self) -> Bytes {
-        let kind = match self.status().as_u16() {
-            400 | 405 | 409 | 422 => "invalid_request_error",
-            401 => "authentication_error",
-            403 => "permission_error",
-            404 => "not_found_error",
-            413 => "request_too_large",
-            429 => "rate_limit_error",
-            503 | 529 => "overloaded_error",
-            504 => "timeout_error",
-            _ => "api_error",
-        };
+        let kind = anthropic_type(self.status());
         let v = json!({"type": "error", "error": {"type": kind, "message": self.to_string()}});
         Bytes::from(v.to_string())
     }
@@ -338,6 +328,39 @@ impl ProxyError {
     }
 }
 
+/// Anthropic's error type for a status (docs/errors.md).
+fn anthropic_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 405 | 409 | 415 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        504 => "timeout_error",
+        _ => "api_error",
+    }
+}
+
+/// Anthropic's error type for a failure that ends a stream the client
+/// already has, by the code the proxy gives it: the codes a stream alone
+/// has (docs/errors.md, after the table), and a [`ProxyError`]'s code
+/// typed as its status would be.
+pub(crate) fn anthropic_stream_error_type(code: &str) -> &'static str {
+    match code {
+        "upstream_stream_idle" | "upstream_timeout" => "timeout_error",
+        "runtime_busy" | "store_unavailable" => "overloaded_error",
+        "store_record_too_large" | "body_too_large" => "request_too_large",
+        "resume_conflict" | "invalid_request" | "invalid_json" => "invalid_request_error",
+        // upstream_stream_broken, upstream_event_too_large,
+        // stream_state_too_large, upstream_repair_rejected,
+        // upstream_unreachable, upstream_invalid_response: the provider's
+        // side failed, as a 502 would say.
+        _ => "api_error",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,5 +379,43 @@ mod tests {
             .unwrap()
             .contains("standard, code"));
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn a_stream_failure_has_the_anthropic_type_its_status_would_give() {
+        // What a later round of a stream can fail with (the stream body
+        // passes on its code).
+        let round_failures = [
+            ProxyError::UpstreamRepairRejected(429, "slow down".into()),
+            ProxyError::UpstreamUnreachable("refused".into()),
+            ProxyError::UpstreamTimeout(60),
+            ProxyError::UpstreamStalled(60),
+            ProxyError::UpstreamInvalid("not a stream".into()),
+            ProxyError::RuntimeBusy("full".into()),
+            ProxyError::StoreUnavailable("redis".into()),
+            ProxyError::StoreRecordTooLarge("big".into()),
+            ProxyError::ResumeConflict,
+            ProxyError::InvalidRequest("bad".into()),
+            ProxyError::InvalidJson("bad".into()),
+        ];
+        for e in round_failures {
+            assert_eq!(
+                anthropic_stream_error_type(e.code()),
+                anthropic_type(e.status()),
+                "{}",
+                e.code()
+            );
+        }
+        assert_eq!(
+            anthropic_stream_error_type("upstream_stream_idle"),
+            "timeout_error"
+        );
+        for code in [
+            "upstream_stream_broken",
+            "upstream_event_too_large",
+            "stream_state_too_large",
+        ] {
+            assert_eq!(anthropic_stream_error_type(code), "api_error", "{code}");
+        }
     }
 }

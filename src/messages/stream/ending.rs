@@ -169,11 +169,12 @@ impl MessagesJudge {
     }
 
     /// The upstream broke off or failed: the client gets a final error event.
-    pub fn upstream_failed(&mut self, message: &str, _code: &str, out: &mut Vec<Bytes>) {
+    pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
         self.errored = true;
         self.round.decision = Some(Decision::Final);
+        let kind = crate::error::anthropic_stream_error_type(code);
         self.emit_json(
-            json!({"type": "error", "error": {"type": "api_error", "message": message}}),
+            json!({"type": "error", "error": {"type": kind, "message": message}}),
             out,
         );
     }

@@ -286,7 +286,12 @@ fn error_meets(
                 return fail("not in the dialect's error shape");
             }
             let code = err.code.as_deref().unwrap_or("");
-            if !d.anthropic() && !codes.contains(&code) {
+            if d.anthropic() {
+                // Anthropic's shape has no code: its type follows the status.
+                if err.kind.as_deref() != Some(anthropic_type(err.status)) {
+                    return fail("not the Anthropic type of its status");
+                }
+            } else if !codes.contains(&code) {
                 return fail("another code");
             }
         }
@@ -297,7 +302,11 @@ fn error_meets(
             if !err.shaped {
                 return fail("not in the dialect's stream error shape");
             }
-            if !d.anthropic() && err.code.as_deref() != Some(code) {
+            if d.anthropic() {
+                if err.kind.as_deref() != Some(anthropic_stream_type(code)) {
+                    return fail("not the Anthropic type of its code");
+                }
+            } else if err.code.as_deref() != Some(code) {
                 return fail("another code");
             }
             if !err.message.contains(mentions) {
@@ -306,6 +315,31 @@ fn error_meets(
         }
     }
     Ok(())
+}
+
+/// Anthropic's error type for an HTTP status, as docs/errors.md lists it.
+fn anthropic_type(status: u16) -> &'static str {
+    match status {
+        400 | 405 | 409 | 415 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        504 => "timeout_error",
+        _ => "api_error",
+    }
+}
+
+/// Anthropic's error type for a stream's final error event, by the code
+/// the other dialects carry (docs/errors.md): the type its status would have.
+fn anthropic_stream_type(code: &str) -> &'static str {
+    match code {
+        "upstream_stream_idle" | "upstream_timeout" => "timeout_error",
+        "runtime_busy" | "store_unavailable" => "overloaded_error",
+        _ => "api_error",
+    }
 }
 
 /// For each named scenario function, a module of three tests (`chat`,
