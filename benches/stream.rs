@@ -11,7 +11,7 @@ use bytes::Bytes;
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::Catalog;
 use codemode_proxy::internals::sse::SseParser;
-use codemode_proxy::internals::stream::StreamJudge;
+use codemode_proxy::internals::stream::{RoundJudge, StreamJudge};
 use codemode_proxy::Mode;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;

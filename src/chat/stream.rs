@@ -25,7 +25,7 @@ use super::answer::assistant_turn;
 use super::Chat;
 use crate::plan::ToolPlan;
 use crate::sse::{data_event as sse_data, SseEvent};
-use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, Rounds};
+use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn};
 
 /// Text of fast-path events kept for a possible repair's history, at most.
 const MAX_DEFERRED_BYTES: usize = 1 << 20;
@@ -36,9 +36,6 @@ struct Round {
     text: String,
     deferred: Vec<String>,
     deferred_bytes: usize,
-    decision: Option<Decision>,
-    emitted_text: bool,
-    usage: Option<Value>,
     template: Option<Value>,
     /// The model's message so far, every field but its calls (which
     /// [`CallTracker`] keeps), for a replay of the turn.
@@ -46,14 +43,15 @@ struct Round {
 }
 
 impl Round {
-    /// Takes in a delta's fields other than its calls.
-    fn on_delta_fields(&mut self, delta: &Map<String, Value>) {
+    /// Takes in a delta's fields other than its calls; whether it held text.
+    fn on_delta_fields(&mut self, delta: &Map<String, Value>) -> bool {
         accumulate_except(&mut self.message, delta, &["tool_calls", "function_call"]);
-        if let Some(text) = delta.get("content").and_then(Value::as_str) {
-            if !text.is_empty() {
+        match delta.get("content").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => {
                 self.text.push_str(text);
-                self.emitted_text = true;
+                true
             }
+            _ => false,
         }
     }
 
@@ -66,10 +64,9 @@ impl Round {
 /// Judges one client stream across its rounds.
 pub struct StreamJudge {
     plan: Arc<ToolPlan>,
-    rounds: Rounds,
+    /// The rounds, and the current one's calls and text.
+    turn: StreamTurn<Round>,
     completion_id: Option<String>,
-    round: Round,
-    errored: bool,
     /// A program's round went out with text: the next round's text starts
     /// a new paragraph, so the opening words and the answer do not run
     /// together.
@@ -81,10 +78,8 @@ impl StreamJudge {
     pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> StreamJudge {
         StreamJudge {
             plan,
-            rounds: Rounds::new(max_repairs),
+            turn: StreamTurn::new(max_repairs),
             completion_id: None,
-            round: Round::default(),
-            errored: false,
             text_before_program: false,
         }
     }
@@ -92,12 +87,13 @@ impl StreamJudge {
     /// Whether the upstream reported an error in-band (no repair follows one).
     #[cfg(test)]
     pub fn errored(&self) -> bool {
-        self.errored
+        self.turn.errored
     }
 
-    /// Judges one event, appending what the client gets to `out`.
-    pub fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
-        let hidden = self.hides_end();
+    /// Judges one event, appending what the client gets to `out`
+    /// ([`RoundJudge::on_event`]).
+    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+        let hidden = self.turn.hides_end();
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry no call; the client keeps its
             // connection alive with them, so they go out unless this round
@@ -107,37 +103,37 @@ impl StreamJudge {
             }
             return;
         };
-        if self.errored {
+        if self.turn.errored {
             // After an error nothing is judged any more: only what cannot
             // carry a call goes out as it came.
             forward_inert(data, ev.raw, out);
             return;
         }
         if ev.is_done() {
-            if self.round.decision.is_none() {
+            if self.turn.decision.is_none() {
                 self.decide(true, out);
             }
-            if !self.hides_end() {
+            if !self.turn.hides_end() {
                 out.push(ev.raw);
             }
             return;
         }
         if ev.event.as_deref() == Some("error") {
-            self.errored = true;
+            self.turn.errored = true;
             forward_inert(data, ev.raw, out);
             return;
         }
         // The cheap byte check: a first-round event that cannot hold a call
         // or an error goes out as it came, without a JSON parse.
-        let fast = self.rounds.before() == 0
-            && self.round.calls.is_empty()
-            && self.round.decision.is_none()
+        let fast = self.turn.rounds.before() == 0
+            && self.turn.round.calls.is_empty()
+            && self.turn.decision.is_none()
             && !may_hold_call(data)
             && !data.contains("\"error\"");
         if fast {
-            if self.round.deferred_bytes + data.len() <= MAX_DEFERRED_BYTES {
-                self.round.deferred_bytes += data.len();
-                self.round.deferred.push(data.to_owned());
+            if self.turn.round.deferred_bytes + data.len() <= MAX_DEFERRED_BYTES {
+                self.turn.round.deferred_bytes += data.len();
+                self.turn.round.deferred.push(data.to_owned());
             }
             out.push(ev.raw);
             return;
@@ -163,7 +159,7 @@ impl StreamJudge {
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             // In-band upstream error: it reaches the client and ends the turn,
             // without any choices it might carry (no call is judged after it).
-            self.errored = true;
+            self.turn.errored = true;
             let choices = chunk.as_object_mut().and_then(|c| c.remove("choices"));
             out.push(if choices.is_some() {
                 sse_data(&chunk)
@@ -179,26 +175,26 @@ impl StreamJudge {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned);
         }
-        if self.round.template.is_none() {
-            self.round.template = Some(template_of(&chunk));
+        if self.turn.round.template.is_none() {
+            self.turn.round.template = Some(template_of(&chunk));
         }
         let mut changed = only_first_choice(&mut chunk);
-        if self.rounds.before() > 0 {
+        if self.turn.rounds.before() > 0 {
             if let Some(id) = &self.completion_id {
                 chunk["id"] = json!(id);
                 changed = true;
             }
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.round.usage = Some(u.clone());
+            self.turn.usage = Some(u.clone());
         }
         let mut emptied = false;
         let mut finishing = false;
         if let Some(choice) = chunk.pointer_mut("/choices/0") {
             if let Some(delta) = choice.get_mut("delta").and_then(Value::as_object_mut) {
-                let opens_paragraph = self.text_before_program && !self.round.emitted_text;
-                self.round.on_delta_fields(delta);
-                if opens_paragraph && self.round.emitted_text {
+                let opens_paragraph = self.text_before_program && !self.turn.emitted_text;
+                self.turn.emitted_text |= self.turn.round.on_delta_fields(delta);
+                if opens_paragraph && self.turn.emitted_text {
                     if let Some(Value::String(text)) = delta.get_mut("content") {
                         text.insert_str(0, "\n\n");
                         changed = true;
@@ -227,7 +223,7 @@ impl StreamJudge {
                     let mut altered = false;
                     let forwarded: Vec<Value> = deltas
                         .into_iter()
-                        .filter_map(|d| self.round.calls.on_delta(d, &self.plan))
+                        .filter_map(|d| self.turn.round.calls.on_delta(d, &self.plan))
                         .map(|(d, changed)| {
                             altered |= changed;
                             d
@@ -248,7 +244,7 @@ impl StreamJudge {
                     }
                     Some(fc) => {
                         judged = true;
-                        match self.round.calls.on_legacy(fc, &self.plan) {
+                        match self.turn.round.calls.on_legacy(fc, &self.plan) {
                             Some((fc, altered)) => {
                                 changed |= altered;
                                 delta.insert("function_call".into(), fc);
@@ -261,10 +257,10 @@ impl StreamJudge {
             }
             finishing = choice.get("finish_reason").is_some_and(|f| !f.is_null());
         }
-        if finishing && self.round.decision.is_none() {
+        if finishing && self.turn.decision.is_none() {
             self.decide(false, out);
-            if self.round.decision == Some(Decision::GiveUp) {
-                let note = (!self.round.emitted_text).then(|| self.give_up_note());
+            if self.turn.decision == Some(Decision::GiveUp) {
+                let note = self.turn.wants_note().then(|| self.give_up_note());
                 if let Some(choice) = chunk
                     .pointer_mut("/choices/0")
                     .and_then(Value::as_object_mut)
@@ -278,14 +274,14 @@ impl StreamJudge {
                 changed = true;
             }
         }
-        if self.hides_end() {
+        if self.turn.hides_end() {
             return; // This turn's end (finish, usage, trailers) stays hidden.
         }
-        if self.rounds.before() > 0
-            && self.round.usage.is_some()
+        if self.turn.rounds.before() > 0
+            && self.turn.usage.is_some()
             && chunk.get("usage").is_some_and(Value::is_object)
         {
-            let total = self.rounds.total(self.round.usage.as_ref());
+            let total = self.turn.visible_usage();
             chunk["usage"] = total.unwrap_or(Value::Null);
             changed = true;
         }
@@ -298,7 +294,8 @@ impl StreamJudge {
 
     /// The round's calls, judged (arguments as far as they arrived).
     fn judged(&self) -> Vec<JudgedCall> {
-        self.round
+        self.turn
+            .round
             .calls
             .calls()
             .iter()
@@ -306,45 +303,87 @@ impl StreamJudge {
             .collect()
     }
 
-    /// The end of an upstream round's body.
-    pub fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        if self.round.decision.is_none() {
+    fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
+        self.turn.round.calls.close(&self.plan);
+        let calls = self.judged();
+        let decision = self.turn.decide(&calls);
+        if decision == Decision::GiveUp && synthesize_finish {
+            // No finish chunk came: the client still gets one, and the note.
+            let mut chunk = self.chunk_template();
+            let delta = if self.turn.wants_note() {
+                json!({"content": self.give_up_note()})
+            } else {
+                json!({})
+            };
+            chunk["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": "stop"}]);
+            out.push(sse_data(&chunk));
+        }
+    }
+
+    /// A chunk the proxy writes itself, shaped like the round's own chunks.
+    fn chunk_template(&self) -> Value {
+        let mut chunk = self
+            .turn
+            .round
+            .template
+            .clone()
+            .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
+        if let Some(id) = &self.completion_id {
+            chunk["id"] = json!(id);
+        }
+        chunk
+    }
+
+    fn give_up_note(&self) -> String {
+        turn::give_up_note(&self.judged())
+    }
+
+    /// Text that went out on the fast path, parsed only now that it may be
+    /// needed for a repair's history.
+    fn flush_deferred(&mut self) {
+        for data in std::mem::take(&mut self.turn.round.deferred) {
+            if let Ok(v) = serde_json::from_str::<Value>(&data) {
+                if let Some(delta) = v.pointer("/choices/0/delta").and_then(Value::as_object) {
+                    self.turn.emitted_text |= self.turn.round.on_delta_fields(delta);
+                }
+            }
+        }
+        self.turn.round.deferred_bytes = 0;
+    }
+}
+
+impl RoundJudge for StreamJudge {
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+        self.judge_event(ev, out);
+    }
+
+    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
+        if self.turn.decision.is_none() {
             self.decide(true, out);
         }
-        let decision = self.round.decision.unwrap_or(Decision::Final);
-        if matches!(decision, Decision::Repair | Decision::Program) {
-            self.rounds.close(self.round.usage.as_ref());
-        }
         let calls = self.judged();
-        let text = std::mem::take(&mut self.round.text);
+        let text = std::mem::take(&mut self.turn.round.text);
         let turn = ModelTurn {
-            replay: self.round.model_turn(&calls),
+            replay: self.turn.round.model_turn(&calls),
             text: (!text.is_empty()).then_some(text),
             calls,
             response_id: None,
         };
-        turn::round_end::<Chat>(decision, turn)
+        self.turn.end::<Chat>(turn)
     }
 
-    /// Whether this round's end (finish, usage, `[DONE]`) is hidden because
-    /// another round follows in the same client stream.
-    fn hides_end(&self) -> bool {
-        matches!(
-            self.round.decision,
-            Some(Decision::Repair | Decision::Program)
-        )
+    fn start_repair_round(&mut self) {
+        self.turn.start_repair_round();
     }
 
-    /// Starts the next round after a program ended and the model was asked again.
-    pub fn start_program_round(&mut self) {
-        self.text_before_program |= self.round.emitted_text;
-        self.rounds.program_ended();
-        self.round = Round::default();
+    fn start_program_round(&mut self) {
+        self.text_before_program |= self.turn.emitted_text;
+        self.turn.start_program_round();
     }
 
-    /// The program waits on the client: its calls end this client stream as
-    /// an ordinary tool-call turn (same completion id).
-    pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
+    /// The program's calls end this client stream as an ordinary
+    /// tool-call turn (same completion id).
+    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
         let mut chunk = self.chunk_template();
         let deltas: Vec<Value> = turn
             .pointer("/choices/0/message/tool_calls")
@@ -363,7 +402,7 @@ impl StreamJudge {
         out.push(sse_data(&chunk));
         chunk["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]);
         out.push(sse_data(&chunk));
-        if let Some(total) = &self.rounds.usage {
+        if let Some(total) = &self.turn.rounds.usage {
             chunk["choices"] = json!([]);
             chunk["usage"] = total.clone();
             out.push(sse_data(&chunk));
@@ -371,92 +410,17 @@ impl StreamJudge {
         out.push(Bytes::from_static(b"data: [DONE]\n\n"));
     }
 
-    /// Starts the next round after a repair was sent upstream.
-    pub fn start_repair_round(&mut self) {
-        self.rounds.repaired();
-        self.round = Round::default();
-    }
-
-    /// The upstream broke off or failed: the client gets a final error event.
-    pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
-        self.errored = true;
+    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
+        self.turn.failed();
         out.push(error_event(message, code));
     }
 
-    fn decide(&mut self, synthesize_finish: bool, out: &mut Vec<Bytes>) {
-        self.round.calls.close(&self.plan);
-        let calls = self.judged();
-        let decision = self.rounds.decide(&calls, self.errored);
-        self.round.decision = Some(decision);
-        if decision == Decision::GiveUp && synthesize_finish {
-            // No finish chunk came: the client still gets one, and the note.
-            let mut chunk = self.chunk_template();
-            let delta = if self.round.emitted_text {
-                json!({})
-            } else {
-                json!({"content": self.give_up_note()})
-            };
-            chunk["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": "stop"}]);
-            out.push(sse_data(&chunk));
-        }
-    }
-
-    /// A chunk the proxy writes itself, shaped like the round's own chunks.
-    fn chunk_template(&self) -> Value {
-        let mut chunk = self
-            .round
-            .template
-            .clone()
-            .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
-        if let Some(id) = &self.completion_id {
-            chunk["id"] = json!(id);
-        }
-        chunk
-    }
-
-    fn give_up_note(&self) -> String {
-        turn::give_up_note(&self.judged())
-    }
-
-    /// Text that went out on the fast path, parsed only now that it may be
-    /// needed for a repair's history.
-    fn flush_deferred(&mut self) {
-        for data in std::mem::take(&mut self.round.deferred) {
-            if let Ok(v) = serde_json::from_str::<Value>(&data) {
-                if let Some(delta) = v.pointer("/choices/0/delta").and_then(Value::as_object) {
-                    self.round.on_delta_fields(delta);
-                }
-            }
-        }
-        self.round.deferred_bytes = 0;
-    }
-}
-
-impl turn::RoundJudge for StreamJudge {
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
-        StreamJudge::on_event(self, ev, out);
-    }
-    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        StreamJudge::end_round(self, out)
-    }
-    fn start_repair_round(&mut self) {
-        StreamJudge::start_repair_round(self);
-    }
-    fn start_program_round(&mut self) {
-        StreamJudge::start_program_round(self);
-    }
-    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        StreamJudge::hand_off(self, turn, out);
-    }
-    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
-        StreamJudge::upstream_failed(self, message, code, out);
-    }
     fn repairs(&self) -> u32 {
-        self.rounds.repairs
+        self.turn.rounds.repairs
     }
 
     fn round_usage(&self) -> Option<&Value> {
-        self.round.usage.as_ref()
+        self.turn.usage.as_ref()
     }
 }
 

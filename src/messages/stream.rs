@@ -32,7 +32,9 @@ use fast::is_stop;
 use super::{events, items, Messages};
 use crate::plan::ToolPlan;
 use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
-use crate::turn::{self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, Rounds};
+use crate::turn::{
+    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn,
+};
 
 // ---- one round's content blocks ----
 
@@ -153,11 +155,6 @@ struct Round {
     started: bool,
     /// `message_start`'s usage.
     start_usage: Option<Value>,
-    /// The round's usage: the start's, with its `message_delta`'s on top.
-    usage: Option<Value>,
-    /// Text of this round reached the client.
-    emitted_text: bool,
-    decision: Option<Decision>,
     /// Its `message_delta` (or the proxy's) went out.
     delta_sent: bool,
     /// The `message_stop` went out.
@@ -197,13 +194,12 @@ impl Round {
 /// Judges one client stream of the Messages API across its rounds.
 pub struct MessagesJudge {
     plan: Arc<ToolPlan>,
-    rounds: Rounds,
+    /// The rounds, and the current one's blocks.
+    turn: StreamTurn<Round>,
     /// The first `message_start` went out: the client's only one.
     started: bool,
     /// The next content block `index` the client gets.
     next_index: u64,
-    round: Round,
-    errored: bool,
 }
 
 impl MessagesJudge {
@@ -211,31 +207,30 @@ impl MessagesJudge {
     pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> MessagesJudge {
         MessagesJudge {
             plan,
-            rounds: Rounds::new(max_repairs),
+            turn: StreamTurn::new(max_repairs),
             started: false,
             next_index: 0,
-            round: Round::default(),
-            errored: false,
         }
     }
 
     /// Whether the upstream reported an error in-band (no repair follows one).
     #[cfg(test)]
     pub fn errored(&self) -> bool {
-        self.errored
+        self.turn.errored
     }
 
-    /// Judges one event, appending what the client gets to `out`.
-    pub fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    /// Judges one event, appending what the client gets to `out`
+    /// ([`RoundJudge::on_event`]).
+    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry nothing to judge: they keep the
             // client's connection alive while the round is open.
-            if self.round.decision.is_none() {
+            if self.turn.decision.is_none() {
                 out.push(ev.raw);
             }
             return;
         };
-        if self.round.decision.is_some() {
+        if self.turn.decision.is_some() {
             // The round has ended (its message_delta, or an error): only its
             // message_stop is left to send.
             if is_stop(data) {
@@ -268,8 +263,8 @@ impl MessagesJudge {
             "error" => {
                 // The upstream ended the turn with an error: it reaches the
                 // client and no repair follows.
-                self.errored = true;
-                self.round.decision = Some(Decision::Final);
+                self.turn.errored = true;
+                self.turn.decision = Some(Decision::Final);
                 self.emit(event, out);
             }
             _ => self.on_block_event(event, out),
@@ -280,11 +275,11 @@ impl MessagesJudge {
     /// never with content in it. Content a start already holds (a turn
     /// resumed from a container) is judged block by block, as if streamed.
     fn on_start(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
-        if self.round.started {
+        if self.turn.round.started {
             return;
         }
-        self.round.started = true;
-        self.round.start_usage = event
+        self.turn.round.started = true;
+        self.turn.round.start_usage = event
             .get("message")
             .and_then(|m| m.get("usage"))
             .filter(|u| u.is_object())
@@ -315,8 +310,8 @@ impl MessagesJudge {
         let index = event
             .get("index")
             .and_then(Value::as_u64)
-            .unwrap_or(self.round.blocks.len() as u64);
-        if self.round.by_index(index).is_some() {
+            .unwrap_or(self.turn.round.blocks.len() as u64);
+        if self.turn.round.by_index(index).is_some() {
             // A second block at one index: no client could tell them apart.
             tracing::warn!(target: "codemode::denial", "an upstream content block started twice at one index was dropped");
             return;
@@ -326,7 +321,7 @@ impl MessagesJudge {
             self.next_index += 1;
             self.next_index - 1
         });
-        self.round.blocks.push(Block {
+        self.turn.round.blocks.push(Block {
             index,
             client,
             start,
@@ -349,12 +344,12 @@ impl MessagesJudge {
         let Some(pos) = event
             .get("index")
             .and_then(Value::as_u64)
-            .and_then(|i| self.round.by_index(i))
+            .and_then(|i| self.turn.round.by_index(i))
         else {
             return;
         };
-        let judged = self.round.blocks[pos].judge(&self.plan);
-        let block = &mut self.round.blocks[pos];
+        let judged = self.turn.round.blocks[pos].judge(&self.plan);
+        let block = &mut self.turn.round.blocks[pos];
         if block.done {
             return;
         }
@@ -389,12 +384,12 @@ impl MessagesJudge {
         // nowhere: a client may act on a block at its stop.
         let Some(pos) = index
             .as_u64()
-            .and_then(|i| self.round.by_index(i))
-            .filter(|&p| !self.round.blocks[p].done)
+            .and_then(|i| self.turn.round.by_index(i))
+            .filter(|&p| !self.turn.round.blocks[p].done)
         else {
             return;
         };
-        let block = &mut self.round.blocks[pos];
+        let block = &mut self.turn.round.blocks[pos];
         let mut text_out = false;
         if event.get("type").and_then(Value::as_str) == Some("content_block_delta") {
             if let Some(Value::Object(delta)) = event.get("delta") {
@@ -415,7 +410,7 @@ impl MessagesJudge {
         let Some(client) = block.client else {
             return;
         };
-        self.round.emitted_text |= text_out;
+        self.turn.emitted_text |= text_out;
         event.insert("index".into(), json!(client));
         self.emit(event, out);
     }
@@ -449,34 +444,6 @@ impl MessagesJudge {
             return;
         };
         out.push(frame(&kind, &Value::Object(event)));
-    }
-}
-
-impl RoundJudge for MessagesJudge {
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
-        MessagesJudge::on_event(self, ev, out);
-    }
-    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        MessagesJudge::end_round(self, out)
-    }
-    fn start_repair_round(&mut self) {
-        MessagesJudge::start_repair_round(self);
-    }
-    fn start_program_round(&mut self) {
-        MessagesJudge::start_program_round(self);
-    }
-    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        MessagesJudge::hand_off(self, turn, out);
-    }
-    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
-        MessagesJudge::upstream_failed(self, message, code, out);
-    }
-    fn repairs(&self) -> u32 {
-        self.rounds.repairs
-    }
-
-    fn round_usage(&self) -> Option<&Value> {
-        self.round.usage.as_ref()
     }
 }
 

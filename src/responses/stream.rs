@@ -28,7 +28,9 @@ mod fast;
 use super::{events, items, Responses};
 use crate::plan::ToolPlan;
 use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
-use crate::turn::{self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, Rounds};
+use crate::turn::{
+    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn,
+};
 
 /// Event types the fast path leaves to the full judge: they open, close or
 /// end items or the response.
@@ -63,10 +65,6 @@ struct RoundItem {
 #[derive(Default)]
 struct Round {
     items: Vec<RoundItem>,
-    /// Text of this round reached the client.
-    emitted_text: bool,
-    usage: Option<Value>,
-    decision: Option<Decision>,
     /// The upstream's id of this round's response: a program's record
     /// keeps it, so a client that continues by `previous_response_id`
     /// continues the provider's conversation from there.
@@ -119,7 +117,8 @@ impl Round {
 /// Judges one client stream of the Responses API across its rounds.
 pub struct ResponsesJudge {
     plan: Arc<ToolPlan>,
-    rounds: Rounds,
+    /// The rounds, and the current one's items.
+    turn: StreamTurn<Round>,
     /// The next `sequence_number` the client gets.
     seq: u64,
     /// The first response id: the one the client knows.
@@ -129,8 +128,6 @@ pub struct ResponsesJudge {
     /// Every item the client got, by its `output_index`; `None` for one
     /// whose whole item turned out to be withheld.
     seen: Vec<Option<Value>>,
-    round: Round,
-    errored: bool,
     /// A `data: [DONE]` came: it goes out once, at the very end.
     done_sentinel: bool,
 }
@@ -140,13 +137,11 @@ impl ResponsesJudge {
     pub fn new(plan: Arc<ToolPlan>, max_repairs: u32) -> ResponsesJudge {
         ResponsesJudge {
             plan,
-            rounds: Rounds::new(max_repairs),
+            turn: StreamTurn::new(max_repairs),
             seq: 0,
             id: None,
             template: None,
             seen: Vec::new(),
-            round: Round::default(),
-            errored: false,
             done_sentinel: false,
         }
     }
@@ -154,15 +149,16 @@ impl ResponsesJudge {
     /// Whether the upstream reported an error in-band (no repair follows one).
     #[cfg(test)]
     pub fn errored(&self) -> bool {
-        self.errored
+        self.turn.errored
     }
 
-    /// Judges one event, appending what the client gets to `out`.
-    pub fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    /// Judges one event, appending what the client gets to `out`
+    /// ([`RoundJudge::on_event`]).
+    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry nothing to judge: they keep the
             // client's connection alive while the round is open.
-            if self.round.decision.is_none() {
+            if self.turn.decision.is_none() {
                 out.push(ev.raw);
             }
             return;
@@ -171,12 +167,12 @@ impl ResponsesJudge {
             self.done_sentinel = true;
             return;
         }
-        if self.round.decision.is_some() {
+        if self.turn.decision.is_some() {
             // The round has ended (its terminal, or an error): nothing after
             // it is judged, so nothing after it goes out.
             return;
         }
-        if self.errored {
+        if self.turn.errored {
             self.after_error(data, out);
             return;
         }
@@ -206,7 +202,7 @@ impl ResponsesJudge {
                 // client and no repair follows. The round stays open for
                 // the `response.failed` that may follow; nothing else
                 // after it goes out (`on_event`).
-                self.errored = true;
+                self.turn.errored = true;
                 self.take_id(&event);
                 self.emit(event, out);
             }
@@ -217,7 +213,7 @@ impl ResponsesJudge {
     /// The response's start: the client gets the first round's only.
     fn on_start(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
         self.take_id(&event);
-        if self.rounds.before() > 0 {
+        if self.turn.rounds.before() > 0 {
             return;
         }
         if let Some(Value::Object(response)) = event.get_mut("response") {
@@ -237,8 +233,8 @@ impl ResponsesJudge {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(str::to_owned);
-        if self.round.upstream_id.is_none() {
-            self.round.upstream_id.clone_from(&id);
+        if self.turn.round.upstream_id.is_none() {
+            self.turn.round.upstream_id.clone_from(&id);
         }
         if self.id.is_none() {
             self.id = id;
@@ -267,7 +263,7 @@ impl ResponsesJudge {
             response.insert("id".into(), json!(id));
         }
         response.insert("output".into(), self.client_output());
-        if let Some(total) = self.rounds.total(self.round.usage.as_ref()) {
+        if let Some(total) = self.turn.visible_usage() {
             response.insert("usage".into(), total);
         }
     }
@@ -285,7 +281,7 @@ impl ResponsesJudge {
             self.seen.push(Some(item.clone()));
             (self.seen.len() - 1) as u64
         });
-        self.round.items.push(RoundItem {
+        self.turn.round.items.push(RoundItem {
             index,
             id: item.get("id").and_then(Value::as_str).map(str::to_owned),
             client,
@@ -293,7 +289,7 @@ impl ResponsesJudge {
             done: false,
             call,
         });
-        self.round.items.len() - 1
+        self.turn.round.items.len() - 1
     }
 
     fn on_added(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
@@ -303,14 +299,14 @@ impl ResponsesJudge {
         let index = event
             .get("output_index")
             .and_then(Value::as_u64)
-            .unwrap_or(self.round.items.len() as u64);
-        if self.round.by_index(index).is_some() {
+            .unwrap_or(self.turn.round.items.len() as u64);
+        if self.turn.round.by_index(index).is_some() {
             // A second item at one index: no client could tell them apart.
             tracing::warn!(target: "codemode::denial", "an upstream item added twice at one output_index was dropped");
             return;
         }
         let pos = self.register(index, &item);
-        if let Some(client) = self.round.items[pos].client {
+        if let Some(client) = self.turn.round.items[pos].client {
             event.insert("output_index".into(), json!(client));
             self.emit(event, out);
         }
@@ -323,16 +319,16 @@ impl ResponsesJudge {
         let index = event.get("output_index").and_then(Value::as_u64);
         let id = item.get("id").and_then(Value::as_str);
         let found = index
-            .and_then(|i| self.round.by_index(i))
-            .or_else(|| id.and_then(|id| self.round.by_id(id)));
+            .and_then(|i| self.turn.round.by_index(i))
+            .or_else(|| id.and_then(|id| self.turn.round.by_id(id)));
         let pos = match found {
             Some(pos) => pos,
             None => {
                 // A whole item that never opened: the client gets its
                 // opening too, so every item it completes is one it has.
-                let index = index.unwrap_or(self.round.items.len() as u64);
+                let index = index.unwrap_or(self.turn.round.items.len() as u64);
                 let pos = self.register(index, &item);
-                if let Some(client) = self.round.items[pos].client {
+                if let Some(client) = self.turn.round.items[pos].client {
                     let opened = item.clone();
                     self.emit_item("response.output_item.added", client as usize, opened, out);
                 }
@@ -341,7 +337,7 @@ impl ResponsesJudge {
         };
         // The whole item is what a client acts on: judged again.
         let judged = items::judge_item(&item, &self.plan);
-        let slot = &mut self.round.items[pos];
+        let slot = &mut self.turn.round.items[pos];
         slot.item = item.clone();
         slot.done = true;
         match (slot.client, judged) {
@@ -377,12 +373,12 @@ impl ResponsesJudge {
             self.emit(event, out);
             return;
         }
-        let by_index = index.and_then(|i| self.round.by_index(i));
-        let by_id = item_id.and_then(|id| self.round.by_id(id));
+        let by_index = index.and_then(|i| self.turn.round.by_index(i));
+        let by_id = item_id.and_then(|id| self.turn.round.by_id(id));
         let withheld = [by_index, by_id]
             .into_iter()
             .flatten()
-            .any(|p| self.round.items[p].client.is_none());
+            .any(|p| self.turn.round.items[p].client.is_none());
         if withheld {
             if let Some(pos) = by_index.or(by_id) {
                 self.accumulate(pos, &event);
@@ -391,9 +387,9 @@ impl ResponsesJudge {
         }
         // An event of an item that never opened goes nowhere.
         let client = if has_index {
-            by_index.and_then(|p| self.round.items[p].client)
+            by_index.and_then(|p| self.turn.round.items[p].client)
         } else {
-            by_id.and_then(|p| self.round.items[p].client)
+            by_id.and_then(|p| self.turn.round.items[p].client)
         };
         let Some(client) = client else {
             return;
@@ -402,7 +398,7 @@ impl ResponsesJudge {
             event.insert("output_index".into(), json!(client));
         }
         if event.get("type").and_then(Value::as_str) == Some("response.output_text.delta") {
-            self.round.emitted_text = true;
+            self.turn.emitted_text = true;
         }
         if let Some(Value::Object(response)) = event.get_mut("response") {
             self.name_response(response);
@@ -413,7 +409,7 @@ impl ResponsesJudge {
     /// A withheld call's input as it streams, for its denial should its
     /// whole item never come.
     fn accumulate(&mut self, pos: usize, event: &Map<String, Value>) {
-        let slot = &mut self.round.items[pos];
+        let slot = &mut self.turn.round.items[pos];
         if slot.done || slot.call.is_none() {
             return;
         }
@@ -462,34 +458,6 @@ impl ResponsesJudge {
         };
         event.insert("sequence_number".into(), json!(self.next_seq()));
         out.push(frame(&kind, &Value::Object(event)));
-    }
-}
-
-impl RoundJudge for ResponsesJudge {
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
-        ResponsesJudge::on_event(self, ev, out);
-    }
-    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        ResponsesJudge::end_round(self, out)
-    }
-    fn start_repair_round(&mut self) {
-        ResponsesJudge::start_repair_round(self);
-    }
-    fn start_program_round(&mut self) {
-        ResponsesJudge::start_program_round(self);
-    }
-    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        ResponsesJudge::hand_off(self, turn, out);
-    }
-    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
-        ResponsesJudge::upstream_failed(self, message, code, out);
-    }
-    fn repairs(&self) -> u32 {
-        self.rounds.repairs
-    }
-
-    fn round_usage(&self) -> Option<&Value> {
-        self.round.usage.as_ref()
     }
 }
 

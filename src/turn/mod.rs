@@ -6,7 +6,9 @@
 //! says what follows; [`effect`] writes each decision's effect (a repair's
 //! history, a program handed to the runtime, a mixed turn's splice) in the
 //! dialect's shapes; [`Rounds`] keeps the bounds and the usage across
-//! rounds. The JSON driver and the stream body above run every dialect
+//! rounds, and [`StreamTurn`] what every stream judge keeps of them and of
+//! the current round (its decision, usage, text, whether its end is
+//! hidden). The JSON driver and the stream body above run every dialect
 //! through these, so no decision has a second copy.
 //!
 //! | calls of the turn | decision |
@@ -26,6 +28,7 @@
 mod dialect;
 pub mod effect;
 mod rounds;
+mod stream;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -37,8 +40,9 @@ use crate::sse::SseEvent;
 
 pub use crate::verdict::{Decision, Fate, JudgedCall, Shape};
 pub use dialect::{Dialect, ModelTurn};
-pub use effect::{held_program, repair_history, round_end, splice, HeldProgram, RoundEnd};
+pub use effect::{held_program, repair_history, splice, HeldProgram, RoundEnd};
 pub use rounds::Rounds;
+pub use stream::StreamTurn;
 
 /// Judges a call by every name a client could read off it (`function.name`,
 /// `custom.name`): the first denied one decides, so no reading of the call

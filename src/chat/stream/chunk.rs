@@ -16,7 +16,9 @@ impl StreamJudge {
     /// has: read it through a borrowed view and let its bytes go out as they
     /// came, without building a JSON tree. Anything else returns false.
     pub(super) fn forward_unchanged(&mut self, data: &str) -> bool {
-        if self.rounds.before() > 0 || self.round.decision.is_some() || self.completion_id.is_none()
+        if self.turn.rounds.before() > 0
+            || self.turn.decision.is_some()
+            || self.completion_id.is_none()
         {
             return false;
         }
@@ -42,13 +44,15 @@ impl StreamJudge {
         if present(&delta.function_call) {
             return false;
         }
-        if delta.tool_calls.is_empty() || !self.round.calls.continue_unchanged(&delta.tool_calls) {
+        if delta.tool_calls.is_empty()
+            || !self.turn.round.calls.continue_unchanged(&delta.tool_calls)
+        {
             return false;
         }
         if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             let mut fields = Map::new();
             fields.insert("content".into(), json!(text));
-            self.round.on_delta_fields(&fields);
+            self.turn.emitted_text |= self.turn.round.on_delta_fields(&fields);
         }
         true
     }

@@ -23,13 +23,14 @@ impl MessagesJudge {
             return false;
         };
         let Some(pos) = self
+            .turn
             .round
             .by_index(upstream)
-            .filter(|&p| !self.round.blocks[p].done)
+            .filter(|&p| !self.turn.round.blocks[p].done)
         else {
             return false;
         };
-        let client = self.round.blocks[pos].client;
+        let client = self.turn.round.blocks[pos].client;
         let text = match delta_field(&delta.kind) {
             Some("text") => delta.text,
             Some("thinking") => delta.thinking,
@@ -42,7 +43,7 @@ impl MessagesJudge {
         };
         let Some(client) = client else {
             // A withheld block's delta: kept for its turn, never sent.
-            self.round.blocks[pos].add(&delta.kind, &text);
+            self.turn.round.blocks[pos].add(&delta.kind, &text);
             return true;
         };
         let as_came = ev.event.as_deref() == Some("content_block_delta") && client == upstream;
@@ -51,9 +52,9 @@ impl MessagesJudge {
         if !as_came && (span.is_none() || data.contains('\n') || data.contains('\r')) {
             return false;
         }
-        self.round.blocks[pos].add(&delta.kind, &text);
+        self.turn.round.blocks[pos].add(&delta.kind, &text);
         if delta.kind == "text_delta" && !text.is_empty() {
-            self.round.emitted_text = true;
+            self.turn.emitted_text = true;
         }
         if as_came {
             out.push(ev.raw.clone());

@@ -1,6 +1,6 @@
 //! How a round ends: its terminal event decided, the give-up note and a
-//! program's calls written as items, the next round started, a failure
-//! reported.
+//! program's calls written as items, a failure reported; and the judge's
+//! [`RoundJudge`] side, whose round bookkeeping is [`StreamTurn`]'s.
 
 use super::*;
 
@@ -13,13 +13,13 @@ impl ResponsesJudge {
             .and_then(|r| r.get("usage"))
             .filter(|u| u.is_object())
         {
-            self.round.usage = Some(usage.clone());
+            self.turn.usage = Some(usage.clone());
         }
-        let decision = self.decide();
-        if matches!(decision, Decision::Repair | Decision::Program) {
+        self.decide();
+        if self.turn.hides_end() {
             return; // Another round follows in the same client stream.
         }
-        if decision == Decision::GiveUp && !self.round.emitted_text {
+        if self.turn.wants_note() {
             self.give_up_note(out);
         }
         let response = event
@@ -33,7 +33,7 @@ impl ResponsesJudge {
 
     /// Decides the round once its calls are as whole as they will be.
     pub(super) fn decide(&mut self) -> Decision {
-        for slot in &mut self.round.items {
+        for slot in &mut self.turn.round.items {
             if slot.done || slot.client.is_some() {
                 continue;
             }
@@ -43,20 +43,18 @@ impl ResponsesJudge {
                 slot.call = Some(refine(slot.call.take(), call));
             }
         }
-        let calls = self.round.calls();
-        let decision = self.rounds.decide(&calls, self.errored);
-        self.round.decision = Some(decision);
-        decision
+        let calls = self.turn.round.calls();
+        self.turn.decide(&calls)
     }
 
     /// The client gets no call of this turn: a message item tells why.
     pub(super) fn give_up_note(&mut self, out: &mut Vec<Bytes>) {
-        let note = turn::give_up_note(&self.round.calls());
-        let id = format!("msg_codemode_note_{}", self.rounds.before());
+        let note = turn::give_up_note(&self.turn.round.calls());
+        let id = format!("msg_codemode_note_{}", self.turn.rounds.before());
         let item = json!({"type": "message", "id": id, "status": "completed", "role": "assistant",
                           "content": [{"type": "output_text", "text": note, "annotations": []}]});
         self.emit_whole_item(item, out);
-        self.round.emitted_text = true;
+        self.turn.emitted_text = true;
     }
 
     pub(super) fn emit_item(
@@ -84,96 +82,10 @@ impl ResponsesJudge {
         }
     }
 
-    /// The end of an upstream round's body.
-    pub fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
-        if self.round.decision.is_none() {
-            // No terminal event came: decided as at one. A client that got
-            // no call is still told why, and gets its terminal.
-            if self.decide() == Decision::GiveUp {
-                if !self.round.emitted_text {
-                    self.give_up_note(out);
-                }
-                let mut response = self
-                    .template
-                    .clone()
-                    .and_then(|t| t.as_object().cloned())
-                    .unwrap_or_default();
-                response.insert("status".into(), json!("completed"));
-                self.finish_response(&mut response);
-                let mut event = Map::new();
-                event.insert("type".into(), json!("response.completed"));
-                event.insert("sequence_number".into(), Value::Null);
-                event.insert("response".into(), Value::Object(response));
-                self.emit(event, out);
-            }
-        }
-        let decision = self.round.decision.unwrap_or(Decision::Final);
-        if matches!(decision, Decision::Repair | Decision::Program) {
-            self.rounds.close(self.round.usage.as_ref());
-        }
-        let text = self.round.text();
-        let turn = ModelTurn {
-            calls: self.round.calls(),
-            replay: Value::Array(self.round.model_items()),
-            text: (!text.is_empty()).then_some(text),
-            response_id: self.round.upstream_id.clone(),
-        };
-        let end = turn::round_end::<Responses>(decision, turn);
-        if matches!(end, RoundEnd::Done { .. }) {
-            self.close(out);
-        }
-        end
-    }
-
-    /// The client stream is complete: a `[DONE]` that came goes out last.
-    pub(super) fn close(&mut self, out: &mut Vec<Bytes>) {
-        if std::mem::take(&mut self.done_sentinel) {
-            out.push(Bytes::from_static(b"data: [DONE]\n\n"));
-        }
-    }
-
-    /// Starts the next round after a repair was sent upstream.
-    pub fn start_repair_round(&mut self) {
-        self.rounds.repaired();
-        self.round = Round::default();
-    }
-
-    /// Starts the next round after a program ended and the model was asked again.
-    pub fn start_program_round(&mut self) {
-        self.rounds.program_ended();
-        self.round = Round::default();
-    }
-
-    /// A program waits on the client: `turn` (a response object whose
-    /// `output` holds the program's calls) ends the client stream, each
-    /// call as an item the client opens and completes, then the response.
-    pub fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
-        let calls: Vec<Value> = turn
-            .get("output")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for item in calls {
-            self.emit_whole_item(item, out);
-        }
-        let mut response = turn.as_object().cloned().unwrap_or_default();
-        response.insert("status".into(), json!("completed"));
-        // The round that held the program was summed when it ended.
-        self.round.usage = None;
-        self.finish_response(&mut response);
-        let mut event = Map::new();
-        event.insert("type".into(), json!("response.completed"));
-        event.insert("sequence_number".into(), Value::Null);
-        event.insert("response".into(), Value::Object(response));
-        self.emit(event, out);
-        self.close(out);
-    }
-
     /// The upstream's failed terminal: it reaches the client and ends the
     /// round; no repair follows.
     pub(super) fn on_failed(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
-        self.errored = true;
-        self.round.decision = Some(Decision::Final);
+        self.turn.failed();
         self.take_id(&event);
         if let Some(Value::Object(response)) = event.get_mut("response") {
             self.finish_response(response);
@@ -193,15 +105,101 @@ impl ResponsesJudge {
         }
     }
 
-    /// The upstream broke off or failed: the client gets a final error event.
-    pub fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
-        self.errored = true;
-        self.round.decision = Some(Decision::Final);
+    /// The client stream is complete: a `[DONE]` that came goes out last.
+    fn close(&mut self, out: &mut Vec<Bytes>) {
+        if std::mem::take(&mut self.done_sentinel) {
+            out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        }
+    }
+
+    /// A `response.completed` the proxy writes, holding `response`.
+    fn emit_completed(&mut self, mut response: Map<String, Value>, out: &mut Vec<Bytes>) {
+        response.insert("status".into(), json!("completed"));
+        self.finish_response(&mut response);
+        let mut event = Map::new();
+        event.insert("type".into(), json!("response.completed"));
+        event.insert("sequence_number".into(), Value::Null);
+        event.insert("response".into(), Value::Object(response));
+        self.emit(event, out);
+    }
+}
+
+impl RoundJudge for ResponsesJudge {
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+        self.judge_event(ev, out);
+    }
+
+    fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
+        if self.turn.decision.is_none() {
+            // No terminal event came: decided as at one. A client that got
+            // no call is still told why, and gets its terminal.
+            if self.decide() == Decision::GiveUp {
+                if self.turn.wants_note() {
+                    self.give_up_note(out);
+                }
+                let response = self
+                    .template
+                    .clone()
+                    .and_then(|t| t.as_object().cloned())
+                    .unwrap_or_default();
+                self.emit_completed(response, out);
+            }
+        }
+        let text = self.turn.round.text();
+        let turn = ModelTurn {
+            calls: self.turn.round.calls(),
+            replay: Value::Array(self.turn.round.model_items()),
+            text: (!text.is_empty()).then_some(text),
+            response_id: self.turn.round.upstream_id.clone(),
+        };
+        let end = self.turn.end::<Responses>(turn);
+        if matches!(end, RoundEnd::Done { .. }) {
+            self.close(out);
+        }
+        end
+    }
+
+    fn start_repair_round(&mut self) {
+        self.turn.start_repair_round();
+    }
+
+    fn start_program_round(&mut self) {
+        self.turn.start_program_round();
+    }
+
+    /// `turn` is a response object whose `output` holds the program's
+    /// calls: each goes out as an item the client opens and completes,
+    /// then the response.
+    fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
+        let calls: Vec<Value> = turn
+            .get("output")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for item in calls {
+            self.emit_whole_item(item, out);
+        }
+        // The round that held the program was summed when it ended.
+        self.turn.usage = None;
+        self.emit_completed(turn.as_object().cloned().unwrap_or_default(), out);
+        self.close(out);
+    }
+
+    fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
+        self.turn.failed();
         let mut event = Map::new();
         event.insert("type".into(), json!("error"));
         event.insert("code".into(), json!(code));
         event.insert("message".into(), json!(message));
         event.insert("sequence_number".into(), Value::Null);
         self.emit(event, out);
+    }
+
+    fn repairs(&self) -> u32 {
+        self.turn.rounds.repairs
+    }
+
+    fn round_usage(&self) -> Option<&Value> {
+        self.turn.usage.as_ref()
     }
 }

@@ -30,16 +30,17 @@ impl ResponsesJudge {
             return false;
         };
         let Some(client) = self
+            .turn
             .round
             .by_index(upstream)
-            .and_then(|p| self.round.items[p].client)
+            .and_then(|p| self.turn.round.items[p].client)
         else {
             return false;
         };
         if view
             .item_id
             .as_deref()
-            .is_some_and(|id| self.round.withholds_id(id))
+            .is_some_and(|id| self.turn.round.withholds_id(id))
         {
             return false;
         }
@@ -47,7 +48,7 @@ impl ResponsesJudge {
             return false;
         };
         if view.kind == "response.output_text.delta" {
-            self.round.emitted_text = true;
+            self.turn.emitted_text = true;
         }
         let seq_value = self.next_seq();
         let (first, second) = if a.0 < b.0 {
