@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use codemode_proxy::internals::dialect::Dialect;
+use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::messages::stream::MessagesJudge;
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::Catalog;
@@ -23,11 +23,11 @@ const EVENTS: usize = 200;
 const TEXT: usize = 120;
 
 /// The same tools in each dialect's shape: names and verdicts are the same.
-fn plan(dialect: Dialect) -> Arc<ToolPlan> {
+fn plan(dialect: Api) -> Arc<ToolPlan> {
     let tool = |name: &str, prop: &str| {
         let schema = json!({"type": "object", "properties": {prop: {"type": "string"}}});
         match dialect {
-            Dialect::Messages => json!({"name": name, "input_schema": schema}),
+            Api::Messages => json!({"name": name, "input_schema": schema}),
             _ => json!({"type": "function", "function": {"name": name, "parameters": schema}}),
         }
     };
@@ -129,8 +129,8 @@ fn turn<J: RoundJudge>(judge: &mut J, stream: &[Vec<u8>]) -> usize {
 }
 
 fn per_event(c: &mut Criterion) {
-    let chat_plan = plan(Dialect::Chat);
-    let messages_plan = plan(Dialect::Messages);
+    let chat_plan = plan(Api::Chat);
+    let messages_plan = plan(Api::Messages);
     let chat = chat_stream();
     let messages = messages_stream();
     assert_eq!(chat.len(), EVENTS);

@@ -6,8 +6,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::classify::{classify, Visibility};
-use codemode_proxy::internals::dialect::Dialect;
 use codemode_proxy::internals::messages::request::MessagesRequest;
 use codemode_proxy::internals::plan::{PlanCache, ToolPlan};
 use codemode_proxy::internals::preset::Catalog;
@@ -179,7 +179,7 @@ fn rewrite_codex(c: &mut Criterion) {
                 let mut request = ResponsesRequest::parse(black_box(body)).unwrap();
                 let plan = cache
                     .get_or_build_for(
-                        Dialect::Responses,
+                        Api::Responses,
                         request.field("tools"),
                         &preset,
                         Mode::Code,
@@ -314,7 +314,7 @@ fn rewrite_claude_code(c: &mut Criterion) {
         let mut request = MessagesRequest::parse(body).unwrap();
         let plan = cache
             .get_or_build_for(
-                Dialect::Messages,
+                Api::Messages,
                 request.field("tools"),
                 &preset,
                 Mode::Code,

@@ -18,12 +18,12 @@ pub mod observe;
 pub mod server;
 pub mod telemetry;
 
+mod api;
 mod body;
 mod cache;
 mod chat;
 mod classify;
 mod conversation;
-mod dialect;
 mod env_vars;
 mod messages;
 mod mode;
@@ -74,8 +74,8 @@ pub mod internals {
     pub mod classify {
         pub use crate::classify::{classify, Visibility};
     }
-    pub mod dialect {
-        pub use crate::dialect::Dialect;
+    pub mod api {
+        pub use crate::api::Api;
     }
     pub mod messages {
         pub mod request {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+use crate::api::Api;
 use crate::classify::Visibility;
-use crate::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
@@ -49,7 +49,7 @@ pub struct ToolPlan {
     /// with the item type their calls are.
     pub call_items: std::collections::HashMap<String, &'static str>,
     /// The API the plan was built for.
-    pub dialect: Dialect,
+    pub dialect: Api,
     /// The preset's allow/deny lists, for tools declared outside `tools`
     /// (legacy `functions`).
     preset: Preset,
@@ -68,12 +68,12 @@ impl ToolPlan {
         mode: Mode,
         runtime: Runtime,
     ) -> Result<ToolPlan, ProxyError> {
-        ToolPlan::build_for(Dialect::Chat, tools, preset, mode, runtime)
+        ToolPlan::build_for(Api::Chat, tools, preset, mode, runtime)
     }
 
     /// Builds the plan for the raw `tools` value of a request in `dialect`.
     pub fn build_for(
-        dialect: Dialect,
+        dialect: Api,
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,
@@ -332,14 +332,14 @@ impl PlanCache {
         mode: Mode,
         runtime: Runtime,
     ) -> Result<Arc<ToolPlan>, ProxyError> {
-        self.get_or_build_for(Dialect::Chat, tools, preset, mode, runtime)
+        self.get_or_build_for(Api::Chat, tools, preset, mode, runtime)
     }
 
     /// The plan for `tools` of a request in `dialect`, from the cache when
     /// the same tool set was planned before.
     pub fn get_or_build_for(
         &self,
-        dialect: Dialect,
+        dialect: Api,
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,

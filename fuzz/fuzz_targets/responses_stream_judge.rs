@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use codemode_proxy::internals::dialect::Dialect;
+use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::Catalog;
 use codemode_proxy::internals::responses::stream::ResponsesJudge;
@@ -47,7 +47,7 @@ fn plan(runtime: Runtime) -> Arc<ToolPlan> {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("standard").expect("the built-in preset");
     Arc::new(
-        ToolPlan::build_for(Dialect::Responses, Some(&raw), preset, Mode::Code, runtime)
+        ToolPlan::build_for(Api::Responses, Some(&raw), preset, Mode::Code, runtime)
             .expect("a valid plan"),
     )
 }

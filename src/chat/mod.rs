@@ -32,7 +32,7 @@ pub struct Chat;
 impl Dialect for Chat {
     type Request = ChatRequest;
     type Judge = StreamJudge;
-    const KIND: crate::dialect::Dialect = crate::dialect::Dialect::Chat;
+    const KIND: crate::api::Api = crate::api::Api::Chat;
     const ANSWER: &'static str = "completion";
 
     fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {

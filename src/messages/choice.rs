@@ -118,7 +118,7 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
-    use crate::dialect::Dialect;
+    use crate::api::Api;
     use crate::mode::Runtime;
     use crate::preset::{Catalog, ConfigFile};
 
@@ -135,7 +135,7 @@ mod tests {
         .unwrap();
         let catalog = Catalog::build(Mode::Code, file).unwrap();
         ToolPlan::build_for(
-            Dialect::Messages,
+            Api::Messages,
             Some(&raw),
             catalog.get(preset).unwrap(),
             mode,

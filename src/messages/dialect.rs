@@ -28,7 +28,7 @@ pub struct Messages;
 impl Dialect for Messages {
     type Request = MessagesRequest;
     type Judge = MessagesJudge;
-    const KIND: crate::dialect::Dialect = crate::dialect::Dialect::Messages;
+    const KIND: crate::api::Api = crate::api::Api::Messages;
     const ANSWER: &'static str = "message";
 
     fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {

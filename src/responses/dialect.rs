@@ -27,7 +27,7 @@ pub struct Responses;
 impl Dialect for Responses {
     type Request = ResponsesRequest;
     type Judge = ResponsesJudge;
-    const KIND: crate::dialect::Dialect = crate::dialect::Dialect::Responses;
+    const KIND: crate::api::Api = crate::api::Api::Responses;
     const ANSWER: &'static str = "response";
 
     fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {

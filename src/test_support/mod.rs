@@ -18,7 +18,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
-use crate::dialect::Dialect;
+use crate::api::Api;
 use crate::layer::drivers::stream_body::{
     intercept_stream, RepairFuture, RepairTarget, StreamLimits,
 };
@@ -75,7 +75,7 @@ pub fn agent_tools() -> Vec<Value> {
     ]
 }
 
-fn plan(dialect: Dialect, tools: Value, mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+fn plan(dialect: Api, tools: Value, mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
     let raw = serde_json::value::to_raw_value(&tools).expect("tools serialise");
     let catalog = Catalog::builtin(mode);
     let preset = catalog.get("standard").expect("the built-in preset");
@@ -84,7 +84,7 @@ fn plan(dialect: Dialect, tools: Value, mode: Mode, runtime: Runtime) -> Arc<Too
 
 /// The plan of [`agent_tools`] in `mode` on the client runtime.
 pub fn agent_plan(mode: Mode) -> Arc<ToolPlan> {
-    plan(Dialect::Chat, json!(agent_tools()), mode, Runtime::Client)
+    plan(Api::Chat, json!(agent_tools()), mode, Runtime::Client)
 }
 
 /// A Codex-like agent on the Responses API: `exec_command`, its own
@@ -100,7 +100,7 @@ pub fn responses_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
          "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}},
         {"type": "web_search"}
     ]);
-    plan(Dialect::Responses, tools, mode, runtime)
+    plan(Api::Responses, tools, mode, runtime)
 }
 
 /// A Claude Code-like agent on the Messages API: `Read`, `Bash`, its own
@@ -113,7 +113,7 @@ pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         tool("run_code", "code"),
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     ]);
-    plan(Dialect::Messages, tools, mode, runtime)
+    plan(Api::Messages, tools, mode, runtime)
 }
 
 // ---- driving a judge as the body does ----

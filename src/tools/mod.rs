@@ -15,30 +15,27 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use crate::dialect::Dialect;
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
 
 pub use chat::RUN_CODE_TOOL;
 
 /// Reads the `tools` of a request in `dialect`, in declaration order.
-pub(crate) fn parse(
-    dialect: Dialect,
-    tools: Option<&RawValue>,
-) -> Result<Vec<ToolEntry>, ProxyError> {
+pub(crate) fn parse(dialect: Api, tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
     match dialect {
-        Dialect::Chat => chat::parse(tools),
-        Dialect::Responses => responses::parse(tools),
-        Dialect::Messages => messages::parse(tools),
+        Api::Chat => chat::parse(tools),
+        Api::Responses => responses::parse(tools),
+        Api::Messages => messages::parse(tools),
     }
 }
 
 /// The proxy's `run_code` tool in `dialect`'s shape, for the embedded runtime.
-pub(crate) fn run_code_tool(dialect: Dialect) -> String {
+pub(crate) fn run_code_tool(dialect: Api) -> String {
     match dialect {
-        Dialect::Chat => RUN_CODE_TOOL.to_owned(),
-        Dialect::Responses => responses::run_code_tool(),
-        Dialect::Messages => messages::run_code_tool(),
+        Api::Chat => RUN_CODE_TOOL.to_owned(),
+        Api::Responses => responses::run_code_tool(),
+        Api::Messages => messages::run_code_tool(),
     }
 }
 

@@ -48,7 +48,7 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     type Judge: RoundJudge;
 
     /// Which API this is (plan cache keys, logs).
-    const KIND: crate::dialect::Dialect;
+    const KIND: crate::api::Api;
     /// What the dialect calls one whole answer, for error messages
     /// ("the completion is not a JSON object").
     const ANSWER: &'static str;

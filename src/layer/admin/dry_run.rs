@@ -11,9 +11,9 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Request, Response};
 use serde_json::{json, Value};
 
+use crate::api::Api;
 use crate::body::{full, ProxyBody};
 use crate::chat::Chat;
-use crate::dialect::Dialect as Api;
 use crate::error::ProxyError;
 use crate::layer::drivers::stores::RequestStores;
 use crate::layer::forward::read_client_body;

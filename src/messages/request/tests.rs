@@ -4,8 +4,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::api::Api;
 use crate::conversation::Anchor;
-use crate::dialect::Dialect;
 use crate::messages::items;
 use crate::mode::{Mode, Runtime};
 use crate::preset::Catalog;
@@ -27,7 +27,7 @@ fn plan_with(tools: &Value, mode: Mode, runtime: Runtime) -> ToolPlan {
     let raw = RawValue::from_string(tools.to_string()).unwrap();
     let catalog = Catalog::builtin(Mode::Code);
     ToolPlan::build_for(
-        Dialect::Messages,
+        Api::Messages,
         Some(&raw),
         catalog.get("standard").unwrap(),
         mode,

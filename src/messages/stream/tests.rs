@@ -3,7 +3,7 @@
 //! what holds for every client stream is checked on every output.
 
 use super::*;
-use crate::dialect::Dialect;
+use crate::api::Api;
 use crate::mode::{Mode, Runtime};
 use crate::preset::Catalog;
 use crate::sse::SseParser;
@@ -25,7 +25,7 @@ fn plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
     let catalog = Catalog::builtin(mode);
     Arc::new(
         ToolPlan::build_for(
-            Dialect::Messages,
+            Api::Messages,
             Some(&raw),
             catalog.get("standard").unwrap(),
             mode,

@@ -4,7 +4,7 @@
 
 /// The API a request speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
+pub enum Api {
     /// `POST /v1/chat/completions`.
     Chat,
     /// `POST /v1/responses`.
@@ -13,13 +13,13 @@ pub enum Dialect {
     Messages,
 }
 
-impl Dialect {
+impl Api {
     /// A short name for logs and cache keys.
     pub fn as_str(self) -> &'static str {
         match self {
-            Dialect::Chat => "chat",
-            Dialect::Responses => "responses",
-            Dialect::Messages => "messages",
+            Api::Chat => "chat",
+            Api::Responses => "responses",
+            Api::Messages => "messages",
         }
     }
 }
