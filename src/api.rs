@@ -23,3 +23,48 @@ impl Api {
         }
     }
 }
+
+/// Who serves an API's requests, and how the proxy reaches it: the base URL
+/// and the operator's key the configuration holds for it, and the header
+/// that key goes in (docs/configuration.md, "Upstreams").
+pub struct Provider {
+    /// The base URL requests go to (`CODEMODE_UPSTREAM`, ...).
+    pub(crate) base: fn(&crate::config::Config) -> &crate::config::UpstreamBase,
+    /// The operator's key, when the configuration holds one.
+    pub(crate) key: fn(&crate::config::Config) -> Option<&http::HeaderValue>,
+    /// The variable that holds the key, for messages.
+    pub(crate) key_var: &'static str,
+    /// The header the key goes in.
+    pub(crate) key_header: http::HeaderName,
+    /// How a client sends its own credential, for messages.
+    pub(crate) key_hint: &'static str,
+    /// Client headers the operator's key stands in for (dropped when it
+    /// is sent), beside [`Provider::key_header`] itself.
+    pub(crate) replaces: &'static [http::HeaderName],
+}
+
+impl Provider {
+    /// The provider's URI for proxy path `path` with the request's query.
+    pub(crate) fn uri(
+        &self,
+        config: &crate::config::Config,
+        path: &str,
+        query: Option<&str>,
+    ) -> Result<http::Uri, crate::error::ProxyError> {
+        (self.base)(config).uri_for(path, query).map_err(|e| {
+            crate::error::ProxyError::InvalidRequest(format!(
+                "the request path cannot be forwarded: {e}"
+            ))
+        })
+    }
+}
+
+/// The shapes an API's clients read a failure in: a whole error response,
+/// and the final event of a stream that already started.
+pub struct Errors {
+    /// The body of an error response.
+    pub(crate) body: fn(&crate::error::ProxyError) -> bytes::Bytes,
+    /// The event that ends a stream with `message` and the proxy's `code`
+    /// (docs/errors.md).
+    pub(crate) stream: fn(message: &str, code: &str) -> bytes::Bytes,
+}

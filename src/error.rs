@@ -296,6 +296,13 @@ impl ProxyError {
         self.respond_with(body)
     }
 
+    /// The whole response, its body written by `body` (the shape of the
+    /// API the client speaks).
+    pub(crate) fn into_response_in(self, body: fn(&ProxyError) -> Bytes) -> Response<ProxyBody> {
+        let body = body(&self);
+        self.respond_with(body)
+    }
+
     /// The whole response.
     pub fn into_response(self) -> Response<ProxyBody> {
         let body = self.body();

@@ -14,23 +14,37 @@
 
 use http::Method;
 
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::select::split_preset_path;
 
-/// The handler of an intercepted route.
+/// What an intercepted route does: the API it speaks, and whether it
+/// counts a request's tokens instead of sending it to a model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `POST /v1/chat/completions`.
-    ChatCompletions,
-    /// `POST /v1/responses`.
-    Responses,
-    /// `POST /v1/messages` (Anthropic).
-    Messages,
-    /// `POST /v1/messages/count_tokens` (Anthropic).
-    CountTokens,
-    /// `POST /v1/responses/input_tokens`: counted as the matching
-    /// `responses` request would be sent.
-    InputTokens,
+pub struct Endpoint {
+    /// The API, whose dialect handles the route.
+    pub api: Api,
+    /// `count_tokens`, `input_tokens`: counted as the matching model
+    /// request would be sent, not judged.
+    pub counting: bool,
+}
+
+impl Endpoint {
+    /// A model request in `api`.
+    const fn turn(api: Api) -> Endpoint {
+        Endpoint {
+            api,
+            counting: false,
+        }
+    }
+
+    /// A token count of a request in `api`.
+    const fn count(api: Api) -> Endpoint {
+        Endpoint {
+            api,
+            counting: true,
+        }
+    }
 }
 
 /// An API route the proxy judges (or will judge).
@@ -54,7 +68,7 @@ pub struct Route {
 pub const ROUTES: &[Route] = &[
     Route {
         path: "/v1/chat/completions",
-        endpoint: Some(Endpoint::ChatCompletions),
+        endpoint: Some(Endpoint::turn(Api::Chat)),
         // GET lists stored completions; HEAD and OPTIONS (CORS preflight)
         // cannot create a turn either.
         passes: &["GET", "HEAD", "OPTIONS"],
@@ -62,26 +76,26 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         path: "/v1/responses",
-        endpoint: Some(Endpoint::Responses),
+        endpoint: Some(Endpoint::turn(Api::Responses)),
         passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },
     Route {
         path: "/v1/messages",
-        endpoint: Some(Endpoint::Messages),
+        endpoint: Some(Endpoint::turn(Api::Messages)),
         passes: &["HEAD", "OPTIONS"],
         // `/v1/threads/ID/messages` is another API (Assistants).
         any_prefix: false,
     },
     Route {
         path: "/v1/messages/count_tokens",
-        endpoint: Some(Endpoint::CountTokens),
+        endpoint: Some(Endpoint::count(Api::Messages)),
         passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },
     Route {
         path: "/v1/responses/input_tokens",
-        endpoint: Some(Endpoint::InputTokens),
+        endpoint: Some(Endpoint::count(Api::Responses)),
         passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },
@@ -201,6 +215,19 @@ pub fn is_judged_path(path: &str) -> bool {
     ROUTES.iter().any(|r| r.path == path)
 }
 
+/// The API of the judged route `path` names or lies under (an error's
+/// shape is its clients'), with any prefix before it.
+pub fn api_under(path: &str) -> Option<Api> {
+    let path = path.trim_end_matches('/');
+    ROUTES.iter().find_map(|r| {
+        let under = path.ends_with(r.path)
+            || path
+                .find(r.path)
+                .is_some_and(|at| path[at + r.path.len()..].starts_with('/'));
+        r.endpoint.filter(|_| under).map(|e| e.api)
+    })
+}
+
 /// What to do with a request, by method and path.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Routed<'a> {
@@ -209,6 +236,8 @@ pub enum Routed<'a> {
     Intercept {
         /// The handler.
         endpoint: Endpoint,
+        /// The route's canonical path, its upstream path too.
+        path: &'static str,
         /// The preset of the path prefix.
         preset: Option<&'a str>,
     },
@@ -229,7 +258,11 @@ pub fn classify<'a>(method: &Method, path: &'a str) -> Result<Routed<'a>, ProxyE
         .find(|r| r.path == rest && preset.is_none_or(clean_segment));
     if let Some(route) = exact {
         return match route.endpoint {
-            Some(endpoint) if method == Method::POST => Ok(Routed::Intercept { endpoint, preset }),
+            Some(endpoint) if method == Method::POST => Ok(Routed::Intercept {
+                endpoint,
+                path: route.path,
+                preset,
+            }),
             Some(_) if !route.passes.contains(&method.as_str()) => Err(ProxyError::RouteMethod {
                 method: method.to_string(),
                 path: route.path.to_owned(),
@@ -384,14 +417,16 @@ mod tests {
         assert_eq!(
             code("POST", "/v1/chat/completions"),
             Ok(Routed::Intercept {
-                endpoint: Endpoint::ChatCompletions,
+                endpoint: Endpoint::turn(Api::Chat),
+                path: "/v1/chat/completions",
                 preset: None
             })
         );
         assert_eq!(
             code("POST", "/preset/code/v1/chat/completions"),
             Ok(Routed::Intercept {
-                endpoint: Endpoint::ChatCompletions,
+                endpoint: Endpoint::turn(Api::Chat),
+                path: "/v1/chat/completions",
                 preset: Some("code")
             })
         );
@@ -466,18 +501,20 @@ mod tests {
         assert_eq!(
             code("POST", "/v1/responses"),
             Ok(Routed::Intercept {
-                endpoint: Endpoint::Responses,
+                endpoint: Endpoint::turn(Api::Responses),
+                path: "/v1/responses",
                 preset: None
             })
         );
         for (path, endpoint) in [
-            ("/v1/messages", Endpoint::Messages),
-            ("/v1/messages/count_tokens", Endpoint::CountTokens),
+            ("/v1/messages", Endpoint::turn(Api::Messages)),
+            ("/v1/messages/count_tokens", Endpoint::count(Api::Messages)),
         ] {
             assert_eq!(
                 code("POST", path),
                 Ok(Routed::Intercept {
                     endpoint,
+                    path,
                     preset: None
                 })
             );

@@ -1,15 +1,15 @@
 //! A relayed event stream that ends with an error event instead of a cut.
 //!
 //! Once a stream's headers went out, an HTTP status can no longer say that
-//! the upstream failed; a final `data: {"error": ...}` event can, and every
-//! OpenAI client reads it. The bytes before it pass through untouched.
+//! the upstream failed; a final error event in the client's API's shape
+//! can (`data: {"error": ...}` for chat, an `error` event for Responses
+//! and Messages). The bytes before it pass through untouched.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use serde_json::json;
 
 use super::{BoxedError, ProxyBody, UpstreamIdle};
 
@@ -17,32 +17,39 @@ use super::{BoxedError, ProxyBody, UpstreamIdle};
 pub struct SseErrorTail {
     inner: ProxyBody,
     done: bool,
+    event: StreamError,
 }
 
+/// Writes the final event of a failed stream from its message and code.
+pub type StreamError = fn(message: &str, code: &str) -> Bytes;
+
 impl SseErrorTail {
-    /// Wraps the body of an upstream `text/event-stream` response.
-    pub fn new(inner: ProxyBody) -> SseErrorTail {
-        SseErrorTail { inner, done: false }
+    /// Wraps the body of an upstream `text/event-stream` response; a
+    /// failure ends it with what `event` writes.
+    pub fn new(inner: ProxyBody, event: StreamError) -> SseErrorTail {
+        SseErrorTail {
+            inner,
+            done: false,
+            event,
+        }
     }
 }
 
 /// The final event for an upstream failure: `upstream_stream_idle` for a
 /// silent provider, `upstream_stream_broken` otherwise.
-pub fn upstream_error_event(err: &BoxedError) -> Bytes {
+fn upstream_error_event(err: &BoxedError, event: StreamError) -> Bytes {
     let code = if UpstreamIdle::caused(err) {
         "upstream_stream_idle"
     } else {
         "upstream_stream_broken"
     };
-    let event = json!({"error": {
-        "message": format!("the upstream stream broke off: {err}"),
-        "type": "upstream_error",
-        "param": null,
-        "code": code,
-    }});
+    let event = event(&format!("the upstream stream broke off: {err}"), code);
     // The blank lines first end any event the upstream left half-sent, so
     // the error is a whole event of its own.
-    Bytes::from(format!("\n\ndata: {event}\n\n"))
+    let mut out = Vec::with_capacity(event.len() + 2);
+    out.extend_from_slice(b"\n\n");
+    out.extend_from_slice(&event);
+    Bytes::from(out)
 }
 
 impl Body for SseErrorTail {
@@ -60,7 +67,7 @@ impl Body for SseErrorTail {
             Poll::Ready(Some(Err(e))) => {
                 tracing::warn!(error = %e, "upstream stream ended with an error");
                 self.done = true;
-                Poll::Ready(Some(Ok(Frame::data(upstream_error_event(&e)))))
+                Poll::Ready(Some(Ok(Frame::data(upstream_error_event(&e, self.event)))))
             }
             other => other,
         }

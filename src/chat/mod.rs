@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod completion;
+pub(crate) mod provider;
 pub mod request;
 pub mod stream;
 
@@ -34,6 +35,8 @@ impl Dialect for Chat {
     type Judge = StreamJudge;
     const KIND: crate::api::Api = crate::api::Api::Chat;
     const ANSWER: &'static str = "completion";
+    const PROVIDER: &'static crate::api::Provider = &provider::OPENAI;
+    const ERRORS: &'static crate::api::Errors = &provider::ERRORS;
 
     fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
         ChatRequest::parse(bytes)

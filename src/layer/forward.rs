@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response, Uri};
+use http::{Request, Response};
 use http_body_util::{BodyExt, Limited};
 
 use super::{State, Upstream};
+use crate::api::{Errors, Provider};
 use crate::body::{full, ProxyBody, SseErrorTail, UpstreamIdle};
 use crate::error::ProxyError;
 use crate::select::HEADER_PREFIX;
@@ -50,39 +51,27 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// The headers sent upstream for a client request.
+/// The headers sent to `provider` for a client request.
 ///
 /// `rewritten` drops the body's length and asks for `accept-encoding:
 /// identity`: the proxy must be able to read what comes back.
-pub(crate) fn upstream_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
-    headers_for(state, client, rewritten, is_anthropic(client), true)
-}
-
-/// The headers sent to the Anthropic upstream (a Messages route, whatever
-/// the client's headers say).
-pub(crate) fn anthropic_headers(state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
-    headers_for(state, client, rewritten, true, true)
-}
-
 /// `operator_key`: whether the operator's key stands in for the client's
 /// credential (judged routes), or the client's own goes (pass-through).
-fn headers_for(
+pub(crate) fn provider_headers(
     state: &State,
+    provider: &Provider,
     client: &HeaderMap,
     rewritten: bool,
-    anthropic: bool,
     operator_key: bool,
 ) -> HeaderMap {
     let named = connection_named(client);
+    let key = (provider.key)(&state.config).filter(|_| operator_key);
     let replaced = |name: &HeaderName| {
         (rewritten
             && (name == header::CONTENT_LENGTH
                 || name == header::ACCEPT_ENCODING
                 || name == header::CONTENT_TYPE))
-            || (operator_key
-                && anthropic
-                && name == header::AUTHORIZATION
-                && state.config.anthropic_api_key.is_some())
+            || (key.is_some() && (*name == provider.key_header || provider.replaces.contains(name)))
     };
     // One pass over the names the client sent, instead of a copy and then
     // a removal for every name that might be among them.
@@ -108,15 +97,8 @@ fn headers_for(
             HeaderValue::from_static("application/json"),
         );
     }
-    if !operator_key {
-        return headers;
-    }
-    if anthropic {
-        if let Some(key) = &state.config.anthropic_api_key {
-            headers.insert("x-api-key", key.clone());
-        }
-    } else if let Some(key) = &state.config.upstream_api_key {
-        headers.insert(header::AUTHORIZATION, key.clone());
+    if let Some(key) = key {
+        headers.insert(provider.key_header.clone(), key.clone());
     }
     headers
 }
@@ -135,26 +117,20 @@ pub(crate) fn is_anthropic(client: &HeaderMap) -> bool {
     client.contains_key("anthropic-version")
 }
 
-/// The Anthropic upstream URI for proxy path `path` with the request's query.
-pub(crate) fn anthropic_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, ProxyError> {
-    state
-        .config
-        .anthropic_upstream
-        .uri_for(path, uri.query())
-        .map_err(|e| {
-            ProxyError::InvalidRequest(format!("the request path cannot be forwarded: {e}"))
-        })
-}
-
-/// The upstream URI for proxy path `path` with the request's query.
-pub(crate) fn upstream_uri(state: &State, path: &str, uri: &Uri) -> Result<Uri, ProxyError> {
-    state
-        .config
-        .upstream
-        .uri_for(path, uri.query())
-        .map_err(|e| {
-            ProxyError::InvalidRequest(format!("the request path cannot be forwarded: {e}"))
-        })
+/// The provider and error shapes of a request no judged route claims: the
+/// one its headers name.
+pub(crate) fn unjudged_api(client: &HeaderMap) -> (&'static Provider, &'static Errors) {
+    if is_anthropic(client) {
+        (
+            &crate::messages::provider::ANTHROPIC,
+            &crate::messages::provider::ERRORS,
+        )
+    } else {
+        (
+            &crate::chat::provider::OPENAI,
+            &crate::chat::provider::ERRORS,
+        )
+    }
 }
 
 /// Sends `req` upstream; a missing answer within `timeout` is a 504.
@@ -237,8 +213,9 @@ pub(crate) fn relay_head(res: Response<ProxyBody>) -> Response<ProxyBody> {
 }
 
 /// The upstream response as the client gets it: headers cleaned, body as it
-/// comes; an event stream that fails ends with a final error event.
-pub(crate) fn relay(res: Response<ProxyBody>) -> Response<ProxyBody> {
+/// comes; an event stream that fails ends with a final error event in
+/// `errors`' shape.
+pub(crate) fn relay(res: Response<ProxyBody>, errors: &Errors) -> Response<ProxyBody> {
     let (mut parts, body) = res.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     let is_event_stream = parts
@@ -247,7 +224,7 @@ pub(crate) fn relay(res: Response<ProxyBody>) -> Response<ProxyBody> {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     let body = if is_event_stream {
-        crate::body::boxed(SseErrorTail::new(body))
+        crate::body::boxed(SseErrorTail::new(body, errors.stream))
     } else {
         body
     };
@@ -269,42 +246,24 @@ pub(crate) async fn passthrough(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
-    let anthropic = is_anthropic(&parts.headers);
+    let (provider, errors) = unjudged_api(&parts.headers);
     let spends = crate::route::spends_operator_key(&parts.method, &path);
-    let held = if anthropic {
-        state
-            .config
-            .anthropic_api_key
-            .is_some()
-            .then_some((crate::env_vars::ANTHROPIC_API_KEY, "x-api-key"))
-    } else {
-        state
-            .config
-            .upstream_api_key
-            .is_some()
-            .then_some((crate::env_vars::UPSTREAM_API_KEY, "Authorization: Bearer"))
-    };
+    let held = (provider.key)(&state.config).is_some();
     // A pre-flight never carries a credential; the provider answers it.
-    if let Some((key_var, header)) = held {
-        if !spends && parts.method != http::Method::OPTIONS && !has_credential(&parts.headers) {
-            return Err(ProxyError::OwnCredentialRequired {
-                route: format!("{} {path}", parts.method),
-                key_var,
-                header,
-            });
-        }
+    if held && !spends && parts.method != http::Method::OPTIONS && !has_credential(&parts.headers) {
+        return Err(ProxyError::OwnCredentialRequired {
+            route: format!("{} {path}", parts.method),
+            key_var: provider.key_var,
+            header: provider.key_hint,
+        });
     }
-    let headers = headers_for(state, &parts.headers, false, anthropic, spends);
+    let headers = provider_headers(state, provider, &parts.headers, false, spends);
     let mut up = Request::new(body);
     *up.method_mut() = parts.method;
-    *up.uri_mut() = if anthropic {
-        anthropic_uri(state, &path, &parts.uri)?
-    } else {
-        upstream_uri(state, &path, &parts.uri)?
-    };
+    *up.uri_mut() = provider.uri(&state.config, &path, parts.uri.query())?;
     *up.headers_mut() = headers;
     let res = send(inner, up, state.config.upstream_timeout).await?;
-    Ok(relay(res))
+    Ok(relay(res, errors))
 }
 
 /// An error and its sources, for messages (none of which carry secrets).

@@ -16,6 +16,7 @@
 
 mod admin;
 mod callers;
+mod dialects;
 pub(crate) mod drivers;
 mod forward;
 mod query;

@@ -9,16 +9,14 @@ use std::task::{Context, Poll};
 use http::{header, HeaderValue, Method, Request, Response};
 
 use super::admin::{dry_run, endpoints as admin, inspector};
-use super::drivers::entry::{judged, Route as Judged};
-use super::{forward, State, Upstream};
+use super::drivers::entry::Route as Judged;
+use super::{dialects, forward, State, Upstream};
+use crate::api::Errors;
 use crate::body::{boxed, BoxError, ProxyBody};
-use crate::chat::Chat;
 use crate::error::ProxyError;
-use crate::messages::Messages;
 use crate::mode::Mode;
 use crate::observe::ledger::{RequestLedger, Route};
-use crate::responses::Responses;
-use crate::route::{classify, Endpoint, Routed};
+use crate::route::{classify, Routed};
 use crate::select::{select, split_preset_path};
 
 /// The proxy as a tower service; built by [`super::CodeModeLayer`].
@@ -66,7 +64,7 @@ where
         let inner = self.inner.clone();
         let state = self.state.clone();
         let req = req.map(boxed);
-        let anthropic = speaks_anthropic(&req);
+        let errors = errors_for(&req);
         // One record and one span per request: current for the handler and
         // for every poll of the response body.
         let ledger = Arc::new(
@@ -76,25 +74,22 @@ where
         let span = crate::observe::request_span(&ledger);
         let (mine, body_span) = (ledger.clone(), span.clone());
         Box::pin(crate::observe::scoped(ledger, span, async move {
-            let res = route(state, inner, req, &mine).await.unwrap_or_else(|e| {
-                if anthropic {
-                    e.into_anthropic_response()
-                } else {
-                    error_response(e)
-                }
-            });
+            let res = route(state, inner, req, &mine)
+                .await
+                .unwrap_or_else(|e| error_response(e, errors));
             Ok(crate::observe::respond(res, mine, body_span))
         }))
     }
 }
 
-/// The error's response; a 405 on a judged route says which methods it takes.
-fn error_response(e: ProxyError) -> Response<ProxyBody> {
+/// The error's response in `errors`' shape; a 405 on a judged route says
+/// which methods it takes.
+fn error_response(e: ProxyError, errors: &Errors) -> Response<ProxyBody> {
     let allow = match &e {
         ProxyError::RouteMethod { path, .. } => crate::route::allowed_methods(path),
         _ => None,
     };
-    let mut res = e.into_response();
+    let mut res = e.into_response_in(errors.body);
     if let Some(v) = allow.and_then(|a| HeaderValue::try_from(a).ok()) {
         res.headers_mut().insert(header::ALLOW, v);
     }
@@ -117,10 +112,11 @@ async fn route(
     // spelling refused, so none reaches the provider unjudged.
     match classify(req.method(), &full_path)? {
         Routed::Intercept {
-            endpoint: Endpoint::ChatCompletions,
+            endpoint,
+            path,
             preset,
         } => {
-            ledger.set_route(Route::Chat);
+            ledger.set_route(Route::judged(endpoint.api, endpoint.counting));
             let selection = select(
                 req.headers(),
                 preset,
@@ -129,67 +125,10 @@ async fn route(
             )?;
             ledger.select(&selection);
             let route = Judged {
-                path: "/v1/chat/completions",
-                anthropic: false,
-                counting: false,
+                path,
+                counting: endpoint.counting,
             };
-            return judged::<Chat>(&state, inner, selection, route, req).await;
-        }
-        Routed::Intercept {
-            endpoint: endpoint @ (Endpoint::Responses | Endpoint::InputTokens),
-            preset,
-        } => {
-            let counting = endpoint == Endpoint::InputTokens;
-            ledger.set_route(if counting {
-                Route::CountTokens
-            } else {
-                Route::Responses
-            });
-            let selection = select(
-                req.headers(),
-                preset,
-                &state.config.catalog,
-                state.config.client_select,
-            )?;
-            ledger.select(&selection);
-            let route = Judged {
-                path: if counting {
-                    "/v1/responses/input_tokens"
-                } else {
-                    "/v1/responses"
-                },
-                anthropic: false,
-                counting,
-            };
-            return judged::<Responses>(&state, inner, selection, route, req).await;
-        }
-        Routed::Intercept {
-            endpoint: endpoint @ (Endpoint::Messages | Endpoint::CountTokens),
-            preset,
-        } => {
-            ledger.set_route(if endpoint == Endpoint::CountTokens {
-                Route::CountTokens
-            } else {
-                Route::Messages
-            });
-            let selection = select(
-                req.headers(),
-                preset,
-                &state.config.catalog,
-                state.config.client_select,
-            )?;
-            let counting = endpoint == Endpoint::CountTokens;
-            ledger.select(&selection);
-            let route = Judged {
-                path: if counting {
-                    "/v1/messages/count_tokens"
-                } else {
-                    "/v1/messages"
-                },
-                anthropic: true,
-                counting,
-            };
-            return judged::<Messages>(&state, inner, selection, route, req).await;
+            return dialects::serve(endpoint.api, &state, inner, selection, route, req).await;
         }
         Routed::Other => {}
     }
@@ -282,12 +221,13 @@ fn minted_response(path: &str) -> bool {
     id.starts_with(crate::responses::embedded::MINTED_RESPONSE_PREFIX)
 }
 
-/// Whether a request speaks Anthropic's API (a Messages path, or an
-/// `anthropic-version` header): the errors the proxy writes for it are
-/// Anthropic-shaped.
-fn speaks_anthropic<B>(req: &Request<B>) -> bool {
-    let path = req.uri().path().trim_end_matches('/');
-    forward::is_anthropic(req.headers())
-        || path.ends_with("/v1/messages")
-        || path.contains("/v1/messages/")
+/// The shapes a request's client reads errors in: the API of the judged
+/// route its path names or lies under, else the one its headers name (an
+/// `anthropic-version` header is Anthropic's, whatever the path).
+fn errors_for<B>(req: &Request<B>) -> &'static Errors {
+    let headers = req.headers();
+    match crate::route::api_under(req.uri().path()) {
+        Some(api) if !forward::is_anthropic(headers) => dialects::errors(api),
+        _ => forward::unjudged_api(headers).1,
+    }
 }

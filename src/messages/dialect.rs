@@ -30,6 +30,8 @@ impl Dialect for Messages {
     type Judge = MessagesJudge;
     const KIND: crate::api::Api = crate::api::Api::Messages;
     const ANSWER: &'static str = "message";
+    const PROVIDER: &'static crate::api::Provider = &super::provider::ANTHROPIC;
+    const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
 
     fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
         MessagesRequest::parse(bytes)

@@ -14,6 +14,8 @@ pub mod events;
 pub mod history;
 /// Content blocks: calls, their answers, repairs.
 pub mod items;
+/// Its provider, and the shapes its clients read a failure in.
+pub(crate) mod provider;
 /// The request: parse, and rewrite for the plan.
 pub mod request;
 /// The stream judge: `content_block_*` events judged as they arrive.

@@ -29,6 +29,8 @@ impl Dialect for Responses {
     type Judge = ResponsesJudge;
     const KIND: crate::api::Api = crate::api::Api::Responses;
     const ANSWER: &'static str = "response";
+    const PROVIDER: &'static crate::api::Provider = &crate::chat::provider::OPENAI;
+    const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
 
     fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
         ResponsesRequest::parse(bytes)

@@ -14,6 +14,8 @@ pub mod events;
 pub mod history;
 /// Output items: calls, their answers, the items the proxy writes.
 pub mod items;
+/// Its provider, and the shapes its clients read a failure in.
+pub(crate) mod provider;
 /// The request: parse, and rewrite for the plan.
 pub mod request;
 /// The stream judge: events in, the bytes the client sees out.

@@ -52,6 +52,10 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// What the dialect calls one whole answer, for error messages
     /// ("the completion is not a JSON object").
     const ANSWER: &'static str;
+    /// The provider that serves the API: its URL and the operator's key.
+    const PROVIDER: &'static crate::api::Provider;
+    /// The shapes the API's clients read a failure in.
+    const ERRORS: &'static crate::api::Errors;
 
     // ----- the request -----
 

@@ -352,3 +352,67 @@ async fn a_repair_round_the_upstream_refuses_ends_the_stream_with_its_error() {
     assert_eq!(view.errors[0]["code"], "upstream_repair_rejected");
     assert!(view.errors[0]["message"].as_str().unwrap().contains("503"));
 }
+
+/// A stream relayed untouched (native mode, nothing to hide) that breaks
+/// off ends with an error event in the shape its own API's clients read:
+/// chat's `data: {"error": ...}`, a Responses `error` event, Anthropic's
+/// `event: error` typed as the failure would be.
+#[tokio::test]
+async fn a_relayed_stream_that_breaks_ends_with_its_apis_error_event() {
+    for route in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+        let provider = RawProvider::start(|_| {
+            vec![Step::Send(b"data: {\"partial\":tr".to_vec()), Step::Break]
+        })
+        .await;
+        let base = provider.base();
+        let proxy = start_with(config(
+            &base,
+            &[
+                ("CODEMODE_MODE", "native"),
+                ("CODEMODE_ANTHROPIC_UPSTREAM", base.as_str()),
+            ],
+        ))
+        .await;
+        let body = json!({"model": "m", "stream": true, "max_tokens": 10, "input": "go",
+                          "messages": [{"role": "user", "content": "go"}]});
+        let res = proxy.post(route, &body, &[]).await;
+        assert_eq!(res.status(), 200, "{route}");
+        let bytes = res.bytes().await.expect("the stream ends cleanly");
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let last = text
+            .split("\n\n")
+            .filter(|e| !e.trim().is_empty())
+            .last()
+            .unwrap_or_default()
+            .to_owned();
+        let data: Value = serde_json::from_str(
+            last.lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or_else(|| panic!("{route}: no data line in {last:?}")),
+        )
+        .unwrap();
+        match route {
+            "/v1/chat/completions" => {
+                assert_eq!(data["error"]["code"], "upstream_stream_broken", "{text}");
+                assert!(!last.contains("event:"), "{text}");
+            }
+            "/v1/responses" => {
+                assert!(last.starts_with("event: error\n"), "{text}");
+                assert_eq!(data["type"], "error", "{text}");
+                assert_eq!(data["code"], "upstream_stream_broken", "{text}");
+            }
+            _ => {
+                assert!(last.starts_with("event: error\n"), "{text}");
+                assert_eq!(data["type"], "error", "{text}");
+                assert_eq!(data["error"]["type"], "api_error", "{text}");
+                assert!(
+                    data["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("broke off"),
+                    "{text}"
+                );
+            }
+        }
+    }
+}

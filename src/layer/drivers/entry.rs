@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, Request, Response, Uri};
+use http::{Request, Response};
 use serde_json::{json, Value};
 
 use super::embedded::{not_handed_out, resume_with, Resumed};
@@ -14,9 +14,7 @@ use super::stores::RequestStores;
 use super::{json as json_turns, streamed};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use crate::layer::forward::{
-    anthropic_headers, anthropic_uri, read_client_body, relay, send, upstream_headers, upstream_uri,
-};
+use crate::layer::forward::{provider_headers, read_client_body, relay, send};
 use crate::layer::{State, Upstream};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
@@ -24,33 +22,13 @@ use crate::select::Selection;
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
 
-/// Where a judged route goes upstream.
+/// A judged route: where it goes upstream, and what it does there.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Route {
     /// The proxy path (`/v1/chat/completions`, ...), the upstream path too.
     pub(crate) path: &'static str,
-    /// The Anthropic upstream and its credentials (the Messages routes).
-    pub(crate) anthropic: bool,
     /// `count_tokens`: rewritten as its model request would be, not judged.
     pub(crate) counting: bool,
-}
-
-impl Route {
-    fn uri(self, state: &State, client: &Uri) -> Result<Uri, ProxyError> {
-        if self.anthropic {
-            anthropic_uri(state, self.path, client)
-        } else {
-            upstream_uri(state, self.path, client)
-        }
-    }
-
-    fn headers(self, state: &State, client: &HeaderMap, rewritten: bool) -> HeaderMap {
-        if self.anthropic {
-            anthropic_headers(state, client, rewritten)
-        } else {
-            upstream_headers(state, client, rewritten)
-        }
-    }
 }
 
 /// A request on a judged route of dialect `D`.
@@ -64,7 +42,7 @@ pub(crate) async fn judged<D: Dialect>(
     let (parts, body) = req.into_parts();
     crate::layer::callers::check_json(&parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
-    let uri = route.uri(state, &parts.uri)?;
+    let uri = D::PROVIDER.uri(&state.config, route.path, parts.uri.query())?;
     let preset = &selection.preset;
     let timeout = state.config.upstream_timeout;
 
@@ -72,10 +50,10 @@ pub(crate) async fn judged<D: Dialect>(
     if selection.mode == Mode::Native && !preset.restricts_tools() && preset.sections.is_empty() {
         let target = Target {
             uri,
-            headers: route.headers(state, &parts.headers, false),
+            headers: provider_headers(state, D::PROVIDER, &parts.headers, false, true),
         };
         let res = send(inner, target.request(bytes), timeout).await?;
-        return Ok(tag(relay(res), &selection, None));
+        return Ok(tag(relay(res, D::ERRORS), &selection, None));
     }
 
     let mut request = D::parse(&bytes)?;
@@ -123,11 +101,11 @@ pub(crate) async fn judged<D: Dialect>(
     let splices = stores.splices;
     let target = Target {
         uri,
-        headers: route.headers(state, &parts.headers, true),
+        headers: provider_headers(state, D::PROVIDER, &parts.headers, true, true),
     };
     if route.counting || (!plan.can_deny() && !plan.runs_code) {
         let res = send(inner, target.request(D::to_bytes(&request)), timeout).await?;
-        return Ok(tag(relay(res), &selection, None));
+        return Ok(tag(relay(res, D::ERRORS), &selection, None));
     }
     D::check(&request)?;
     if D::streams(&request) {

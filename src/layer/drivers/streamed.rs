@@ -41,7 +41,7 @@ pub(crate) async fn streamed<D: Dialect>(
     )
     .await?;
     if !res.status().is_success() {
-        return Ok(tag(relay(res), selection, None));
+        return Ok(tag(relay(res, D::ERRORS), selection, None));
     }
     check_event_stream(&res)?;
     let judge = D::judge(plan.clone(), state.config.max_repairs);

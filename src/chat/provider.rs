@@ -1,0 +1,26 @@
+//! OpenAI's provider (`CODEMODE_UPSTREAM`, `CODEMODE_UPSTREAM_API_KEY`),
+//! which serves Chat Completions and Responses, and the shapes chat's
+//! clients read a failure in.
+
+use http::header::AUTHORIZATION;
+
+use crate::api::{Errors, Provider};
+use crate::error::ProxyError;
+
+/// OpenAI, or any provider that speaks its API: the operator's key goes as
+/// the `Authorization` value the configuration holds (`Bearer KEY`).
+pub(crate) static OPENAI: Provider = Provider {
+    base: |c| &c.upstream,
+    key: |c| c.upstream_api_key.as_ref(),
+    key_var: crate::env_vars::UPSTREAM_API_KEY,
+    key_header: AUTHORIZATION,
+    key_hint: "Authorization: Bearer",
+    replaces: &[],
+};
+
+/// `{"error": {"message", "type", "code"}}`, and a stream's final
+/// `data: {"error": ...}` event, which every OpenAI client reads.
+pub(crate) const ERRORS: Errors = Errors {
+    body: ProxyError::body,
+    stream: super::stream::error_event,
+};

@@ -1,0 +1,43 @@
+//! The dialects the layer serves, by the API a judged route names: the one
+//! place in the layer that lists them (an exhaustive match, so a new
+//! [`Api`] cannot be left out).
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+
+use super::drivers::entry::{judged, Route};
+use super::{State, Upstream};
+use crate::api::{Api, Errors};
+use crate::body::ProxyBody;
+use crate::chat::Chat;
+use crate::error::ProxyError;
+use crate::messages::Messages;
+use crate::responses::Responses;
+use crate::select::Selection;
+use crate::turn::Dialect;
+
+/// A request on a judged route of `api`, handled by its dialect.
+pub(crate) async fn serve(
+    api: Api,
+    state: &Arc<State>,
+    inner: Upstream,
+    selection: Selection,
+    route: Route,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    match api {
+        Api::Chat => judged::<Chat>(state, inner, selection, route, req).await,
+        Api::Responses => judged::<Responses>(state, inner, selection, route, req).await,
+        Api::Messages => judged::<Messages>(state, inner, selection, route, req).await,
+    }
+}
+
+/// The shapes `api`'s clients read a failure in.
+pub(crate) fn errors(api: Api) -> &'static Errors {
+    match api {
+        Api::Chat => Chat::ERRORS,
+        Api::Responses => Responses::ERRORS,
+        Api::Messages => Messages::ERRORS,
+    }
+}

@@ -1,0 +1,36 @@
+//! Anthropic's provider (`CODEMODE_ANTHROPIC_UPSTREAM`,
+//! `CODEMODE_ANTHROPIC_API_KEY`) and the shapes a Messages client reads a
+//! failure in.
+
+use bytes::Bytes;
+use http::header::AUTHORIZATION;
+use http::HeaderName;
+use serde_json::json;
+
+use crate::api::{Errors, Provider};
+use crate::error::{anthropic_stream_error_type, ProxyError};
+use crate::sse::named_event;
+
+/// Anthropic: the operator's key goes in `x-api-key` and stands in for a
+/// client's `Authorization` too (Claude Code sends either).
+pub(crate) static ANTHROPIC: Provider = Provider {
+    base: |c| &c.anthropic_upstream,
+    key: |c| c.anthropic_api_key.as_ref(),
+    key_var: crate::env_vars::ANTHROPIC_API_KEY,
+    key_header: HeaderName::from_static("x-api-key"),
+    key_hint: "x-api-key",
+    replaces: &[AUTHORIZATION],
+};
+
+/// `{"type": "error", "error": {"type", "message"}}`, whole or as a
+/// stream's final `error` event, typed as the failure's status would be.
+pub(crate) const ERRORS: Errors = Errors {
+    body: ProxyError::anthropic_body,
+    stream: stream_error,
+};
+
+fn stream_error(message: &str, code: &str) -> Bytes {
+    let kind = anthropic_stream_error_type(code);
+    let event = json!({"type": "error", "error": {"type": kind, "message": message}});
+    named_event("error", &event)
+}
