@@ -26,7 +26,7 @@ impl Api {
 
 /// Who serves an API's requests, and how the proxy reaches it: the base URL
 /// and the operator's key the configuration holds for it, and the header
-/// that key goes in (docs/configuration.md, "Upstreams").
+/// that key goes in (docs/configuration.md, "Variables").
 pub struct Provider {
     /// The base URL requests go to (`CODEMODE_UPSTREAM`, ...).
     pub(crate) base: fn(&crate::config::Config) -> &crate::config::UpstreamBase,
