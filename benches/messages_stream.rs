@@ -40,7 +40,10 @@ fn plan(dialect: Api) -> Arc<ToolPlan> {
     let catalog = Catalog::builtin(Mode::Code);
     Arc::new(
         ToolPlan::build_for(
-            dialect,
+            match dialect {
+                Api::Messages => &codemode_proxy::internals::messages::TOOLS,
+                _ => &codemode_proxy::internals::chat::TOOLS,
+            },
             Some(&raw),
             catalog.get("standard").unwrap(),
             Mode::Code,

@@ -6,7 +6,6 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::classify::{classify, Visibility};
 use codemode_proxy::internals::messages::request::MessagesRequest;
 use codemode_proxy::internals::plan::{PlanCache, ToolPlan};
@@ -179,7 +178,7 @@ fn rewrite_codex(c: &mut Criterion) {
                 let mut request = ResponsesRequest::parse(black_box(body)).unwrap();
                 let plan = cache
                     .get_or_build_for(
-                        Api::Responses,
+                        &codemode_proxy::internals::responses::TOOLS,
                         request.field("tools"),
                         &preset,
                         Mode::Code,
@@ -314,7 +313,7 @@ fn rewrite_claude_code(c: &mut Criterion) {
         let mut request = MessagesRequest::parse(body).unwrap();
         let plan = cache
             .get_or_build_for(
-                Api::Messages,
+                &codemode_proxy::internals::messages::TOOLS,
                 request.field("tools"),
                 &preset,
                 Mode::Code,

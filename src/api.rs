@@ -14,6 +14,9 @@ pub enum Api {
 }
 
 impl Api {
+    /// Every API, in the order messages list them.
+    pub const ALL: [Api; 3] = [Api::Chat, Api::Responses, Api::Messages];
+
     /// A short name for logs and cache keys.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -71,6 +71,9 @@ pub mod store {
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod internals {
+    pub mod chat {
+        pub use crate::chat::tools::TOOLS;
+    }
     pub mod classify {
         pub use crate::classify::{classify, Visibility};
     }
@@ -78,6 +81,7 @@ pub mod internals {
         pub use crate::api::Api;
     }
     pub mod messages {
+        pub use crate::messages::tools::TOOLS;
         pub mod request {
             pub use crate::messages::request::MessagesRequest;
         }
@@ -95,6 +99,7 @@ pub mod internals {
         pub use crate::preset::{Catalog, ConfigFile, Preset, PresetSpec};
     }
     pub mod responses {
+        pub use crate::responses::tools::TOOLS;
         pub mod request {
             pub use crate::responses::request::ResponsesRequest;
         }

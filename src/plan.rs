@@ -17,7 +17,7 @@ use crate::preset::Preset;
 use crate::sdk::{render_docs, SdkStyle, ToolDocs, ToolSchema};
 use crate::sections::{self, RenderedSection, SdkParts};
 use crate::tools::client_code::{self, ClientCodeMode};
-use crate::tools::{self, ToolEntry, ToolGroup};
+use crate::tools::{ToolEntry, ToolGroup, ToolReader};
 use crate::wire::raw_array;
 
 /// Everything the proxy derives from one request's tool set.
@@ -49,7 +49,7 @@ pub struct ToolPlan {
     /// with the item type their calls are.
     pub call_items: std::collections::HashMap<String, &'static str>,
     /// The API the plan was built for.
-    pub dialect: Api,
+    pub api: Api,
     /// The preset's allow/deny lists, for tools declared outside `tools`
     /// (legacy `functions`).
     preset: Preset,
@@ -60,26 +60,16 @@ pub struct ToolPlan {
 }
 
 impl ToolPlan {
-    /// Builds the plan for the raw `tools` value of a chat request.
-    #[cfg(any(test, feature = "bench-internals"))]
-    pub fn build(
-        tools: Option<&RawValue>,
-        preset: &Preset,
-        mode: Mode,
-        runtime: Runtime,
-    ) -> Result<ToolPlan, ProxyError> {
-        ToolPlan::build_for(Api::Chat, tools, preset, mode, runtime)
-    }
-
-    /// Builds the plan for the raw `tools` value of a request in `dialect`.
+    /// Builds the plan for the raw `tools` value of a request its
+    /// dialect's `reader` reads.
     pub fn build_for(
-        dialect: Api,
+        reader: &ToolReader,
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,
         runtime: Runtime,
     ) -> Result<ToolPlan, ProxyError> {
-        let all = tools::parse(dialect, tools)?;
+        let all = (reader.parse)(tools)?;
         if mode == Mode::Code || preset.restricts_tools() {
             // Fail closed: a tool type the proxy does not know may be one
             // the client executes, which the wire must not announce.
@@ -121,7 +111,7 @@ impl ToolPlan {
             return Err(ProxyError::MissingRunCode(mode));
         }
         // With the embedded runtime the proxy's own run_code is the transport.
-        let proxy_run_code = RawValue::from_string(tools::run_code_tool(dialect))
+        let proxy_run_code = RawValue::from_string((reader.run_code_tool)())
             .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
         let transport: Option<WireItem<'_>> = if runs_code {
             Some((&*proxy_run_code, None))
@@ -194,7 +184,7 @@ impl ToolPlan {
                 .iter()
                 .filter_map(|e| e.call_item.map(|i| (e.schema.name.clone(), i)))
                 .collect(),
-            dialect,
+            api: reader.api,
             preset: preset.clone(),
             client_code,
         })
@@ -321,25 +311,11 @@ impl PlanCache {
         self.cache.weighted_size()
     }
 
-    /// The plan for this tool set, preset and mode of a Chat Completions
-    /// request, built on a miss. (The proxy's own paths name their dialect:
-    /// [`PlanCache::get_or_build_for`]; this is for the tests and benchmarks.)
-    #[cfg(any(test, feature = "bench-internals"))]
-    pub fn get_or_build(
-        &self,
-        tools: Option<&RawValue>,
-        preset: &Preset,
-        mode: Mode,
-        runtime: Runtime,
-    ) -> Result<Arc<ToolPlan>, ProxyError> {
-        self.get_or_build_for(Api::Chat, tools, preset, mode, runtime)
-    }
-
-    /// The plan for `tools` of a request in `dialect`, from the cache when
-    /// the same tool set was planned before.
+    /// The plan for `tools` of a request its dialect's `reader` reads, from
+    /// the cache when the same tool set was planned before.
     pub fn get_or_build_for(
         &self,
-        dialect: Api,
+        reader: &ToolReader,
         tools: Option<&RawValue>,
         preset: &Preset,
         mode: Mode,
@@ -354,7 +330,7 @@ impl PlanCache {
                 preset.sdk,
                 mode.as_str(),
                 runtime.as_str(),
-                dialect.as_str(),
+                reader.api.as_str(),
             ),
         );
         if let Some(hit) = self.cache.get(&key).filter(|c| {
@@ -362,12 +338,12 @@ impl PlanCache {
                 && c.runtime == runtime
                 && c.preset == preset.name
                 && c.sdk == preset.sdk
-                && c.plan.dialect == dialect
+                && c.plan.api == reader.api
                 && &*c.tools_text == text
         }) {
             return Ok(hit.plan.clone());
         }
-        let built = ToolPlan::build_for(dialect, tools, preset, mode, runtime);
+        let built = ToolPlan::build_for(reader, tools, preset, mode, runtime);
         // Its working copies are gone, whether it was built or refused.
         crate::cache::dropped_transient(text.len());
         let plan = Arc::new(built?);

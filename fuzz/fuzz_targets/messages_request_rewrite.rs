@@ -1,5 +1,5 @@
 //! The Messages request rewrite on any body: `MessagesRequest::parse`, the
-//! tool plan (`ToolPlan::build_for(Api::Messages, ...)`) and `rewrite`,
+//! tool plan (`ToolPlan::build_for(&codemode_proxy::internals::messages::TOOLS, ...)`) and `rewrite`,
 //! in every mode and runtime, under a preset that hides `Bash`.
 //!
 //! Invariant (design.md sections 5, 9 and 11): when the rewrite succeeds,
@@ -21,7 +21,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::messages::request::MessagesRequest;
 use codemode_proxy::internals::mode::{Mode, Runtime, RUN_CODE};
 use codemode_proxy::internals::plan::ToolPlan;
@@ -138,7 +137,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         return;
     };
     let Ok(plan) = ToolPlan::build_for(
-        Api::Messages,
+        &codemode_proxy::internals::messages::TOOLS,
         request.field("tools"),
         preset,
         mode,

@@ -14,7 +14,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::messages::stream::MessagesJudge;
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::Catalog;
@@ -37,8 +36,14 @@ fn plan(runtime: Runtime) -> Arc<ToolPlan> {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("standard").expect("the built-in preset");
     Arc::new(
-        ToolPlan::build_for(Api::Messages, Some(&raw), preset, Mode::Code, runtime)
-            .expect("a valid plan"),
+        ToolPlan::build_for(
+            &codemode_proxy::internals::messages::TOOLS,
+            Some(&raw),
+            preset,
+            Mode::Code,
+            runtime,
+        )
+        .expect("a valid plan"),
     )
 }
 

@@ -1,5 +1,5 @@
 //! The Responses request rewrite on any body: `ResponsesRequest::parse`,
-//! the tool plan (`ToolPlan::build_for(Api::Responses, ...)`) and
+//! the tool plan (`ToolPlan::build_for(&codemode_proxy::internals::responses::TOOLS, ...)`) and
 //! `rewrite`, in every mode and runtime, under a preset that hides `bash`.
 //!
 //! Invariant (design.md sections 5, 9 and 10): when the rewrite succeeds,
@@ -20,7 +20,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::mode::{Mode, Runtime, RUN_CODE};
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::{Catalog, ConfigFile, Preset, PresetSpec};
@@ -211,7 +210,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
         .map_or_else(Vec::new, |tools| declared(&tools));
     let Ok(plan) = ToolPlan::build_for(
-        Api::Responses,
+        &codemode_proxy::internals::responses::TOOLS,
         request.field("tools"),
         preset,
         mode,

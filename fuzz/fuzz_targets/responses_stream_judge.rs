@@ -12,7 +12,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use codemode_proxy::internals::api::Api;
 use codemode_proxy::internals::plan::ToolPlan;
 use codemode_proxy::internals::preset::Catalog;
 use codemode_proxy::internals::responses::stream::ResponsesJudge;
@@ -47,8 +46,14 @@ fn plan(runtime: Runtime) -> Arc<ToolPlan> {
     let catalog = Catalog::builtin(Mode::Code);
     let preset = catalog.get("standard").expect("the built-in preset");
     Arc::new(
-        ToolPlan::build_for(Api::Responses, Some(&raw), preset, Mode::Code, runtime)
-            .expect("a valid plan"),
+        ToolPlan::build_for(
+            &codemode_proxy::internals::responses::TOOLS,
+            Some(&raw),
+            preset,
+            Mode::Code,
+            runtime,
+        )
+        .expect("a valid plan"),
     )
 }
 

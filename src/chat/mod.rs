@@ -9,6 +9,7 @@ pub mod completion;
 pub(crate) mod provider;
 pub mod request;
 pub mod stream;
+pub mod tools;
 
 use std::sync::Arc;
 
@@ -33,10 +34,10 @@ pub struct Chat;
 impl Dialect for Chat {
     type Request = ChatRequest;
     type Judge = StreamJudge;
-    const KIND: crate::api::Api = crate::api::Api::Chat;
     const ANSWER: &'static str = "completion";
     const PROVIDER: &'static crate::api::Provider = &provider::OPENAI;
     const ERRORS: &'static crate::api::Errors = &provider::ERRORS;
+    const TOOLS: &'static crate::tools::ToolReader = &tools::TOOLS;
 
     fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
         ChatRequest::parse(bytes)

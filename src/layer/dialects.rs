@@ -41,3 +41,20 @@ pub(crate) fn errors(api: Api) -> &'static Errors {
         Api::Messages => Messages::ERRORS,
     }
 }
+
+/// A dry-run's request in `api`, rewritten as its dialect would send it,
+/// and its plan.
+pub(crate) async fn dry_run(
+    api: Api,
+    state: &State,
+    selection: &Selection,
+    tenant: crate::tenant::Tenant,
+    bytes: &[u8],
+) -> Result<(Arc<crate::plan::ToolPlan>, serde_json::Value), ProxyError> {
+    use super::admin::dry_run::rewritten;
+    match api {
+        Api::Chat => rewritten::<Chat>(state, selection, tenant, bytes).await,
+        Api::Responses => rewritten::<Responses>(state, selection, tenant, bytes).await,
+        Api::Messages => rewritten::<Messages>(state, selection, tenant, bytes).await,
+    }
+}

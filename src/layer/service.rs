@@ -11,12 +11,12 @@ use http::{header, HeaderValue, Method, Request, Response};
 use super::admin::{dry_run, endpoints as admin, inspector};
 use super::drivers::entry::Route as Judged;
 use super::{dialects, forward, State, Upstream};
-use crate::api::Errors;
+use crate::api::{Api, Errors};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::observe::ledger::{RequestLedger, Route};
-use crate::route::{classify, Routed};
+use crate::route::{classify, Endpoint, Routed};
 use crate::select::{select, split_preset_path};
 
 /// The proxy as a tower service; built by [`super::CodeModeLayer`].
@@ -116,7 +116,7 @@ async fn route(
             path,
             preset,
         } => {
-            ledger.set_route(Route::judged(endpoint.api, endpoint.counting));
+            ledger.set_route(route_label(endpoint));
             let selection = select(
                 req.headers(),
                 preset,
@@ -229,5 +229,15 @@ fn errors_for<B>(req: &Request<B>) -> &'static Errors {
     match crate::route::api_under(req.uri().path()) {
         Some(api) if !forward::is_anthropic(headers) => dialects::errors(api),
         _ => forward::unjudged_api(headers).1,
+    }
+}
+
+/// The route a judged request is counted under.
+fn route_label(endpoint: Endpoint) -> Route {
+    match (endpoint.api, endpoint.counting) {
+        (_, true) => Route::CountTokens,
+        (Api::Chat, false) => Route::Chat,
+        (Api::Responses, false) => Route::Responses,
+        (Api::Messages, false) => Route::Messages,
     }
 }

@@ -118,7 +118,6 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
-    use crate::api::Api;
     use crate::mode::Runtime;
     use crate::preset::{Catalog, ConfigFile};
 
@@ -135,7 +134,7 @@ mod tests {
         .unwrap();
         let catalog = Catalog::build(Mode::Code, file).unwrap();
         ToolPlan::build_for(
-            Api::Messages,
+            &crate::messages::tools::TOOLS,
             Some(&raw),
             catalog.get(preset).unwrap(),
             mode,

@@ -28,10 +28,10 @@ pub struct Messages;
 impl Dialect for Messages {
     type Request = MessagesRequest;
     type Judge = MessagesJudge;
-    const KIND: crate::api::Api = crate::api::Api::Messages;
     const ANSWER: &'static str = "message";
     const PROVIDER: &'static crate::api::Provider = &super::provider::ANTHROPIC;
     const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
+    const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
 
     fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
         MessagesRequest::parse(bytes)

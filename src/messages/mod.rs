@@ -20,6 +20,8 @@ pub(crate) mod provider;
 pub mod request;
 /// The stream judge: `content_block_*` events judged as they arrive.
 pub mod stream;
+/// The tools a request declares: client and server tools.
+pub mod tools;
 
 mod choice;
 

@@ -167,7 +167,7 @@ impl MessagesRequest {
             if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
                 let value: Value = serde_json::from_str(raw.get())
                     .map_err(|e| ProxyError::InvalidRequest(format!("`tool_choice`: {e}")))?;
-                let servers = crate::tools::messages::server_tool_names(self.object.get("tools"));
+                let servers = crate::messages::tools::server_tool_names(self.object.get("tools"));
                 let choice = super::choice::tool_choice(&value, plan, &servers)?;
                 self.object.set("tool_choice", to_raw(&choice));
             }

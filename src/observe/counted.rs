@@ -86,17 +86,6 @@ impl Route {
         Route::Other,
     ];
 
-    /// The route of a judged request in `api`; `counting` for a token count.
-    pub(crate) fn judged(api: crate::api::Api, counting: bool) -> Route {
-        use crate::api::Api;
-        match (api, counting) {
-            (Api::Messages, true) | (Api::Responses, true) => Route::CountTokens,
-            (Api::Chat, _) => Route::Chat,
-            (Api::Responses, false) => Route::Responses,
-            (Api::Messages, false) => Route::Messages,
-        }
-    }
-
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {

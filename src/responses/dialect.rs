@@ -27,10 +27,10 @@ pub struct Responses;
 impl Dialect for Responses {
     type Request = ResponsesRequest;
     type Judge = ResponsesJudge;
-    const KIND: crate::api::Api = crate::api::Api::Responses;
     const ANSWER: &'static str = "response";
     const PROVIDER: &'static crate::api::Provider = &crate::chat::provider::OPENAI;
     const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
+    const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
 
     fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
         ResponsesRequest::parse(bytes)

@@ -37,7 +37,7 @@ const CALL_ITEMS: [(&str, Option<&str>, &str); 7] = [
     ),
     (
         "computer_call",
-        Some(crate::tools::responses::COMPUTER),
+        Some(crate::responses::tools::COMPUTER),
         "computer_call_output",
     ),
     // Only with `"execution": "client"`: the provider's own search is safe.
@@ -113,7 +113,7 @@ pub fn tool_name(item: &Map<String, Value>) -> String {
     }
     let name = item.get("name").and_then(Value::as_str).unwrap_or("");
     match item.get("namespace").and_then(Value::as_str) {
-        Some(ns) if !ns.is_empty() && ns != crate::tools::responses::DEFAULT_NAMESPACE => {
+        Some(ns) if !ns.is_empty() && ns != crate::responses::tools::DEFAULT_NAMESPACE => {
             format!("{ns}.{name}")
         }
         // An item of a type the proxy does not know, without a name: judged

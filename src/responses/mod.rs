@@ -20,6 +20,8 @@ pub(crate) mod provider;
 pub mod request;
 /// The stream judge: events in, the bytes the client sees out.
 pub mod stream;
+/// The tools a request declares: client, provider, unknown.
+pub mod tools;
 
 mod choice;
 

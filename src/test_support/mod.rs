@@ -18,7 +18,6 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
-use crate::api::Api;
 use crate::layer::drivers::stream_body::{
     intercept_stream, RepairFuture, RepairTarget, StreamLimits,
 };
@@ -75,16 +74,26 @@ pub fn agent_tools() -> Vec<Value> {
     ]
 }
 
-fn plan(dialect: Api, tools: Value, mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+fn plan(
+    reader: &crate::tools::ToolReader,
+    tools: Value,
+    mode: Mode,
+    runtime: Runtime,
+) -> Arc<ToolPlan> {
     let raw = serde_json::value::to_raw_value(&tools).expect("tools serialise");
     let catalog = Catalog::builtin(mode);
     let preset = catalog.get("standard").expect("the built-in preset");
-    Arc::new(ToolPlan::build_for(dialect, Some(&raw), preset, mode, runtime).expect("a valid plan"))
+    Arc::new(ToolPlan::build_for(reader, Some(&raw), preset, mode, runtime).expect("a valid plan"))
 }
 
 /// The plan of [`agent_tools`] in `mode` on the client runtime.
 pub fn agent_plan(mode: Mode) -> Arc<ToolPlan> {
-    plan(Api::Chat, json!(agent_tools()), mode, Runtime::Client)
+    plan(
+        &crate::chat::tools::TOOLS,
+        json!(agent_tools()),
+        mode,
+        Runtime::Client,
+    )
 }
 
 /// A Codex-like agent on the Responses API: `exec_command`, its own
@@ -100,7 +109,7 @@ pub fn responses_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
          "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}},
         {"type": "web_search"}
     ]);
-    plan(Api::Responses, tools, mode, runtime)
+    plan(&crate::responses::tools::TOOLS, tools, mode, runtime)
 }
 
 /// A Claude Code-like agent on the Messages API: `Read`, `Bash`, its own
@@ -113,7 +122,7 @@ pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         tool("run_code", "code"),
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     ]);
-    plan(Api::Messages, tools, mode, runtime)
+    plan(&crate::messages::tools::TOOLS, tools, mode, runtime)
 }
 
 // ---- driving a judge as the body does ----

@@ -2,14 +2,11 @@
 //! client's (judged, shown in the SDK) and which the provider runs itself
 //! (kept on the wire as declared).
 //!
-//! The readers sit below the tool plan ([`crate::plan`]) that uses them
-//! and the dialects that rewrite requests with it, so the plan names no
-//! dialect module.
+//! Each dialect's reader sits in its folder (`chat/tools.rs`, ...) and
+//! reaches the plan as a [`ToolReader`] its dialect hands over, so the
+//! plan names no dialect module.
 
-pub(crate) mod chat;
 pub mod client_code;
-pub(crate) mod messages;
-pub(crate) mod responses;
 
 use std::sync::Arc;
 
@@ -19,24 +16,19 @@ use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
 
-pub use chat::RUN_CODE_TOOL;
+/// The `run_code` tool the proxy announces when it runs programs itself, in
+/// chat's shape: each dialect writes its own from this one.
+pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
 
-/// Reads the `tools` of a request in `dialect`, in declaration order.
-pub(crate) fn parse(dialect: Api, tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
-    match dialect {
-        Api::Chat => chat::parse(tools),
-        Api::Responses => responses::parse(tools),
-        Api::Messages => messages::parse(tools),
-    }
-}
-
-/// The proxy's `run_code` tool in `dialect`'s shape, for the embedded runtime.
-pub(crate) fn run_code_tool(dialect: Api) -> String {
-    match dialect {
-        Api::Chat => RUN_CODE_TOOL.to_owned(),
-        Api::Responses => responses::run_code_tool(),
-        Api::Messages => messages::run_code_tool(),
-    }
+/// How a dialect reads the tools its requests declare.
+pub struct ToolReader {
+    /// The API whose requests it reads (the plan's cache key).
+    pub(crate) api: Api,
+    /// Reads a request's `tools`, in declaration order.
+    pub(crate) parse: fn(Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError>,
+    /// The proxy's `run_code` tool in the dialect's shape, for the
+    /// embedded runtime.
+    pub(crate) run_code_tool: fn() -> String,
 }
 
 /// A group of tools declared together (a Responses `namespace`): its

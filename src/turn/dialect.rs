@@ -47,8 +47,6 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// The stream judge of one client stream.
     type Judge: RoundJudge;
 
-    /// Which API this is (plan cache keys, logs).
-    const KIND: crate::api::Api;
     /// What the dialect calls one whole answer, for error messages
     /// ("the completion is not a JSON object").
     const ANSWER: &'static str;
@@ -56,6 +54,11 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     const PROVIDER: &'static crate::api::Provider;
     /// The shapes the API's clients read a failure in.
     const ERRORS: &'static crate::api::Errors;
+    /// How the API's requests declare their tools.
+    const TOOLS: &'static crate::tools::ToolReader;
+    /// The key of a whole answer's token counts, which the proxy sums
+    /// field by field over a request's rounds.
+    const USAGE: &'static str = "usage";
 
     // ----- the request -----
 

@@ -13,14 +13,11 @@ use serde_json::{json, Value};
 
 use crate::api::Api;
 use crate::body::{full, ProxyBody};
-use crate::chat::Chat;
 use crate::error::ProxyError;
 use crate::layer::drivers::stores::RequestStores;
 use crate::layer::forward::read_client_body;
 use crate::layer::State;
-use crate::messages::Messages;
 use crate::plan::ToolPlan;
-use crate::responses::Responses;
 use crate::select::{select, Selection};
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
@@ -42,11 +39,8 @@ pub(crate) async fn dry_run(
     let api = pick(parts.uri.query(), &parts.headers, &bytes)?;
     // What this client's own stored denials would add; nobody else's.
     let tenant = Tenant::of(&parts.headers, &selection.scope);
-    let (plan, request) = match api {
-        Api::Chat => rewritten::<Chat>(state, &selection, tenant, &bytes).await?,
-        Api::Responses => rewritten::<Responses>(state, &selection, tenant, &bytes).await?,
-        Api::Messages => rewritten::<Messages>(state, &selection, tenant, &bytes).await?,
-    };
+    let (plan, request) =
+        crate::layer::dialects::dry_run(api, state, &selection, tenant, &bytes).await?;
     let sdk = plan
         .sections
         .iter()
@@ -72,7 +66,7 @@ pub(crate) async fn dry_run(
 }
 
 /// The request rewritten as dialect `D` would send it, and its plan.
-async fn rewritten<D: Dialect>(
+pub(crate) async fn rewritten<D: Dialect>(
     state: &State,
     selection: &Selection,
     tenant: Tenant,
@@ -80,7 +74,7 @@ async fn rewritten<D: Dialect>(
 ) -> Result<(Arc<ToolPlan>, Value), ProxyError> {
     let mut request = D::parse(bytes)?;
     let plan = state.plans.get_or_build_for(
-        D::KIND,
+        D::TOOLS,
         D::declared_tools(&request)?.as_deref(),
         &selection.preset,
         selection.mode,
@@ -102,15 +96,17 @@ async fn rewritten<D: Dialect>(
 /// `anthropic-version` header (Messages), else the body's shape.
 fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, ProxyError> {
     if let Some(named) = query.and_then(|q| crate::layer::query::param(q, "dialect")) {
-        return match named.as_str() {
-            "chat" => Ok(Api::Chat),
-            "responses" => Ok(Api::Responses),
-            "messages" => Ok(Api::Messages),
-            other => Err(ProxyError::InvalidRequest(format!(
-                "dialect `{other}` is not one of chat, responses, messages; name one, or leave \
-                 the parameter out and the proxy tells the dialect from the body"
-            ))),
-        };
+        return Api::ALL
+            .into_iter()
+            .find(|a| a.as_str() == named)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Api::ALL.iter().map(|a| a.as_str()).collect();
+                ProxyError::InvalidRequest(format!(
+                    "dialect `{named}` is not one of {}; name one, or leave the parameter out \
+                     and the proxy tells the dialect from the body",
+                    names.join(", ")
+                ))
+            });
     }
     if headers.contains_key("anthropic-version") {
         return Ok(Api::Messages);

@@ -65,7 +65,7 @@ pub(crate) async fn judged<D: Dialect>(
     // Executions and stored denials belong to the client's credential and scope.
     let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
     let plan = state.plans.get_or_build_for(
-        D::KIND,
+        D::TOOLS,
         D::declared_tools(&request)?.as_deref(),
         preset,
         selection.mode,

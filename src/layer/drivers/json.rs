@@ -57,7 +57,7 @@ pub(crate) async fn intercepted<D: Dialect>(
         }
         check_identity(&parts.headers)?;
         let mut answer = parse_answer::<D>(&body)?;
-        let usage = answer.get("usage").cloned();
+        let usage = answer.get(D::USAGE).cloned();
         round.usage(usage.as_ref());
         // Denials are events of the round that made them; the round ends here.
         let (turn, decision) = round.in_scope(|| {
@@ -110,7 +110,7 @@ pub(crate) async fn intercepted<D: Dialect>(
         }
         if rounds.before() > 0 {
             if let Some(total) = rounds.total(usage.as_ref()) {
-                answer.insert("usage".into(), total);
+                answer.insert(D::USAGE.into(), total);
             }
         }
         D::open_with(&mut answer, &earlier);

@@ -10,7 +10,6 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::MessagesRequest;
-use crate::api::Api;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::preset::Catalog;
@@ -202,7 +201,7 @@ fn plan(mode: Mode, runtime: Runtime) -> ToolPlan {
     let catalog = Catalog::builtin(Mode::Code);
     let raw = RawValue::from_string(tools().to_string()).unwrap();
     ToolPlan::build_for(
-        Api::Messages,
+        &crate::messages::tools::TOOLS,
         Some(&raw),
         catalog.get("standard").unwrap(),
         mode,

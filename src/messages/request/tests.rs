@@ -4,7 +4,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::api::Api;
 use crate::conversation::Anchor;
 use crate::messages::items;
 use crate::mode::{Mode, Runtime};
@@ -27,7 +26,7 @@ fn plan_with(tools: &Value, mode: Mode, runtime: Runtime) -> ToolPlan {
     let raw = RawValue::from_string(tools.to_string()).unwrap();
     let catalog = Catalog::builtin(Mode::Code);
     ToolPlan::build_for(
-        Api::Messages,
+        &crate::messages::tools::TOOLS,
         Some(&raw),
         catalog.get("standard").unwrap(),
         mode,

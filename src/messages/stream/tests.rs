@@ -3,7 +3,6 @@
 //! what holds for every client stream is checked on every output.
 
 use super::*;
-use crate::api::Api;
 use crate::mode::{Mode, Runtime};
 use crate::preset::Catalog;
 use crate::sse::SseParser;
@@ -25,7 +24,7 @@ fn plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
     let catalog = Catalog::builtin(mode);
     Arc::new(
         ToolPlan::build_for(
-            Api::Messages,
+            &crate::messages::tools::TOOLS,
             Some(&raw),
             catalog.get("standard").unwrap(),
             mode,

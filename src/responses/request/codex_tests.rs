@@ -9,7 +9,6 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::ResponsesRequest;
-use crate::api::Api;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::preset::Catalog;
@@ -73,7 +72,7 @@ fn plan(tools: &Value, mode: Mode, runtime: Runtime) -> ToolPlan {
     let catalog = Catalog::builtin(Mode::Code);
     let raw = RawValue::from_string(tools.to_string()).unwrap();
     ToolPlan::build_for(
-        Api::Responses,
+        &crate::responses::tools::TOOLS,
         Some(&raw),
         catalog.get("standard").unwrap(),
         mode,

@@ -4,7 +4,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::api::Api;
 use crate::conversation::Anchor;
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile, Preset};
@@ -34,7 +33,14 @@ fn preset(toml_text: &str, name: &str) -> Arc<Preset> {
 
 fn plan_with(tools: &Value, preset: &Preset, mode: Mode) -> ToolPlan {
     let raw = RawValue::from_string(tools.to_string()).unwrap();
-    ToolPlan::build_for(Api::Responses, Some(&raw), preset, mode, Runtime::Embedded).unwrap()
+    ToolPlan::build_for(
+        &crate::responses::tools::TOOLS,
+        Some(&raw),
+        preset,
+        mode,
+        Runtime::Embedded,
+    )
+    .unwrap()
 }
 
 fn plan(mode: Mode) -> ToolPlan {

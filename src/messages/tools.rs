@@ -4,13 +4,21 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::ToolEntry;
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
+use crate::tools::{ToolEntry, ToolReader, RUN_CODE_TOOL};
+
+/// How a Messages request's tools are read.
+pub const TOOLS: ToolReader = ToolReader {
+    api: Api::Messages,
+    parse,
+    run_code_tool,
+};
 
 /// The proxy's `run_code` tool in the Messages shape (`input_schema`).
-pub fn run_code_tool() -> String {
-    let chat: Value = serde_json::from_str(super::RUN_CODE_TOOL).unwrap_or(Value::Null);
+fn run_code_tool() -> String {
+    let chat: Value = serde_json::from_str(RUN_CODE_TOOL).unwrap_or(Value::Null);
     let f = &chat["function"];
     json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
         .to_string()

@@ -19,10 +19,11 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{ToolEntry, ToolGroup};
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::sdk::ToolSchema;
+use crate::tools::{ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::RawObject;
 
 /// The namespace whose tools are the top-level ones (the API's default).
@@ -55,10 +56,17 @@ fn is_provider_kind(kind: &str) -> bool {
 /// real grammars (Codex's `apply_patch`) are a fraction of this.
 const GRAMMAR_MAX_BYTES: usize = 4 << 10;
 
+/// How a Responses request's tools are read.
+pub const TOOLS: ToolReader = ToolReader {
+    api: Api::Responses,
+    parse,
+    run_code_tool,
+};
+
 /// The proxy's `run_code` tool in the Responses shape (flat `function`).
-pub fn run_code_tool() -> String {
+fn run_code_tool() -> String {
     let chat: serde_json::Value =
-        serde_json::from_str(super::RUN_CODE_TOOL).unwrap_or(serde_json::Value::Null);
+        serde_json::from_str(RUN_CODE_TOOL).unwrap_or(serde_json::Value::Null);
     let f = &chat["function"];
     serde_json::json!({"type": "function", "name": f["name"], "description": f["description"],
                        "parameters": f["parameters"]})

@@ -5,12 +5,17 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::ToolEntry;
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
+use crate::tools::{ToolEntry, ToolReader, RUN_CODE_TOOL};
 
-/// The `run_code` tool the proxy announces when it runs programs itself.
-pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
+/// How a chat request's tools are read.
+pub const TOOLS: ToolReader = ToolReader {
+    api: Api::Chat,
+    parse,
+    run_code_tool: || RUN_CODE_TOOL.to_owned(),
+};
 
 #[derive(Deserialize)]
 struct ToolIn {
@@ -85,4 +90,34 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
         });
     }
     Ok(out)
+}
+
+// Chat is the dialect the tests and benchmarks plan for when they name
+// none; the proxy's own paths hand the plan their dialect's reader.
+#[cfg(any(test, feature = "bench-internals"))]
+impl crate::plan::ToolPlan {
+    /// Builds the plan for the raw `tools` value of a chat request.
+    pub fn build(
+        tools: Option<&RawValue>,
+        preset: &crate::preset::Preset,
+        mode: crate::mode::Mode,
+        runtime: crate::mode::Runtime,
+    ) -> Result<crate::plan::ToolPlan, ProxyError> {
+        crate::plan::ToolPlan::build_for(&TOOLS, tools, preset, mode, runtime)
+    }
+}
+
+#[cfg(any(test, feature = "bench-internals"))]
+impl crate::plan::PlanCache {
+    /// The plan for this tool set, preset and mode of a Chat Completions
+    /// request, built on a miss.
+    pub fn get_or_build(
+        &self,
+        tools: Option<&RawValue>,
+        preset: &crate::preset::Preset,
+        mode: crate::mode::Mode,
+        runtime: crate::mode::Runtime,
+    ) -> Result<std::sync::Arc<crate::plan::ToolPlan>, ProxyError> {
+        self.get_or_build_for(&TOOLS, tools, preset, mode, runtime)
+    }
 }
