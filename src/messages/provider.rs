@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use http::header::AUTHORIZATION;
 use http::HeaderName;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::api::{Errors, Provider};
 use crate::error::{anthropic_stream_error_type, ProxyError};
@@ -30,7 +30,12 @@ pub(crate) const ERRORS: Errors = Errors {
 };
 
 fn stream_error(message: &str, code: &str) -> Bytes {
+    named_event("error", &stream_error_event(message, code))
+}
+
+/// The `error` event ending a Messages stream with `message` and the
+/// proxy's `code`, typed as the code's status would be (docs/errors.md).
+pub(crate) fn stream_error_event(message: &str, code: &str) -> Value {
     let kind = anthropic_stream_error_type(code);
-    let event = json!({"type": "error", "error": {"type": kind, "message": message}});
-    named_event("error", &event)
+    json!({"type": "error", "error": {"type": kind, "message": message}})
 }

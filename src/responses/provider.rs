@@ -2,7 +2,7 @@
 //! OpenAI's, [`crate::chat::provider::OPENAI`]).
 
 use bytes::Bytes;
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use crate::api::Errors;
 use crate::error::ProxyError;
@@ -17,6 +17,16 @@ pub(crate) const ERRORS: Errors = Errors {
 };
 
 fn stream_error(message: &str, code: &str) -> Bytes {
-    let event = json!({"type": "error", "code": code, "message": message, "param": null, "sequence_number": null});
-    named_event("error", &event)
+    named_event("error", &Value::Object(stream_error_event(message, code)))
+}
+
+/// The `error` event ending a Responses stream with `message` and the
+/// proxy's `code`; `sequence_number` null until a judge numbers it.
+pub(crate) fn stream_error_event(message: &str, code: &str) -> Map<String, Value> {
+    let mut event = Map::new();
+    event.insert("type".into(), json!("error"));
+    event.insert("code".into(), json!(code));
+    event.insert("message".into(), json!(message));
+    event.insert("sequence_number".into(), Value::Null);
+    event
 }

@@ -169,9 +169,8 @@ impl RoundJudge for MessagesJudge {
     /// would be on a Messages route.
     fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
         self.turn.failed();
-        let kind = crate::error::anthropic_stream_error_type(code);
         self.emit_json(
-            json!({"type": "error", "error": {"type": kind, "message": message}}),
+            crate::messages::provider::stream_error_event(message, code),
             out,
         );
     }

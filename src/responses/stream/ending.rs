@@ -187,11 +187,7 @@ impl RoundJudge for ResponsesJudge {
 
     fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {
         self.turn.failed();
-        let mut event = Map::new();
-        event.insert("type".into(), json!("error"));
-        event.insert("code".into(), json!(code));
-        event.insert("message".into(), json!(message));
-        event.insert("sequence_number".into(), Value::Null);
+        let event = crate::responses::provider::stream_error_event(message, code);
         self.emit(event, out);
     }
 
