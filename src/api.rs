@@ -1,6 +1,10 @@
 //! The wire APIs the proxy speaks. The rule (classification, the turn
 //! decision, programs) is one; each API is a dialect around it that reads
 //! and writes its own shapes: tools, calls, denials, nested calls, events.
+//!
+//! Here are the APIs' names and what a provider and an API's error shapes
+//! are; each dialect's values sit in its folder (`chat/provider.rs`, ...)
+//! and reach the core through the `Dialect` trait.
 
 /// The API a request speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
