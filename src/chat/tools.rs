@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
-use crate::tools::{ToolEntry, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, ToolEntry, ToolReader, RUN_CODE_TOOL};
 
 /// How a chat request's tools are read.
 pub const TOOLS: ToolReader = ToolReader {
@@ -45,12 +45,7 @@ fn conflicting_names(t: &ToolIn) -> Option<(&str, &str)> {
 }
 
 pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
-    let Some(tools) = tools.filter(|t| t.get() != "null") else {
-        return Ok(Vec::new());
-    };
-    let items: Vec<Box<RawValue>> = serde_json::from_str(tools.get()).map_err(|_| {
-        ProxyError::InvalidRequest("`tools` must be an array of tool objects".to_owned())
-    })?;
+    let items = declared_items(tools, "`tools` must be an array of tool objects")?;
     let mut out = Vec::with_capacity(items.len());
     for (i, raw) in items.into_iter().enumerate() {
         let t: ToolIn = serde_json::from_str(raw.get()).map_err(|e| {

@@ -23,7 +23,7 @@ use crate::api::Api;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::sdk::ToolSchema;
-use crate::tools::{ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::RawObject;
 
 /// The namespace whose tools are the top-level ones (the API's default).
@@ -76,12 +76,10 @@ fn run_code_tool() -> String {
 /// Reads the `tools` of a Responses request, in declaration order (the
 /// tools of a namespace where the namespace stands).
 pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {
-    let Some(tools) = tools.filter(|t| t.get() != "null") else {
-        return Ok(Vec::new());
-    };
-    let items: Vec<Box<RawValue>> = serde_json::from_str(tools.get()).map_err(|_| {
-        invalid("`tools` must be an array of tool objects (each with a `type`)".to_owned())
-    })?;
+    let items = declared_items(
+        tools,
+        "`tools` must be an array of tool objects (each with a `type`)",
+    )?;
     let mut out = Vec::with_capacity(items.len());
     for (i, raw) in items.into_iter().enumerate() {
         let at = format!("tools[{i}]");

@@ -31,6 +31,19 @@ pub struct ToolReader {
     pub(crate) run_code_tool: fn() -> String,
 }
 
+/// The entries of a request's `tools` array, each raw; none for a missing
+/// or null `tools`. `message` says what the array must hold when it is not
+/// an array.
+pub(crate) fn declared_items(
+    tools: Option<&RawValue>,
+    message: &str,
+) -> Result<Vec<Box<RawValue>>, ProxyError> {
+    let Some(tools) = tools.filter(|t| t.get() != "null") else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str(tools.get()).map_err(|_| ProxyError::InvalidRequest(message.to_owned()))
+}
+
 /// A group of tools declared together (a Responses `namespace`): its
 /// declaration, whose `tools` the wire rewrites to the ones it keeps.
 #[derive(Debug)]
