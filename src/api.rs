@@ -31,6 +31,56 @@ impl Api {
     }
 }
 
+/// What an intercepted route does: the API it speaks, and whether it
+/// counts a request's tokens instead of sending it to a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The API, whose dialect handles the route.
+    pub api: Api,
+    /// `count_tokens`, `input_tokens`: counted as the matching model
+    /// request would be sent, not judged.
+    pub counting: bool,
+}
+
+impl Endpoint {
+    /// A model request in `api`.
+    pub const fn turn(api: Api) -> Endpoint {
+        Endpoint {
+            api,
+            counting: false,
+        }
+    }
+
+    /// A token count of a request in `api`.
+    pub const fn count(api: Api) -> Endpoint {
+        Endpoint {
+            api,
+            counting: true,
+        }
+    }
+}
+
+/// A route an API's dialect judges (its folder lists them; `crate::route`
+/// matches a request path to one).
+#[derive(Debug)]
+pub struct Route {
+    /// The canonical path, as the proxy serves it and forwards it. One
+    /// segment may hold `{model}`, standing for a model's name (letters,
+    /// digits, `.`, `_`, `-`): `/v1beta/models/{model}:generateContent`.
+    pub path: &'static str,
+    /// The handler of `POST` on the canonical path; `None` while the dialect
+    /// is not intercepted (the canonical path then passes through).
+    pub endpoint: Option<Endpoint>,
+    /// Other methods the provider serves on this path that cannot create a
+    /// model turn, passed through unchanged; any other method is a 405.
+    pub passes: &'static [&'static str],
+    /// Whether a path ending in this route (without its version segment) is
+    /// another spelling of it: gateways serve the same handler under
+    /// prefixes (`/openai/deployments/NAME/chat/completions`,
+    /// `/chat/completions`).
+    pub any_prefix: bool,
+}
+
 /// Who serves an API's requests, and how the proxy reaches it: the base URL
 /// and the operator's key the configuration holds for it, and the header
 /// that key goes in (docs/configuration.md, "Variables").

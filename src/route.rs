@@ -3,103 +3,23 @@
 //!
 //! A provider may serve a route under spellings the proxy would not match
 //! byte for byte: a trailing slash, `//`, `.` and `..` segments,
-//! percent-encoding, `;params`, another case. [`classify`] reads a path
+//! percent-encoding, `;params`, another case. [`Routes::classify`] reads a path
 //! the way a lenient provider might; a request is intercepted only on the
 //! canonical spelling, and any other spelling of a judged route is refused,
 //! so nothing reaches the provider unjudged on such a route.
 //!
-//! The routes are data ([`ROUTES`]): a dialect the proxy does not intercept
-//! yet is listed with no endpoint, so its canonical path passes through while
-//! its other spellings are already refused.
+//! The routes are data ([`Route`]), listed by each dialect in its folder: a
+//! route the proxy does not intercept yet is listed with no endpoint, so its
+//! canonical path passes through while its other spellings are already
+//! refused.
 
 use http::Method;
+
+pub use crate::api::{Endpoint, Route};
 
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::select::split_preset_path;
-
-/// What an intercepted route does: the API it speaks, and whether it
-/// counts a request's tokens instead of sending it to a model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Endpoint {
-    /// The API, whose dialect handles the route.
-    pub api: Api,
-    /// `count_tokens`, `input_tokens`: counted as the matching model
-    /// request would be sent, not judged.
-    pub counting: bool,
-}
-
-impl Endpoint {
-    /// A model request in `api`.
-    const fn turn(api: Api) -> Endpoint {
-        Endpoint {
-            api,
-            counting: false,
-        }
-    }
-
-    /// A token count of a request in `api`.
-    const fn count(api: Api) -> Endpoint {
-        Endpoint {
-            api,
-            counting: true,
-        }
-    }
-}
-
-/// An API route the proxy judges (or will judge).
-#[derive(Debug)]
-pub struct Route {
-    /// The canonical path, as the proxy serves it.
-    pub path: &'static str,
-    /// The handler of `POST` on the canonical path; `None` while the dialect
-    /// is not intercepted (the canonical path then passes through).
-    pub endpoint: Option<Endpoint>,
-    /// Other methods the provider serves on this path that cannot create a
-    /// model turn, passed through unchanged; any other method is a 405.
-    pub passes: &'static [&'static str],
-    /// Whether a path ending in this route (without `/v1`) is another
-    /// spelling of it: gateways serve the same handler under prefixes
-    /// (`/openai/deployments/NAME/chat/completions`, `/chat/completions`).
-    pub any_prefix: bool,
-}
-
-/// Every judged route.
-pub const ROUTES: &[Route] = &[
-    Route {
-        path: "/v1/chat/completions",
-        endpoint: Some(Endpoint::turn(Api::Chat)),
-        // GET lists stored completions; HEAD and OPTIONS (CORS preflight)
-        // cannot create a turn either.
-        passes: &["GET", "HEAD", "OPTIONS"],
-        any_prefix: true,
-    },
-    Route {
-        path: "/v1/responses",
-        endpoint: Some(Endpoint::turn(Api::Responses)),
-        passes: &["HEAD", "OPTIONS"],
-        any_prefix: true,
-    },
-    Route {
-        path: "/v1/messages",
-        endpoint: Some(Endpoint::turn(Api::Messages)),
-        passes: &["HEAD", "OPTIONS"],
-        // `/v1/threads/ID/messages` is another API (Assistants).
-        any_prefix: false,
-    },
-    Route {
-        path: "/v1/messages/count_tokens",
-        endpoint: Some(Endpoint::count(Api::Messages)),
-        passes: &["HEAD", "OPTIONS"],
-        any_prefix: true,
-    },
-    Route {
-        path: "/v1/responses/input_tokens",
-        endpoint: Some(Endpoint::count(Api::Responses)),
-        passes: &["HEAD", "OPTIONS"],
-        any_prefix: true,
-    },
-];
 
 /// A model API the proxy does not judge, whose requests declare tools or
 /// whose answers carry a model's calls: refused in a mode that can deny
@@ -108,8 +28,8 @@ pub const ROUTES: &[Route] = &[
 pub struct SideRoute {
     /// The methods it covers; empty for every method.
     pub methods: &'static [&'static str],
-    /// Its path as segments after `/v1`: `*` is one segment, a final `**`
-    /// any number (none included).
+    /// Its path as segments, its API's version first: `*` is one segment,
+    /// a final `**` any number (none included).
     pub pattern: &'static [&'static str],
     /// What it is, as an error message names it.
     pub what: &'static str,
@@ -119,52 +39,52 @@ pub struct SideRoute {
 pub const SIDE_ROUTES: &[SideRoute] = &[
     SideRoute {
         methods: &["POST"],
-        pattern: &["batches"],
+        pattern: &["v1", "batches"],
         what: "the Batch API (its requests run model turns the proxy never sees)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["messages", "batches", "**"],
+        pattern: &["v1", "messages", "batches", "**"],
         what: "the Message Batches API (its requests declare tools, its results hold the model's calls)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["realtime", "**"],
+        pattern: &["v1", "realtime", "**"],
         what: "the Realtime API (its sessions declare tools and stream calls the proxy cannot judge)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["assistants", "**"],
+        pattern: &["v1", "assistants", "**"],
         what: "the Assistants API (assistants declare tools the proxy never sees)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["threads", "**"],
+        pattern: &["v1", "threads", "**"],
         what: "the Assistants API's threads and runs (runs hand out the model's calls)",
     },
     SideRoute {
         methods: &["GET"],
-        pattern: &["chat", "completions"],
+        pattern: &["v1", "chat", "completions"],
         what: "the list of stored chat completions (they hold the model's calls as it made them)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["chat", "completions", "*", "**"],
+        pattern: &["v1", "chat", "completions", "*", "**"],
         what: "a stored chat completion (it holds the model's calls as it made them)",
     },
     SideRoute {
         methods: &["GET"],
-        pattern: &["responses", "*"],
+        pattern: &["v1", "responses", "*"],
         what: "retrieving a response (a background or stored response holds the model's calls as it made them)",
     },
     SideRoute {
         methods: &["POST"],
-        pattern: &["responses", "*", "cancel"],
+        pattern: &["v1", "responses", "*", "cancel"],
         what: "cancelling a response (the answer holds the model's calls as it made them)",
     },
     SideRoute {
         methods: &["GET"],
-        pattern: &["conversations", "*", "items", "**"],
+        pattern: &["v1", "conversations", "*", "items", "**"],
         what: "a conversation's items (they hold the model's calls as it made them)",
     },
 ];
@@ -173,12 +93,9 @@ pub const SIDE_ROUTES: &[SideRoute] = &[
 /// prefix) fall on, read as leniently as [`normalise`] reads a path.
 pub fn side_route(method: &Method, path: &str) -> Option<&'static SideRoute> {
     let segments = normalise(path);
-    let rest = match segments.split_first() {
-        Some((v1, rest)) if v1 == "v1" => rest,
-        _ => return None,
-    };
     SIDE_ROUTES.iter().find(|r| {
-        (r.methods.is_empty() || r.methods.contains(&method.as_str())) && matches(r.pattern, rest)
+        (r.methods.is_empty() || r.methods.contains(&method.as_str()))
+            && matches(r.pattern, &segments)
     })
 }
 
@@ -209,23 +126,120 @@ pub fn spends_operator_key(method: &Method, path: &str) -> bool {
     listing && (method == Method::GET || method == Method::HEAD)
 }
 
-/// Whether `path` is the canonical path of a judged route, where the
-/// methods passed through (`GET`, `HEAD`, `OPTIONS`) carry no body.
-pub fn is_judged_path(path: &str) -> bool {
-    ROUTES.iter().any(|r| r.path == path)
+/// Every judged route, each dialect's as its folder lists them (the layer
+/// collects them once).
+#[derive(Debug)]
+pub struct Routes {
+    all: Vec<&'static Route>,
 }
 
-/// The API of the judged route `path` names or lies under (an error's
-/// shape is its clients'), with any prefix before it.
-pub fn api_under(path: &str) -> Option<Api> {
-    let path = path.trim_end_matches('/');
-    ROUTES.iter().find_map(|r| {
-        let under = path.ends_with(r.path)
-            || path
-                .find(r.path)
-                .is_some_and(|at| path[at + r.path.len()..].starts_with('/'));
-        r.endpoint.filter(|_| under).map(|e| e.api)
-    })
+impl Routes {
+    /// The routes of every dialect in `tables`.
+    pub fn new<'t>(tables: impl IntoIterator<Item = &'t [Route]>) -> Routes
+    where
+        't: 'static,
+    {
+        Routes {
+            all: tables.into_iter().flatten().collect(),
+        }
+    }
+
+    /// The judged route `path` is the canonical spelling of.
+    fn canonical(&self, path: &str) -> Option<&'static Route> {
+        self.all.iter().copied().find(|r| canonical(r.path, path))
+    }
+
+    /// Whether `path` lies under the root of an API a route is on (`/v1`,
+    /// ...): a request the proxy forwards to a provider.
+    pub fn under_api_root(&self, path: &str) -> bool {
+        let root = path.split('/').nth(1).unwrap_or("");
+        path.starts_with('/')
+            && !root.is_empty()
+            && self
+                .all
+                .iter()
+                .any(|r| r.path.split('/').nth(1) == Some(root))
+    }
+
+    /// Whether `path` is the canonical path of a judged route, where the
+    /// methods passed through (`GET`, `HEAD`, `OPTIONS`) carry no body.
+    pub fn is_judged_path(&self, path: &str) -> bool {
+        self.canonical(path).is_some()
+    }
+
+    /// The API of the judged route `path` names or lies under (an error's
+    /// shape is its clients'), with any prefix before it.
+    pub fn api_under(&self, path: &str) -> Option<Api> {
+        let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+        self.all.iter().find_map(|r| {
+            let want: Vec<&str> = r.path.split('/').skip(1).collect();
+            let under = segments
+                .windows(want.len())
+                .any(|w| w.iter().zip(&want).all(|(s, p)| segment(p, s, false)));
+            r.endpoint.filter(|_| under).map(|e| e.api)
+        })
+    }
+
+    /// Classifies a request: intercept it, refuse it (a non-canonical
+    /// spelling of a judged route is a 400; another method on an
+    /// intercepted route a 405), or handle it as any other path.
+    pub fn classify<'a>(&self, method: &Method, path: &'a str) -> Result<Routed<'a>, ProxyError> {
+        let (preset, rest) = match split_preset_path(path) {
+            Some((name, rest)) => (Some(name), rest),
+            None => (None, path),
+        };
+        let exact = self
+            .canonical(rest)
+            .filter(|_| preset.is_none_or(clean_segment));
+        if let Some(route) = exact {
+            return match route.endpoint {
+                Some(endpoint) if method == Method::POST => Ok(Routed::Intercept {
+                    endpoint,
+                    path: rest,
+                    preset,
+                }),
+                Some(_) if !route.passes.contains(&method.as_str()) => {
+                    Err(ProxyError::RouteMethod {
+                        method: method.to_string(),
+                        path: rest.to_owned(),
+                    })
+                }
+                _ => Ok(Routed::Other),
+            };
+        }
+        // The proxy forwards what follows its own `/preset/NAME` split; a
+        // provider sees that. Both readings are checked.
+        let whole = normalise(path);
+        let mut readings = vec![whole.as_slice()];
+        if whole.first().is_some_and(|s| s == "preset") && whole.len() >= 2 {
+            readings.push(&whole[2..]);
+        }
+        let forwarded = preset.map(|_| normalise(rest));
+        readings.extend(forwarded.as_deref());
+        let hit = self
+            .all
+            .iter()
+            .find(|r| readings.iter().any(|segments| spells(r, segments)));
+        match hit {
+            Some(route) => Err(ProxyError::NonCanonicalPath {
+                path: shorten(path),
+                canonical: match preset {
+                    Some(_) => format!("{0} (or /preset/NAME{0})", route.path),
+                    None => route.path.to_owned(),
+                },
+            }),
+            None => Ok(Routed::Other),
+        }
+    }
+
+    /// The allowed methods of the judged route at canonical `path`, for
+    /// `Allow`.
+    pub fn allowed_methods(&self, path: &str) -> Option<String> {
+        let route = self.canonical(path)?;
+        let mut methods = vec!["POST"];
+        methods.extend(route.passes);
+        Some(methods.join(", "))
+    }
 }
 
 /// What to do with a request, by method and path.
@@ -236,8 +250,9 @@ pub enum Routed<'a> {
     Intercept {
         /// The handler.
         endpoint: Endpoint,
-        /// The route's canonical path, its upstream path too.
-        path: &'static str,
+        /// The request's path after any preset prefix: a route's canonical
+        /// spelling, its upstream path too.
+        path: &'a str,
         /// The preset of the path prefix.
         preset: Option<&'a str>,
     },
@@ -245,77 +260,63 @@ pub enum Routed<'a> {
     Other,
 }
 
-/// Classifies a request: intercept it, refuse it (a non-canonical spelling
-/// of a judged route is a 400; another method on an intercepted route a
-/// 405), or handle it as any other path.
-pub fn classify<'a>(method: &Method, path: &'a str) -> Result<Routed<'a>, ProxyError> {
-    let (preset, rest) = match split_preset_path(path) {
-        Some((name, rest)) => (Some(name), rest),
-        None => (None, path),
-    };
-    let exact = ROUTES
-        .iter()
-        .find(|r| r.path == rest && preset.is_none_or(clean_segment));
-    if let Some(route) = exact {
-        return match route.endpoint {
-            Some(endpoint) if method == Method::POST => Ok(Routed::Intercept {
-                endpoint,
-                path: route.path,
-                preset,
-            }),
-            Some(_) if !route.passes.contains(&method.as_str()) => Err(ProxyError::RouteMethod {
-                method: method.to_string(),
-                path: route.path.to_owned(),
-            }),
-            _ => Ok(Routed::Other),
-        };
-    }
-    // The proxy forwards what follows its own `/preset/NAME` split; a
-    // provider sees that. Both readings are checked.
-    let whole = normalise(path);
-    let mut readings = vec![whole.as_slice()];
-    if whole.first().is_some_and(|s| s == "preset") && whole.len() >= 2 {
-        readings.push(&whole[2..]);
-    }
-    let forwarded = preset.map(|_| normalise(rest));
-    readings.extend(forwarded.as_deref());
-    let hit = ROUTES
-        .iter()
-        .find(|r| readings.iter().any(|segments| spells(r, segments)));
-    match hit {
-        Some(route) => Err(ProxyError::NonCanonicalPath {
-            path: shorten(path),
-            canonical: match preset {
-                Some(_) => format!("{0} (or /preset/NAME{0})", route.path),
-                None => route.path.to_owned(),
-            },
-        }),
-        None => Ok(Routed::Other),
+/// Whether `path` is `pattern` byte for byte, its `{model}` a model's name.
+fn canonical(pattern: &str, path: &str) -> bool {
+    let mut want = pattern.split('/');
+    let mut got = path.split('/');
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return true,
+            (Some(p), Some(s)) if segment(p, s, false) => {}
+            _ => return false,
+        }
     }
 }
 
-/// The allowed methods of the judged route at canonical `path`, for `Allow`.
-pub fn allowed_methods(path: &str) -> Option<String> {
-    let route = ROUTES.iter().find(|r| r.path == path)?;
-    let mut methods = vec!["POST"];
-    methods.extend(route.passes);
-    Some(methods.join(", "))
+/// Whether path segment `s` is pattern segment `p`: equal, or around a
+/// `{model}` the same with a model's name in its place. `lenient` compares
+/// a normalised segment (folded case, any name or none).
+fn segment(p: &str, s: &str, lenient: bool) -> bool {
+    let Some((before, after)) = p.split_once(MODEL) else {
+        return if lenient { fold(p) == s } else { p == s };
+    };
+    let (before, after) = if lenient {
+        (fold(before), fold(after))
+    } else {
+        (before.to_owned(), after.to_owned())
+    };
+    let Some(name) = s
+        .strip_prefix(before.as_str())
+        .and_then(|r| r.strip_suffix(after.as_str()))
+    else {
+        return false;
+    };
+    // Leniently, no name at all is a spelling too: a provider may fill in
+    // a default.
+    lenient
+        || (!name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')))
 }
+
+/// What stands for a model's name in a route's path.
+const MODEL: &str = "{model}";
 
 /// Whether normalised `segments` name `route`.
 fn spells(route: &Route, segments: &[String]) -> bool {
     let want: Vec<&str> = route.path.split('/').filter(|s| !s.is_empty()).collect();
-    if segments.iter().map(String::as_str).eq(want.iter().copied()) {
+    let fits = |got: &[String], want: &[&str]| {
+        got.len() == want.len() && got.iter().zip(want).all(|(s, p)| segment(p, s, true))
+    };
+    if fits(segments, &want) {
         return true;
     }
-    // Without the `/v1` the provider's base path already carries.
+    // Without the version segment the provider's base path already carries.
     let tail = &want[1..];
     route.any_prefix
         && segments.len() >= tail.len()
-        && segments[segments.len() - tail.len()..]
-            .iter()
-            .map(String::as_str)
-            .eq(tail.iter().copied())
+        && fits(&segments[segments.len() - tail.len()..], tail)
 }
 
 /// A path segment a preset name may be spelled with, unambiguously.
@@ -409,7 +410,80 @@ mod tests {
     fn code(method: &str, path: &str) -> Result<Routed<'static>, &'static str> {
         let method: Method = method.parse().unwrap();
         let path: &'static str = Box::leak(path.to_owned().into_boxed_str());
-        classify(&method, path).map_err(|e| e.code())
+        table().classify(&method, path).map_err(|e| e.code())
+    }
+
+    /// The routes the layer serves.
+    fn table() -> Routes {
+        Routes::new([
+            crate::chat::provider::ROUTES,
+            crate::responses::provider::ROUTES,
+            crate::messages::provider::ROUTES,
+        ])
+    }
+
+    /// A route whose path names a model, as Gemini's do.
+    const MODEL_ROUTES: &[Route] = &[Route {
+        path: "/v1beta/models/{model}:generateContent",
+        endpoint: Some(Endpoint::turn(Api::Chat)),
+        passes: &["HEAD", "OPTIONS"],
+        any_prefix: true,
+    }];
+
+    #[test]
+    fn a_route_naming_a_model_is_intercepted_on_its_canonical_spelling_only() {
+        let routes = Routes::new([MODEL_ROUTES]);
+        let at = |method: &str, path: &'static str| {
+            routes
+                .classify(&method.parse().unwrap(), path)
+                .map_err(|e| e.code())
+        };
+        for path in [
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+            "/v1beta/models/gemini_3.pro-preview:generateContent",
+        ] {
+            assert_eq!(
+                at("POST", path),
+                Ok(Routed::Intercept {
+                    endpoint: Endpoint::turn(Api::Chat),
+                    path,
+                    preset: None
+                })
+            );
+            assert_eq!(at("PUT", path), Err("method_not_allowed"));
+            assert_eq!(at("HEAD", path), Ok(Routed::Other));
+            assert!(routes.is_judged_path(path));
+        }
+        for path in [
+            "/v1beta/models/:generateContent",
+            "/v1beta/models/gemini%2D2:generateContent",
+            "/v1beta/models/gemini%3AgenerateContent",
+            "/v1beta/models/Gemini:GenerateContent",
+            "/v1beta/models/gemini:generateContent/",
+            "/v1beta//models/gemini:generateContent",
+            "/v1/projects/p/locations/l/publishers/google/models/gemini:generateContent",
+        ] {
+            assert_eq!(at("POST", path), Err("non_canonical_path"), "{path}");
+        }
+        for path in [
+            "/v1beta/models/gemini:streamGenerateContent",
+            "/v1beta/models/gemini",
+            "/v1beta/models/a/b:generateContent",
+            "/v1beta/models",
+        ] {
+            assert_eq!(at("POST", path), Ok(Routed::Other), "{path}");
+        }
+        assert_eq!(
+            routes
+                .allowed_methods("/v1beta/models/g:generateContent")
+                .as_deref(),
+            Some("POST, HEAD, OPTIONS")
+        );
+        assert_eq!(
+            routes.api_under("/proxy/v1beta/models/g:generateContent"),
+            Some(Api::Chat)
+        );
+        assert_eq!(routes.api_under("/v1beta/models/g:countTokens"), None);
     }
 
     #[test]
@@ -491,7 +565,7 @@ mod tests {
             }
         }
         assert_eq!(
-            allowed_methods("/v1/chat/completions").as_deref(),
+            table().allowed_methods("/v1/chat/completions").as_deref(),
             Some("POST, GET, HEAD, OPTIONS")
         );
     }
@@ -573,6 +647,25 @@ mod tests {
         ] {
             assert_eq!(on(method, path), None, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn the_roots_of_the_routes_are_the_apis_forwarded() {
+        let routes = table();
+        for path in ["/v1", "/v1/", "/v1/models", "/v1/files/f-1"] {
+            assert!(routes.under_api_root(path), "{path}");
+        }
+        for path in [
+            "/",
+            "",
+            "/v1x/models",
+            "/v2/models",
+            "/codemode/presets",
+            "v1/models",
+        ] {
+            assert!(!routes.under_api_root(path), "{path}");
+        }
+        assert!(Routes::new([MODEL_ROUTES]).under_api_root("/v1beta/models"));
     }
 
     #[test]

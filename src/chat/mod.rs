@@ -35,11 +35,12 @@ impl Dialect for Chat {
     type Request = ChatRequest;
     type Judge = StreamJudge;
     const ANSWER: &'static str = "completion";
+    const ROUTES: &'static [crate::api::Route] = provider::ROUTES;
     const PROVIDER: &'static crate::api::Provider = &provider::OPENAI;
     const ERRORS: &'static crate::api::Errors = &provider::ERRORS;
     const TOOLS: &'static crate::tools::ToolReader = &tools::TOOLS;
 
-    fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
+    fn parse(bytes: &[u8], _path: &str) -> Result<ChatRequest, ProxyError> {
         ChatRequest::parse(bytes)
     }
 

@@ -4,7 +4,7 @@
 
 use http::header::AUTHORIZATION;
 
-use crate::api::{Errors, Provider};
+use crate::api::{Api, Endpoint, Errors, Provider, Route};
 use crate::error::ProxyError;
 
 /// OpenAI, or any provider that speaks its API: the operator's key goes as
@@ -17,6 +17,16 @@ pub(crate) static OPENAI: Provider = Provider {
     key_hint: "Authorization: Bearer",
     replaces: &[],
 };
+
+/// Chat Completions' route.
+pub(crate) const ROUTES: &[Route] = &[Route {
+    path: "/v1/chat/completions",
+    endpoint: Some(Endpoint::turn(Api::Chat)),
+    // GET lists stored completions; HEAD and OPTIONS (CORS preflight)
+    // cannot create a turn either.
+    passes: &["GET", "HEAD", "OPTIONS"],
+    any_prefix: true,
+}];
 
 /// `{"error": {"message", "type", "code"}}`, and a stream's final
 /// `data: {"error": ...}` event, which every OpenAI client reads.

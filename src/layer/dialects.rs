@@ -14,6 +14,7 @@ use crate::chat::Chat;
 use crate::error::ProxyError;
 use crate::messages::Messages;
 use crate::responses::Responses;
+use crate::route::Routes;
 use crate::select::Selection;
 use crate::turn::Dialect;
 
@@ -31,6 +32,18 @@ pub(crate) async fn serve(
         Api::Responses => judged::<Responses>(state, inner, selection, route, req).await,
         Api::Messages => judged::<Messages>(state, inner, selection, route, req).await,
     }
+}
+
+/// Every dialect's routes, collected once.
+pub(crate) fn routes() -> &'static Routes {
+    static ROUTES: std::sync::OnceLock<Routes> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| {
+        Routes::new(Api::ALL.map(|api| match api {
+            Api::Chat => Chat::ROUTES,
+            Api::Responses => Responses::ROUTES,
+            Api::Messages => Messages::ROUTES,
+        }))
+    })
 }
 
 /// The shapes `api`'s clients read a failure in.

@@ -16,7 +16,7 @@ use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::observe::ledger::{RequestLedger, Route};
-use crate::route::{classify, Endpoint, Routed};
+use crate::route::{Endpoint, Routed};
 use crate::select::{select, split_preset_path};
 
 /// The proxy as a tower service; built by [`super::CodeModeLayer`].
@@ -86,7 +86,7 @@ where
 /// which methods it takes.
 fn error_response(e: ProxyError, errors: &Errors) -> Response<ProxyBody> {
     let allow = match &e {
-        ProxyError::RouteMethod { path, .. } => crate::route::allowed_methods(path),
+        ProxyError::RouteMethod { path, .. } => dialects::routes().allowed_methods(path),
         _ => None,
     };
     let mut res = e.into_response_in(errors.body);
@@ -110,7 +110,7 @@ async fn route(
     }
     // Judged routes first: the canonical spelling is intercepted, any other
     // spelling refused, so none reaches the provider unjudged.
-    match classify(req.method(), &full_path)? {
+    match dialects::routes().classify(req.method(), &full_path)? {
         Routed::Intercept {
             endpoint,
             path,
@@ -125,7 +125,7 @@ async fn route(
             )?;
             ledger.select(&selection);
             let route = Judged {
-                path,
+                path: path.to_owned(),
                 counting: endpoint.counting,
             };
             return dialects::serve(endpoint.api, &state, inner, selection, route, req).await;
@@ -136,7 +136,7 @@ async fn route(
         Some((name, rest)) => (Some(name), rest),
         None => (None, full_path.as_str()),
     };
-    let is_api = path == "/v1" || path.starts_with("/v1/");
+    let is_api = dialects::routes().under_api_root(path);
     match (req.method(), path) {
         (&Method::GET, "/healthz") if path_preset.is_none() => {
             ledger.set_route(Route::Admin);
@@ -188,7 +188,7 @@ async fn route(
                     });
                 }
             }
-            if crate::route::is_judged_path(path) && has_body(req.headers()) {
+            if dialects::routes().is_judged_path(path) && has_body(req.headers()) {
                 // A read on a judged route: a body there could be served as a
                 // model turn by a gateway that honours a method override.
                 return Err(ProxyError::InvalidRequest(format!(
@@ -226,7 +226,7 @@ fn minted_response(path: &str) -> bool {
 /// `anthropic-version` header is Anthropic's, whatever the path).
 fn errors_for<B>(req: &Request<B>) -> &'static Errors {
     let headers = req.headers();
-    match crate::route::api_under(req.uri().path()) {
+    match dialects::routes().api_under(req.uri().path()) {
         Some(api) if !forward::is_anthropic(headers) => dialects::errors(api),
         _ => forward::unjudged_api(headers).1,
     }

@@ -29,11 +29,12 @@ impl Dialect for Messages {
     type Request = MessagesRequest;
     type Judge = MessagesJudge;
     const ANSWER: &'static str = "message";
+    const ROUTES: &'static [crate::api::Route] = super::provider::ROUTES;
     const PROVIDER: &'static crate::api::Provider = &super::provider::ANTHROPIC;
     const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
     const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
 
-    fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
+    fn parse(bytes: &[u8], _path: &str) -> Result<MessagesRequest, ProxyError> {
         MessagesRequest::parse(bytes)
     }
 

@@ -7,9 +7,26 @@ use http::header::AUTHORIZATION;
 use http::HeaderName;
 use serde_json::{json, Value};
 
-use crate::api::{Errors, Provider};
+use crate::api::{Api, Endpoint, Errors, Provider, Route};
 use crate::error::{anthropic_stream_error_type, ProxyError};
 use crate::sse::named_event;
+
+/// The Messages API's routes: a model request, and its token count.
+pub(crate) const ROUTES: &[Route] = &[
+    Route {
+        path: "/v1/messages",
+        endpoint: Some(Endpoint::turn(Api::Messages)),
+        passes: &["HEAD", "OPTIONS"],
+        // `/v1/threads/ID/messages` is another API (Assistants).
+        any_prefix: false,
+    },
+    Route {
+        path: "/v1/messages/count_tokens",
+        endpoint: Some(Endpoint::count(Api::Messages)),
+        passes: &["HEAD", "OPTIONS"],
+        any_prefix: true,
+    },
+];
 
 /// Anthropic: the operator's key goes in `x-api-key` and stands in for a
 /// client's `Authorization` too (Claude Code sends either).

@@ -28,11 +28,12 @@ impl Dialect for Responses {
     type Request = ResponsesRequest;
     type Judge = ResponsesJudge;
     const ANSWER: &'static str = "response";
+    const ROUTES: &'static [crate::api::Route] = super::provider::ROUTES;
     const PROVIDER: &'static crate::api::Provider = &crate::chat::provider::OPENAI;
     const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
     const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
 
-    fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
+    fn parse(bytes: &[u8], _path: &str) -> Result<ResponsesRequest, ProxyError> {
         ResponsesRequest::parse(bytes)
     }
 

@@ -4,9 +4,25 @@
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use crate::api::Errors;
+use crate::api::{Api, Endpoint, Errors, Route};
 use crate::error::ProxyError;
 use crate::sse::named_event;
+
+/// The Responses API's routes: a model request, and its token count.
+pub(crate) const ROUTES: &[Route] = &[
+    Route {
+        path: "/v1/responses",
+        endpoint: Some(Endpoint::turn(Api::Responses)),
+        passes: &["HEAD", "OPTIONS"],
+        any_prefix: true,
+    },
+    Route {
+        path: "/v1/responses/input_tokens",
+        endpoint: Some(Endpoint::count(Api::Responses)),
+        passes: &["HEAD", "OPTIONS"],
+        any_prefix: true,
+    },
+];
 
 /// OpenAI's error body, and a stream's final `error` event (`type`,
 /// `code`, `message`), as the Responses API writes one. A relayed stream's

@@ -50,6 +50,8 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// What the dialect calls one whole answer, for error messages
     /// ("the completion is not a JSON object").
     const ANSWER: &'static str;
+    /// The routes the API is judged on.
+    const ROUTES: &'static [crate::api::Route];
     /// The provider that serves the API: its URL and the operator's key.
     const PROVIDER: &'static crate::api::Provider;
     /// The shapes the API's clients read a failure in.
@@ -62,8 +64,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
 
     // ----- the request -----
 
-    /// Parses a client body.
-    fn parse(bytes: &[u8]) -> Result<Self::Request, ProxyError>;
+    /// Parses a client body sent to `path` (one of [`Dialect::ROUTES`]'
+    /// canonical spellings, where a route's path names a model or a stream).
+    fn parse(bytes: &[u8], path: &str) -> Result<Self::Request, ProxyError>;
     /// A top-level field of the request, as it came.
     fn field<'a>(request: &'a Self::Request, key: &str) -> Option<&'a RawValue>;
     /// Every tool the request declares, wherever it declares them, as one

@@ -72,7 +72,8 @@ pub(crate) async fn rewritten<D: Dialect>(
     tenant: Tenant,
     bytes: &[u8],
 ) -> Result<(Arc<ToolPlan>, Value), ProxyError> {
-    let mut request = D::parse(bytes)?;
+    // A dry-run names no route; the API's first is the one it reads as.
+    let mut request = D::parse(bytes, D::ROUTES[0].path)?;
     let plan = state.plans.get_or_build_for(
         D::TOOLS,
         D::declared_tools(&request)?.as_deref(),

@@ -23,10 +23,10 @@ use crate::tenant::Tenant;
 use crate::turn::Dialect;
 
 /// A judged route: where it goes upstream, and what it does there.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Route {
     /// The proxy path (`/v1/chat/completions`, ...), the upstream path too.
-    pub(crate) path: &'static str,
+    pub(crate) path: String,
     /// `count_tokens`: rewritten as its model request would be, not judged.
     pub(crate) counting: bool,
 }
@@ -42,7 +42,7 @@ pub(crate) async fn judged<D: Dialect>(
     let (parts, body) = req.into_parts();
     crate::layer::callers::check_json(&parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
-    let uri = D::PROVIDER.uri(&state.config, route.path, parts.uri.query())?;
+    let uri = D::PROVIDER.uri(&state.config, &route.path, parts.uri.query())?;
     let preset = &selection.preset;
     let timeout = state.config.upstream_timeout;
 
@@ -56,7 +56,7 @@ pub(crate) async fn judged<D: Dialect>(
         return Ok(tag(relay(res, D::ERRORS), &selection, None));
     }
 
-    let mut request = D::parse(&bytes)?;
+    let mut request = D::parse(&bytes, &route.path)?;
     if crate::observe::ledger::inspecting() {
         if let Value::String(model) = D::model(&request) {
             crate::observe::ledger::set_model(&model);
