@@ -98,6 +98,9 @@ pub struct Provider {
     /// Client headers the operator's key stands in for (dropped when it
     /// is sent), beside [`Provider::key_header`] itself.
     pub(crate) replaces: &'static [http::HeaderName],
+    /// How its answers name their token counts, which the proxy reads on
+    /// the side of every body (docs/operations.md, "Metrics").
+    pub(crate) usage: &'static crate::observe::usage::Shape,
 }
 
 impl Provider {

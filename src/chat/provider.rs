@@ -16,6 +16,7 @@ pub(crate) static OPENAI: Provider = Provider {
     key_header: AUTHORIZATION,
     key_hint: "Authorization: Bearer",
     replaces: &[],
+    usage: &crate::observe::usage::USAGE,
 };
 
 /// Chat Completions' route.

@@ -247,6 +247,7 @@ pub(crate) async fn passthrough(
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
     let (provider, errors) = unjudged_api(&parts.headers);
+    reads_usage_of(provider);
     let spends = crate::route::spends_operator_key(&parts.method, &path);
     let held = (provider.key)(&state.config).is_some();
     // A pre-flight never carries a credential; the provider answers it.
@@ -264,6 +265,14 @@ pub(crate) async fn passthrough(
     *up.headers_mut() = headers;
     let res = send(inner, up, state.config.upstream_timeout).await?;
     Ok(relay(res, errors))
+}
+
+/// The current request's upstream bodies name their token counts as
+/// `provider`'s answers do.
+pub(crate) fn reads_usage_of(provider: &crate::api::Provider) {
+    if let Some(ledger) = crate::observe::ledger::current() {
+        ledger.set_usage_shape(provider.usage);
+    }
 }
 
 /// An error and its sources, for messages (none of which carry secrets).

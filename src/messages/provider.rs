@@ -37,6 +37,7 @@ pub(crate) static ANTHROPIC: Provider = Provider {
     key_header: HeaderName::from_static("x-api-key"),
     key_hint: "x-api-key",
     replaces: &[AUTHORIZATION],
+    usage: &crate::observe::usage::USAGE,
 };
 
 /// `{"type": "error", "error": {"type", "message"}}`, whole or as a

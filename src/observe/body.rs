@@ -171,9 +171,10 @@ where
 {
     let kind = usage_kind(res.headers());
     let tap = kind.and_then(|kind| {
+        let ledger = ledger::current()?;
         Some(Tap {
-            scanner: UsageScanner::new(kind),
-            ledger: ledger::current()?,
+            scanner: UsageScanner::new(kind, ledger.usage_shape()),
+            ledger,
             reported: Tokens::default(),
             done: false,
         })

@@ -67,6 +67,8 @@ pub struct RequestLedger {
     inspector: Option<Arc<Inspector>>,
     /// The request's `model`, noted only for the inspector.
     model: OnceLock<String>,
+    /// How the request's provider names its token counts, once known.
+    usage_shape: OnceLock<&'static super::usage::Shape>,
     /// Denials whose repair round has not been judged yet (inspector only).
     pending: Mutex<Vec<DenialSeen>>,
 }
@@ -101,6 +103,7 @@ impl RequestLedger {
             metrics,
             inspector: None,
             model: OnceLock::new(),
+            usage_shape: OnceLock::new(),
             pending: Mutex::new(Vec::new()),
         }
     }
@@ -119,6 +122,20 @@ impl RequestLedger {
     /// The request id as text (always ASCII: see [`sane_id`]).
     pub fn id_str(&self) -> &str {
         self.id.to_str().unwrap_or("")
+    }
+
+    /// Reads the provider's answers' token counts in `shape` (the first
+    /// one set holds; [`super::usage::USAGE`] until one is).
+    pub fn set_usage_shape(&self, shape: &'static super::usage::Shape) {
+        let _ = self.usage_shape.set(shape);
+    }
+
+    /// How the provider's answers name their token counts.
+    pub fn usage_shape(&self) -> &'static super::usage::Shape {
+        self.usage_shape
+            .get()
+            .copied()
+            .unwrap_or(&super::usage::USAGE)
     }
 
     /// Records the endpoint that serves the request.

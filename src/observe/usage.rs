@@ -1,13 +1,13 @@
 //! Token usage read on the side of an upstream body, whatever the mode:
 //! the bytes pass unchanged, the scanner only looks at them.
 //!
-//! Every dialect names its usage object `usage` and its counts
-//! `prompt_tokens`/`completion_tokens` (chat completions) or
-//! `input_tokens`/`output_tokens` (Responses, Messages). The object sits at
-//! the top of a JSON body or chat chunk, under `response` in a Responses
+//! Each API names its usage object and its counts in its own [`Shape`]
+//! (its provider's: `usage` with `prompt_tokens`/`completion_tokens` or
+//! `input_tokens`/`output_tokens` for OpenAI and Anthropic). The object sits
+//! at the top of a JSON body or chat chunk, under `response` in a Responses
 //! event and under `message` in a Messages `message_start`. The scanner
-//! finds the last `"usage": {...}` of a JSON body, or of each `data:` line
-//! of an event stream, and parses that object alone. Within one body a later
+//! finds the last such key of a JSON body, or of each `data:` line of an
+//! event stream, and parses that object alone. Within one body a later
 //! count replaces an earlier one: a Messages stream reports input tokens in
 //! `message_start` and the running output count in each `message_delta`.
 
@@ -19,15 +19,46 @@ use serde_json::Value;
 /// scan; a larger one is not read for usage.
 pub const MAX_SCANNED_BYTES: usize = 8 << 20;
 
-const KEY: &[u8] = b"\"usage\"";
-
-/// Searchers for [`KEY`], built once: building one costs more than a
-/// body's search.
-fn finders() -> &'static (memmem::Finder<'static>, memmem::FinderRev<'static>) {
-    static FINDERS: std::sync::OnceLock<(memmem::Finder<'static>, memmem::FinderRev<'static>)> =
-        std::sync::OnceLock::new();
-    FINDERS.get_or_init(|| (memmem::Finder::new(KEY), memmem::FinderRev::new(KEY)))
+/// How an API names its token counts: the key of the object that holds
+/// them, and the names of its input and output counts (a provider may use
+/// either of several).
+pub struct Shape {
+    /// The object's key, quoted as it appears in JSON (`"usage"`).
+    pub key: &'static str,
+    /// The names of the prompt (input) count.
+    pub input: &'static [&'static str],
+    /// The names of the completion (output) count.
+    pub output: &'static [&'static str],
+    /// Searchers for the key, built once: building one costs more than a
+    /// body's search.
+    pub finders: std::sync::OnceLock<(memmem::Finder<'static>, memmem::FinderRev<'static>)>,
 }
+
+impl Shape {
+    fn finders(&self) -> &(memmem::Finder<'static>, memmem::FinderRev<'static>) {
+        self.finders.get_or_init(|| {
+            (
+                memmem::Finder::new(self.key.as_bytes()),
+                memmem::FinderRev::new(self.key.as_bytes()),
+            )
+        })
+    }
+}
+
+impl std::fmt::Debug for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key)
+    }
+}
+
+/// OpenAI's and Anthropic's `usage`, in Chat's names or in the Responses
+/// and Messages ones; what a body is read with when its API is not known.
+pub static USAGE: Shape = Shape {
+    key: "\"usage\"",
+    input: &["prompt_tokens", "input_tokens"],
+    output: &["completion_tokens", "output_tokens"],
+    finders: std::sync::OnceLock::new(),
+};
 
 /// Counts one upstream body reported so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,6 +82,7 @@ pub enum Kind {
 #[derive(Debug)]
 pub struct UsageScanner {
     kind: Kind,
+    shape: &'static Shape,
     /// A JSON body's chunks (shared with the body, not copied) and their length.
     chunks: Vec<Bytes>,
     chunks_len: usize,
@@ -63,10 +95,11 @@ pub struct UsageScanner {
 }
 
 impl UsageScanner {
-    /// A scanner for a body of `kind`.
-    pub fn new(kind: Kind) -> UsageScanner {
+    /// A scanner for a body of `kind`, whose counts are in `shape`.
+    pub fn new(kind: Kind, shape: &'static Shape) -> UsageScanner {
         UsageScanner {
             kind,
+            shape,
             chunks: Vec::new(),
             chunks_len: 0,
             held: Vec::new(),
@@ -154,7 +187,7 @@ impl UsageScanner {
 
     /// Scans whole lines; only a line that holds a usage object is parsed.
     fn scan_lines(&mut self, lines: &[u8]) -> bool {
-        if finders().0.find(lines).is_none() {
+        if self.shape.finders().0.find(lines).is_none() {
             return false;
         }
         let mut changed = false;
@@ -169,10 +202,11 @@ impl UsageScanner {
     /// Reads the last usage object of `bytes` that has a count.
     fn scan(&mut self, bytes: &[u8]) -> bool {
         let mut end = bytes.len();
-        while let Some(at) = finders().1.rfind(&bytes[..end]) {
+        let key = self.shape.key.len();
+        while let Some(at) = self.shape.finders().1.rfind(&bytes[..end]) {
             // Earlier occurrences, overlapping ones included.
-            end = at + KEY.len() - 1;
-            if let Some(found) = counts_at(&bytes[at + KEY.len()..]) {
+            end = at + key - 1;
+            if let Some(found) = counts_at(&bytes[at + key..], self.shape) {
                 let before = self.tokens;
                 if let Some(input) = found.input {
                     self.tokens.input = input;
@@ -187,47 +221,65 @@ impl UsageScanner {
     }
 }
 
-/// The counts a usage object may hold, in either dialect's names. A count
-/// that is not a whole number is left out, as if absent.
-#[derive(serde::Deserialize)]
-struct Usage {
-    #[serde(default, deserialize_with = "count")]
-    prompt_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    completion_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    output_tokens: Option<u64>,
-}
-
-fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    use serde::Deserialize;
-    Ok(Value::deserialize(d)?.as_u64())
-}
-
+#[derive(Default)]
 struct Found {
     input: Option<u64>,
     output: Option<u64>,
 }
 
-/// The counts of the object after a `"usage"` key (`rest` starts after the
+/// Reads the counts `Shape` names off a usage object; every other member
+/// is skipped unparsed. A count that is not a whole number is left out, as
+/// if absent; the first name of a shape's list that is present wins.
+struct Counts(&'static Shape);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Counts {
+    type Value = Found;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Found, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Counts {
+    type Value = Found;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a usage object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
+        // The rank of the name each count was read under: a lower one wins.
+        let (mut found, mut ranks) = (Found::default(), (usize::MAX, usize::MAX));
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let input = self.0.input.iter().position(|n| *n == key);
+            let output = self.0.output.iter().position(|n| *n == key);
+            let (slot, rank, at) = match (input, output) {
+                (Some(at), _) => (&mut found.input, &mut ranks.0, at),
+                (_, Some(at)) => (&mut found.output, &mut ranks.1, at),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            let count = map.next_value::<Value>()?.as_u64();
+            if count.is_some() && at < *rank {
+                (*slot, *rank) = (count, at);
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The counts of the object after a usage key (`rest` starts after the
 /// key's closing quote), if it is one with a count.
-fn counts_at(rest: &[u8]) -> Option<Found> {
+fn counts_at(rest: &[u8], shape: &'static Shape) -> Option<Found> {
     let rest = skip_space(rest);
     let rest = skip_space(rest.strip_prefix(b":")?);
     if !rest.starts_with(b"{") {
         return None;
     }
-    // Only the counts are built; every other member is skipped unparsed.
-    let usage: Usage = serde_json::Deserializer::from_slice(rest)
-        .into_iter::<Usage>()
-        .next()?
-        .ok()?;
-    let found = Found {
-        input: usage.prompt_tokens.or(usage.input_tokens),
-        output: usage.completion_tokens.or(usage.output_tokens),
-    };
+    let mut de = serde_json::Deserializer::from_slice(rest);
+    let found = serde::de::DeserializeSeed::deserialize(Counts(shape), &mut de).ok()?;
     (found.input.is_some() || found.output.is_some()).then_some(found)
 }
 
@@ -246,7 +298,7 @@ mod tests {
     fn every_split(kind: Kind, body: &[u8]) -> Vec<Tokens> {
         (0..=body.len())
             .map(|at| {
-                let mut s = UsageScanner::new(kind);
+                let mut s = UsageScanner::new(kind, &USAGE);
                 s.push(&Bytes::copy_from_slice(&body[..at]));
                 s.push(&Bytes::copy_from_slice(&body[at..]));
                 s.finish();
@@ -272,7 +324,7 @@ mod tests {
     #[test]
     fn responses_json_usage_after_echoed_tools_wins() {
         let body = br#"{"id":"r","tools":[{"parameters":{"properties":{"usage":{"type":"string"}}}}],"usage":{"input_tokens":30,"output_tokens":4}}"#;
-        let mut s = UsageScanner::new(Kind::Json);
+        let mut s = UsageScanner::new(Kind::Json, &USAGE);
         s.push(&Bytes::from_static(body));
         assert!(s.finish());
         assert_eq!(
@@ -330,9 +382,53 @@ event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{
         }
     }
 
+    /// Counts named as Gemini names them: a shape is the API's, not the
+    /// scanner's.
+    static METADATA: Shape = Shape {
+        key: "\"usageMetadata\"",
+        input: &["promptTokenCount"],
+        output: &["candidatesTokenCount"],
+        finders: std::sync::OnceLock::new(),
+    };
+
+    #[test]
+    fn a_shape_names_the_key_and_counts_and_the_last_running_total_wins() {
+        let body = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"usage\"}]}}],\"usageMetadata\":{\"promptTokenCount\":11,\"totalTokenCount\":11}}\r\n\r\n\
+data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":6,\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":11}]},\"usage\":{\"prompt_tokens\":99}}\r\n\r\n";
+        for at in 0..=body.len() {
+            let mut s = UsageScanner::new(Kind::EventStream, &METADATA);
+            s.push(&Bytes::copy_from_slice(&body[..at]));
+            s.push(&Bytes::copy_from_slice(&body[at..]));
+            s.finish();
+            assert_eq!(
+                s.tokens(),
+                Tokens {
+                    input: 11,
+                    output: 6
+                },
+                "cut at {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_first_name_of_a_shape_wins_wherever_it_stands() {
+        let body = br#"{"usage":{"input_tokens":1,"prompt_tokens":2,"output_tokens":"x","completion_tokens":3}}"#;
+        let mut s = UsageScanner::new(Kind::Json, &USAGE);
+        s.push(&Bytes::from_static(body));
+        s.finish();
+        assert_eq!(
+            s.tokens(),
+            Tokens {
+                input: 2,
+                output: 3
+            }
+        );
+    }
+
     #[test]
     fn a_body_without_usage_reports_nothing() {
-        let mut s = UsageScanner::new(Kind::Json);
+        let mut s = UsageScanner::new(Kind::Json, &USAGE);
         s.push(&Bytes::from_static(b"{\"error\":{\"message\":\"no\"}}"));
         assert!(!s.finish());
         assert_eq!(s.tokens(), Tokens::default());

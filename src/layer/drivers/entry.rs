@@ -14,7 +14,7 @@ use super::stores::RequestStores;
 use super::{json as json_turns, streamed};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use crate::layer::forward::{provider_headers, read_client_body, relay, send};
+use crate::layer::forward::{provider_headers, read_client_body, reads_usage_of, relay, send};
 use crate::layer::{State, Upstream};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
@@ -43,6 +43,7 @@ pub(crate) async fn judged<D: Dialect>(
     crate::layer::callers::check_json(&parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let uri = D::PROVIDER.uri(&state.config, &route.path, parts.uri.query())?;
+    reads_usage_of(D::PROVIDER);
     let preset = &selection.preset;
     let timeout = state.config.upstream_timeout;
 
