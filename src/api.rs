@@ -98,6 +98,10 @@ pub struct Provider {
     /// Client headers the operator's key stands in for (dropped when it
     /// is sent), beside [`Provider::key_header`] itself.
     pub(crate) replaces: &'static [http::HeaderName],
+    /// Whether a request no judged route serves is for this provider, by
+    /// its head (Anthropic: `anthropic-version`); a request no provider
+    /// claims goes to the first API's.
+    pub(crate) claims: fn(&http::HeaderMap) -> bool,
     /// How its answers name their token counts, which the proxy reads on
     /// the side of every body (docs/operations.md, "Metrics").
     pub(crate) usage: &'static crate::observe::usage::Shape,

@@ -16,6 +16,8 @@ pub(crate) static OPENAI: Provider = Provider {
     key_header: AUTHORIZATION,
     key_hint: "Authorization: Bearer",
     replaces: &[],
+    // The default: what no other provider claims.
+    claims: |_| false,
     usage: &crate::observe::usage::USAGE,
 };
 

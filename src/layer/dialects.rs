@@ -8,7 +8,7 @@ use http::{Request, Response};
 
 use super::drivers::entry::{judged, Route};
 use super::{State, Upstream};
-use crate::api::{Api, Errors};
+use crate::api::{Api, Errors, Provider};
 use crate::body::ProxyBody;
 use crate::chat::Chat;
 use crate::error::ProxyError;
@@ -53,6 +53,24 @@ pub(crate) fn errors(api: Api) -> &'static Errors {
         Api::Responses => Responses::ERRORS,
         Api::Messages => Messages::ERRORS,
     }
+}
+
+/// The provider that serves `api`.
+pub(crate) fn provider(api: Api) -> &'static Provider {
+    match api {
+        Api::Chat => Chat::PROVIDER,
+        Api::Responses => Responses::PROVIDER,
+        Api::Messages => Messages::PROVIDER,
+    }
+}
+
+/// The provider a request's head names (and its API's error shapes), for
+/// a request no judged route serves and for the shape of its errors.
+pub(crate) fn claiming(headers: &http::HeaderMap) -> Option<(&'static Provider, &'static Errors)> {
+    Api::ALL
+        .into_iter()
+        .find(|&api| (provider(api).claims)(headers))
+        .map(|api| (provider(api), errors(api)))
 }
 
 /// A dry-run's request in `api`, rewritten as its dialect would send it,

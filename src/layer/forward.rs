@@ -111,28 +111,6 @@ fn has_credential(client: &HeaderMap) -> bool {
         .any(|name| client.get(*name).is_some_and(|v| !v.is_empty()))
 }
 
-/// Whether a request is for the Anthropic upstream: it carries
-/// `anthropic-version` (docs/agents.md, "Claude Code and the Messages API").
-pub(crate) fn is_anthropic(client: &HeaderMap) -> bool {
-    client.contains_key("anthropic-version")
-}
-
-/// The provider and error shapes of a request no judged route claims: the
-/// one its headers name.
-pub(crate) fn unjudged_api(client: &HeaderMap) -> (&'static Provider, &'static Errors) {
-    if is_anthropic(client) {
-        (
-            &crate::messages::provider::ANTHROPIC,
-            &crate::messages::provider::ERRORS,
-        )
-    } else {
-        (
-            &crate::chat::provider::OPENAI,
-            &crate::chat::provider::ERRORS,
-        )
-    }
-}
-
 /// Sends `req` upstream; a missing answer within `timeout` is a 504.
 /// The call runs in the request's `chat` span, if it has one
 /// ([`crate::telemetry::Round`]).
@@ -246,7 +224,13 @@ pub(crate) async fn passthrough(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
-    let (provider, errors) = unjudged_api(&parts.headers);
+    let (provider, errors) = super::dialects::claiming(&parts.headers).unwrap_or_else(|| {
+        let first = crate::api::Api::ALL[0];
+        (
+            super::dialects::provider(first),
+            super::dialects::errors(first),
+        )
+    });
     reads_usage_of(provider);
     let spends = crate::route::spends_operator_key(&parts.method, &path);
     let held = (provider.key)(&state.config).is_some();

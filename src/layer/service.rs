@@ -221,15 +221,16 @@ fn minted_response(path: &str) -> bool {
     id.starts_with(crate::responses::embedded::MINTED_RESPONSE_PREFIX)
 }
 
-/// The shapes a request's client reads errors in: the API of the judged
-/// route its path names or lies under, else the one its headers name (an
-/// `anthropic-version` header is Anthropic's, whatever the path).
+/// The shapes a request's client reads errors in: those of the provider
+/// its head names, whatever the path (an `anthropic-version` header is
+/// Anthropic's); else those of the judged route its path names or lies
+/// under; else the first API's.
 fn errors_for<B>(req: &Request<B>) -> &'static Errors {
-    let headers = req.headers();
-    match dialects::routes().api_under(req.uri().path()) {
-        Some(api) if !forward::is_anthropic(headers) => dialects::errors(api),
-        _ => forward::unjudged_api(headers).1,
+    if let Some((_, errors)) = dialects::claiming(req.headers()) {
+        return errors;
     }
+    let api = dialects::routes().api_under(req.uri().path());
+    dialects::errors(api.unwrap_or(Api::ALL[0]))
 }
 
 /// The route a judged request is counted under.

@@ -37,6 +37,8 @@ pub(crate) static ANTHROPIC: Provider = Provider {
     key_header: HeaderName::from_static("x-api-key"),
     key_hint: "x-api-key",
     replaces: &[AUTHORIZATION],
+    // docs/agents.md, "Claude Code and the Messages API".
+    claims: |client| client.contains_key("anthropic-version"),
     usage: &crate::observe::usage::USAGE,
 };
 
