@@ -7,8 +7,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use codemode_proxy::internals::chat;
 use codemode_proxy::internals::runtime::{
-    history, sandbox, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
+    sandbox, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, value::RawValue};
@@ -81,7 +82,7 @@ fn runtime(c: &mut Criterion) {
     group.bench_function("history_rewrite_13_messages_22KB", |b| {
         b.iter(|| {
             let mut m = raw.clone();
-            history::Reader::new(&store, &tenant).rewrite(&mut m, &limits);
+            chat::history::Reader::new(&store, &tenant).rewrite(&mut m, &limits);
             black_box(m)
         })
     });

@@ -72,6 +72,7 @@ pub mod store {
 #[doc(hidden)]
 pub mod internals {
     pub mod chat {
+        pub use crate::chat::history;
         pub use crate::chat::tools::TOOLS;
     }
     pub mod classify {

@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod completion;
+pub mod history;
 pub(crate) mod provider;
 pub mod request;
 pub mod stream;
@@ -19,11 +20,12 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::{Reader, Trailing};
+use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, JudgedCall, ModelTurn, Shape};
+use history::Reader;
 
 pub use request::ChatRequest;
 pub use stream::StreamJudge;
@@ -148,7 +150,7 @@ impl Dialect for Chat {
     }
 
     fn program_pair(exec: &Execution) -> Vec<Value> {
-        crate::runtime::history::pair(exec)
+        history::pair(exec)
     }
 
     fn client_turn(

@@ -1,6 +1,8 @@
-//! The model's view of executions: the client's history holds the nested
-//! traffic (calls with minted ids and their results); the model sees one
-//! `run_code` call and its result instead, on every request.
+//! The model's view of executions, in what every dialect shares: the
+//! client's history holds the nested traffic (calls with minted ids and
+//! their results); the model sees one `run_code` call and its result
+//! instead, on every request. Each dialect reads its own history
+//! (`chat/history.rs`, `responses/history.rs`, `messages/history.rs`).
 //!
 //! Agents end tool loops for their own reasons (a step limit, a user who
 //! moves on), so a history may hold a program that never finished: the
@@ -9,165 +11,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{
-    limit_output, minted_for, now_ms, resolve_call_id, Execution, ExecutionLookup, Limits,
-    MINTED_PREFIX,
-};
-use crate::mode::RUN_CODE;
+use super::{limit_output, minted_for, now_ms, Execution, Limits};
 use crate::sdk::program_call;
 use crate::tenant::Tenant;
-use crate::wire::to_raw;
-
-#[derive(Deserialize)]
-struct Msg<'a> {
-    #[serde(borrow)]
-    role: Option<std::borrow::Cow<'a, str>>,
-    tool_call_id: Option<String>,
-    content: Option<Value>,
-    tool_calls: Option<Vec<CallView>>,
-}
-
-#[derive(Deserialize)]
-struct CallView {
-    id: Option<String>,
-    function: Option<FunctionView>,
-}
-
-#[derive(Deserialize)]
-struct FunctionView {
-    name: Option<String>,
-}
-
-/// A message's relation to executions.
-#[derive(Debug, PartialEq, Eq)]
-enum Kind {
-    /// An assistant turn carrying calls minted for this execution: their
-    /// numbers and the names the client gives them.
-    Nested(String, Vec<(usize, String)>),
-    /// A tool result for a minted call of this execution: `(execution, call number)`.
-    Result(String, usize, String),
-    /// A tool result whose id has the proxy's prefix but is no id it minted.
-    Unplaced(String),
-    Other,
-}
-
-/// Finds executions' calls in one tenant's history.
-pub struct Reader<'a> {
-    store: &'a dyn ExecutionLookup,
-    tenant: &'a Tenant,
-}
-
-impl<'a> Reader<'a> {
-    /// A reader of `tenant`'s histories, finding executions in `store`.
-    pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> Reader<'a> {
-        Reader { store, tenant }
-    }
-
-    fn kind(&self, raw: &RawValue) -> Kind {
-        let text = raw.get();
-        if !may_name_minted(text) {
-            return Kind::Other;
-        }
-        let Ok(m) = serde_json::from_str::<Msg<'_>>(text) else {
-            return Kind::Other;
-        };
-        match m.role.as_deref() {
-            Some("assistant") => {
-                let mut exec = None;
-                let mut calls = Vec::new();
-                for c in m.tool_calls.iter().flatten() {
-                    let Some(id) = c.id.as_deref() else { continue };
-                    let Some((e, n)) = self.resolve(id) else {
-                        continue;
-                    };
-                    if exec.get_or_insert_with(|| e.clone()) == &e {
-                        let name = c.function.as_ref().and_then(|f| f.name.clone());
-                        calls.push((n, name.unwrap_or_default()));
-                    }
-                }
-                exec.map_or(Kind::Other, |e| Kind::Nested(e, calls))
-            }
-            Some("tool") => {
-                let id = m.tool_call_id.unwrap_or_default();
-                match self.resolve(&id) {
-                    Some((e, n)) => Kind::Result(e, n, result_text(m.content)),
-                    None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(id),
-                    None => Kind::Other,
-                }
-            }
-            _ => Kind::Other,
-        }
-    }
-
-    fn resolve(&self, id: &str) -> Option<(String, usize)> {
-        let found = resolve_call_id(id, self.tenant, self.store);
-        if found.is_none() && super::short_form(id).is_some() && !id.starts_with(MINTED_PREFIX) {
-            tracing::warn!(target: "codemode::program", "a call id shaped like a shortened proxy id names no call this proxy holds (its record is gone, or the id is the provider's own): left as it is, so the model sees an ordinary call");
-        }
-        found
-    }
-}
-
-/// Whether `text` may hold a minted call id, whole (`"cm_`) or shortened
-/// (`"cm` and letters or digits).
-fn may_name_minted(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    text.match_indices("\"cm").any(|(i, _)| {
-        bytes
-            .get(i + 3..)
-            .and_then(|rest| rest.first())
-            .is_some_and(|b| *b == b'_' || b.is_ascii_alphanumeric())
-    })
-}
-
-fn result_text(content: Option<Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
-}
-
-/// Whether a message is media an agent sends after tool results, in a user
-/// message, because its provider takes no media in tool results (opencode:
-/// "Attached media from tool result:" and the images): a user message whose
-/// content holds an image, audio or file part.
-fn is_media_carrier(raw: &RawValue) -> bool {
-    #[derive(Deserialize)]
-    struct User<'a> {
-        #[serde(borrow)]
-        role: Option<std::borrow::Cow<'a, str>>,
-        content: Option<Vec<Part<'a>>>,
-    }
-    #[derive(Deserialize)]
-    struct Part<'a> {
-        #[serde(borrow, rename = "type")]
-        kind: Option<std::borrow::Cow<'a, str>>,
-    }
-    let text = raw.get();
-    if !text.contains("\"user\"") {
-        return false;
-    }
-    let Ok(m) = serde_json::from_str::<User<'_>>(text) else {
-        return false;
-    };
-    m.role.as_deref() == Some("user")
-        && m.content.into_iter().flatten().any(|p| {
-            matches!(
-                p.kind.as_deref(),
-                Some("image_url" | "input_audio" | "file" | "image")
-            )
-        })
-}
 
 /// The results the client returns now, for the program waiting on them.
 #[derive(Debug, Default)]
@@ -179,129 +27,6 @@ pub struct Trailing {
     /// `(call number, name)` of each call of the turn that handed them out,
     /// as the client sends that turn back.
     pub calls: Vec<(usize, String)>,
-}
-
-impl Reader<'_> {
-    /// The tool messages after the last assistant turn, when that turn
-    /// carries calls minted for an execution, and any media an agent sent
-    /// after them in a user message (the program resumes; the media reach
-    /// the model after its result).
-    ///
-    /// `Err` names results the proxy cannot place: ids with its prefix
-    /// that it never minted (changed, or made up). They are refused, never
-    /// guessed at.
-    pub fn trailing_results(
-        &self,
-        messages: &[Box<RawValue>],
-    ) -> Result<Option<Trailing>, Vec<String>> {
-        let mut unplaced = Vec::new();
-        let found = self.trailing(messages, &mut unplaced);
-        if unplaced.is_empty() {
-            Ok(found)
-        } else {
-            unplaced.reverse();
-            Err(unplaced)
-        }
-    }
-
-    fn trailing(&self, messages: &[Box<RawValue>], unplaced: &mut Vec<String>) -> Option<Trailing> {
-        // Most requests hold no program at all: a byte scan, no parse.
-        if !messages.iter().any(|m| may_name_minted(m.get())) {
-            return None;
-        }
-        let mut end = messages.len();
-        while end > 0 && is_media_carrier(&messages[end - 1]) {
-            end -= 1;
-        }
-        let carried = end < messages.len();
-        let mut results = Vec::new();
-        for raw in messages[..end].iter().rev() {
-            match self.kind(raw) {
-                Kind::Result(e, n, content) => results.push((e, n, content)),
-                Kind::Unplaced(id) => unplaced.push(id),
-                // Media straight after the calls is the user's own message.
-                Kind::Nested(_, _) if carried && results.is_empty() => return None,
-                Kind::Nested(exec, calls) => {
-                    results.reverse();
-                    let results = results
-                        .into_iter()
-                        .filter(|(e, _, _)| *e == exec)
-                        .map(|(_, n, c)| (n, c))
-                        .collect();
-                    return Some(Trailing {
-                        exec,
-                        results,
-                        calls,
-                    });
-                }
-                Kind::Other => return None,
-            }
-        }
-        None
-    }
-
-    /// Replaces each execution's nested traffic by one `run_code` call and
-    /// its result. A program the conversation moved past before it finished
-    /// is recorded as interrupted. Executions the tenant does not hold
-    /// become a placeholder pair, so the conversation stays well formed:
-    /// another tenant's execution is never looked at.
-    pub fn rewrite(&self, messages: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        if !messages.iter().any(|m| may_name_minted(m.get())) {
-            return;
-        }
-        let kinds: Vec<Kind> = messages.iter().map(|m| self.kind(m)).collect();
-        let mut out = Vec::with_capacity(messages.len());
-        let mut i = 0;
-        while i < messages.len() {
-            let Kind::Nested(exec_id, _) = &kinds[i] else {
-                if !matches!(kinds[i], Kind::Result(..)) {
-                    out.push(messages[i].clone());
-                }
-                i += 1;
-                continue;
-            };
-            // This execution's blocks: its nested turns, their results, and
-            // media an agent sent after results.
-            let mut sent = BTreeMap::new();
-            let mut carried = Vec::new();
-            let mut j = i + 1;
-            while j < messages.len() {
-                match &kinds[j] {
-                    Kind::Nested(e, _) if e == exec_id => {}
-                    Kind::Result(e, n, content) if e == exec_id => {
-                        sent.insert(*n, content.as_str());
-                    }
-                    Kind::Other
-                        if matches!(kinds[j - 1], Kind::Result(..))
-                            || carried.last() == Some(&(j - 1)) =>
-                    {
-                        if !is_media_carrier(&messages[j]) {
-                            break;
-                        }
-                        carried.push(j);
-                    }
-                    _ => break,
-                }
-                j += 1;
-            }
-            let pair = match self.store.get(self.tenant, exec_id) {
-                Some(e) if e.outcome.is_some() => pair(&e),
-                Some(e) => {
-                    let mut e = Execution::clone(&e);
-                    e.outcome = Some(interrupted(&e, &sent, limits));
-                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
-                    let v = pair(&e);
-                    self.store.put(std::sync::Arc::new(e));
-                    v
-                }
-                None => missing_pair(exec_id, self.tenant, limits.lifetime),
-            };
-            out.extend(pair.iter().map(to_raw));
-            out.extend(carried.iter().map(|&k| messages[k].clone()));
-            i = j;
-        }
-        *messages = out;
-    }
 }
 
 /// Bytes of one call's result quoted in an interruption.
@@ -344,28 +69,6 @@ fn quoted(result: &str) -> String {
     format!("{}… [{} bytes in all]", &result[..cut], result.len())
 }
 
-/// The model's view of one execution: its call, and its result once ended.
-pub fn pair(e: &Execution) -> Vec<Value> {
-    let mut v = vec![run_code_turn(e)];
-    if let Some(outcome) = &e.outcome {
-        v.push(json!({"role": "tool", "tool_call_id": e.run_call_id, "content": outcome}));
-        v.extend(e.denials.iter().cloned());
-    }
-    v
-}
-
-/// What the model is told of a program whose record `tenant` does not
-/// have: a `run_code` call and an error it can act on (run it again).
-pub fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
-    let id = format!("{MINTED_PREFIX}{exec_id}");
-    let content = missing_text(exec_id, tenant, lifetime);
-    vec![
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
-               "function": {"name": RUN_CODE, "arguments": "{\"code\":\"/* no longer available */\"}"}}]}),
-        json!({"role": "tool", "tool_call_id": id, "content": content}),
-    ]
-}
-
 /// What the model is told of a program whose record `tenant` does not
 /// have, in any dialect: an error it can act on (run it again).
 pub fn missing_text(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> &'static str {
@@ -380,49 +83,5 @@ pub fn missing_text(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duratio
              Run the program again if its result is still needed."
         }
         None => "Error: this program's record is not available; its result is unknown.",
-    }
-}
-
-/// The assistant turn with the model's `run_code` call, as the model made
-/// it: its whole message as it arrived when the proxy kept one.
-pub fn run_code_turn(e: &Execution) -> Value {
-    if let Some(turn) = e
-        .model_turn
-        .as_deref()
-        .and_then(|t| serde_json::from_str(t).ok())
-    {
-        return turn;
-    }
-    let mut calls = vec![json!({"id": e.run_call_id, "type": "function",
-                                "function": {"name": RUN_CODE, "arguments": json!({"code": e.code}).to_string()}})];
-    calls.extend(e.denied_calls.iter().cloned());
-    json!({"role": "assistant", "content": e.assistant_content, "tool_calls": calls})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn minted_ids_are_spotted_whole_or_shortened() {
-        assert!(may_name_minted(r#"{"tool_call_id":"cm_abc"}"#));
-        assert!(may_name_minted(r#"{"tool_call_id":"cm1a2b3c4"}"#));
-        assert!(!may_name_minted(r#"{"content":"cm"}"#));
-        assert!(!may_name_minted(r#"{"tool_call_id":"call_1"}"#));
-    }
-
-    #[test]
-    fn media_carriers_are_user_messages_with_media() {
-        let raw = |v: Value| to_raw(&v);
-        assert!(is_media_carrier(&raw(json!({"role": "user", "content": [
-            {"type": "text", "text": "Attached media from tool result:"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}))));
-        assert!(!is_media_carrier(&raw(
-            json!({"role": "user", "content": "look at this"})
-        )));
-        assert!(!is_media_carrier(&raw(
-            json!({"role": "assistant", "content": [
-            {"type": "image_url", "image_url": {"url": "x"}}]})
-        )));
     }
 }
