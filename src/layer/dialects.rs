@@ -64,13 +64,27 @@ pub(crate) fn provider(api: Api) -> &'static Provider {
     }
 }
 
-/// The provider a request's head names (and its API's error shapes), for
-/// a request no judged route serves and for the shape of its errors.
-pub(crate) fn claiming(headers: &http::HeaderMap) -> Option<(&'static Provider, &'static Errors)> {
+/// The API whose provider a request's head names (Anthropic's
+/// `anthropic-version`), for a request no judged route serves, the shape
+/// of its errors and a dry-run's dialect.
+pub(crate) fn claiming(headers: &http::HeaderMap) -> Option<Api> {
     Api::ALL
         .into_iter()
         .find(|&api| (provider(api).claims)(headers))
-        .map(|api| (provider(api), errors(api)))
+}
+
+/// The API a body sent with none named is written in (a dry-run's): the
+/// first that recognises it, else the first.
+pub(crate) fn sniff(body: &serde_json::Value) -> Api {
+    let recognises = |api: Api| match api {
+        Api::Chat => Chat::recognises(body),
+        Api::Responses => Responses::recognises(body),
+        Api::Messages => Messages::recognises(body),
+    };
+    Api::ALL
+        .into_iter()
+        .find(|&api| recognises(api))
+        .unwrap_or(Api::ALL[0])
 }
 
 /// A dry-run's request in `api`, rewritten as its dialect would send it,

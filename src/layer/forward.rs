@@ -224,13 +224,8 @@ pub(crate) async fn passthrough(
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
-    let (provider, errors) = super::dialects::claiming(&parts.headers).unwrap_or_else(|| {
-        let first = crate::api::Api::ALL[0];
-        (
-            super::dialects::provider(first),
-            super::dialects::errors(first),
-        )
-    });
+    let api = super::dialects::claiming(&parts.headers).unwrap_or(crate::api::Api::ALL[0]);
+    let (provider, errors) = (super::dialects::provider(api), super::dialects::errors(api));
     reads_usage_of(provider);
     let spends = crate::route::spends_operator_key(&parts.method, &path);
     let held = (provider.key)(&state.config).is_some();

@@ -226,10 +226,8 @@ fn minted_response(path: &str) -> bool {
 /// Anthropic's); else those of the judged route its path names or lies
 /// under; else the first API's.
 fn errors_for<B>(req: &Request<B>) -> &'static Errors {
-    if let Some((_, errors)) = dialects::claiming(req.headers()) {
-        return errors;
-    }
-    let api = dialects::routes().api_under(req.uri().path());
+    let api = dialects::claiming(req.headers())
+        .or_else(|| dialects::routes().api_under(req.uri().path()));
     dialects::errors(api.unwrap_or(Api::ALL[0]))
 }
 

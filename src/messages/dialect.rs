@@ -38,6 +38,14 @@ impl Dialect for Messages {
         MessagesRequest::parse(bytes)
     }
 
+    /// A top-level `system`, or a tool with an `input_schema`.
+    fn recognises(body: &Value) -> bool {
+        let anthropic_tools = body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()));
+        body.get("system").is_some() || anthropic_tools
+    }
+
     fn field<'a>(request: &'a MessagesRequest, key: &str) -> Option<&'a RawValue> {
         request.field(key)
     }

@@ -37,6 +37,12 @@ impl Dialect for Responses {
         ResponsesRequest::parse(bytes)
     }
 
+    /// `input` or `instructions` without `messages`.
+    fn recognises(body: &Value) -> bool {
+        let has = |key: &str| body.get(key).is_some();
+        (has("input") || has("instructions")) && !has("messages")
+    }
+
     fn field<'a>(request: &'a ResponsesRequest, key: &str) -> Option<&'a RawValue> {
         request.field(key)
     }

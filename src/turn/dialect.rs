@@ -76,6 +76,12 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     ) -> Result<Option<std::borrow::Cow<'_, RawValue>>, ProxyError> {
         Ok(Self::field(request, "tools").map(std::borrow::Cow::Borrowed))
     }
+    /// Whether a body sent with no API named (a dry-run's) is written in
+    /// this dialect. Asked of each API in [`crate::api::Api::ALL`]'s order;
+    /// a body none recognises is the first API's.
+    fn recognises(_body: &Value) -> bool {
+        false
+    }
     /// Whether the client asked for a stream.
     fn streams(request: &Self::Request) -> bool;
     /// The request's bytes for the upstream.

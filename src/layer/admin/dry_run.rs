@@ -2,8 +2,9 @@
 //! any of the three wire APIs, without calling upstream.
 //!
 //! The dialect is the `dialect` query parameter (`chat`, `responses`,
-//! `messages`) when given; else an `anthropic-version` header means
-//! Messages; else the body tells ([`sniff`]).
+//! `messages`) when given; else the API a header names (an
+//! `anthropic-version` header means Messages); else the body tells (each
+//! dialect's `recognises`).
 
 use std::sync::Arc;
 
@@ -93,8 +94,8 @@ pub(crate) async fn rewritten<D: Dialect>(
     Ok((plan, request))
 }
 
-/// The dialect of a dry-run: the `dialect` parameter, else an
-/// `anthropic-version` header (Messages), else the body's shape.
+/// The dialect of a dry-run: the `dialect` parameter, else the API a
+/// header names (`anthropic-version`: Messages), else the body's shape.
 fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, ProxyError> {
     if let Some(named) = query.and_then(|q| crate::layer::query::param(q, "dialect")) {
         return Api::ALL
@@ -109,28 +110,12 @@ fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, Pr
                 ))
             });
     }
-    if headers.contains_key("anthropic-version") {
-        return Ok(Api::Messages);
+    if let Some(api) = crate::layer::dialects::claiming(headers) {
+        return Ok(api);
     }
     // A body that is not JSON is refused by the dialect's own reading.
-    Ok(sniff(&serde_json::from_slice(body).unwrap_or(Value::Null)))
-}
-
-/// The dialect a body is written in: `input` without `messages` is a
-/// Responses body; `messages` with a top-level `system` or a tool with an
-/// `input_schema` is a Messages body; anything else is Chat Completions.
-fn sniff(body: &Value) -> Api {
-    let has = |key: &str| body.get(key).is_some();
-    if (has("input") || has("instructions")) && !has("messages") {
-        return Api::Responses;
-    }
-    let anthropic_tools = body["tools"]
-        .as_array()
-        .is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()));
-    if has("system") || anthropic_tools {
-        return Api::Messages;
-    }
-    Api::Chat
+    let body = serde_json::from_slice(body).unwrap_or(Value::Null);
+    Ok(crate::layer::dialects::sniff(&body))
 }
 
 /// The tools on the wire, by name and type, in any dialect's shape.
@@ -155,6 +140,8 @@ fn wire_tools(request: &Value) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::layer::dialects::sniff;
 
     #[test]
     fn the_body_tells_the_dialect() {
