@@ -87,6 +87,10 @@ pub struct Route {
 pub struct Provider {
     /// The base URL requests go to (`CODEMODE_UPSTREAM`, ...).
     pub(crate) base: fn(&crate::config::Config) -> &crate::config::UpstreamBase,
+    /// Whether the base URL holds the API's version (`.../v1`: the proxy's
+    /// `/v1` is dropped from the path), or is the host the whole path goes
+    /// under.
+    pub(crate) base_holds_version: bool,
     /// The operator's key, when the configuration holds one.
     pub(crate) key: fn(&crate::config::Config) -> Option<&http::HeaderValue>,
     /// The variable that holds the key, for messages.
@@ -115,7 +119,13 @@ impl Provider {
         path: &str,
         query: Option<&str>,
     ) -> Result<http::Uri, crate::error::ProxyError> {
-        (self.base)(config).uri_for(path, query).map_err(|e| {
+        let base = (self.base)(config);
+        let uri = if self.base_holds_version {
+            base.uri_for(path, query)
+        } else {
+            base.uri_under(path, query)
+        };
+        uri.map_err(|e| {
             crate::error::ProxyError::InvalidRequest(format!(
                 "the request path cannot be forwarded: {e}"
             ))

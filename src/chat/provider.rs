@@ -11,6 +11,7 @@ use crate::error::ProxyError;
 /// the `Authorization` value the configuration holds (`Bearer KEY`).
 pub(crate) static OPENAI: Provider = Provider {
     base: |c| &c.upstream,
+    base_holds_version: true,
     key: |c| c.upstream_api_key.as_ref(),
     key_var: crate::env_vars::UPSTREAM_API_KEY,
     key_header: AUTHORIZATION,

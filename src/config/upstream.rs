@@ -46,9 +46,19 @@ impl UpstreamBase {
         })
     }
 
-    /// The upstream URI for proxy path `/v1/<rest>` (with its query).
+    /// The upstream URI for proxy path `/v1/<rest>` (with its query): the
+    /// base path holds the version.
     pub fn uri_for(&self, proxy_path: &str, query: Option<&str>) -> Result<Uri, http::Error> {
-        let rest = proxy_path.strip_prefix("/v1").unwrap_or(proxy_path);
+        let rest = match proxy_path.strip_prefix("/v1") {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+            _ => proxy_path,
+        };
+        self.uri_under(rest, query)
+    }
+
+    /// The upstream URI for `path` under the base path, as it is (with its
+    /// query): for a provider whose base holds no version.
+    pub fn uri_under(&self, rest: &str, query: Option<&str>) -> Result<Uri, http::Error> {
         let path = match query {
             Some(q) => format!("{}{rest}?{q}", self.prefix),
             None => format!("{}{rest}", self.prefix),
@@ -95,6 +105,26 @@ mod tests {
         assert_eq!(
             b.uri_for("/v1/models", None).unwrap().to_string(),
             "http://127.0.0.1:9000/models"
+        );
+    }
+
+    #[test]
+    fn only_a_whole_v1_segment_is_the_base_paths() {
+        let b = UpstreamBase::parse("https://api.example.com/v1").unwrap();
+        assert_eq!(
+            b.uri_for("/v1beta/models", None).unwrap().to_string(),
+            "https://api.example.com/v1/v1beta/models"
+        );
+        assert_eq!(
+            b.uri_for("/v1", None).unwrap().to_string(),
+            "https://api.example.com/v1"
+        );
+        let host = UpstreamBase::parse("https://generativelanguage.googleapis.com/").unwrap();
+        assert_eq!(
+            host.uri_under("/v1beta/models/g:generateContent", Some("alt=sse"))
+                .unwrap()
+                .to_string(),
+            "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?alt=sse"
         );
     }
 

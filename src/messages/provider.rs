@@ -32,6 +32,7 @@ pub(crate) const ROUTES: &[Route] = &[
 /// client's `Authorization` too (Claude Code sends either).
 pub(crate) static ANTHROPIC: Provider = Provider {
     base: |c| &c.anthropic_upstream,
+    base_holds_version: true,
     key: |c| c.anthropic_api_key.as_ref(),
     key_var: crate::env_vars::ANTHROPIC_API_KEY,
     key_header: HeaderName::from_static("x-api-key"),
