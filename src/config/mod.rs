@@ -25,6 +25,7 @@ use crate::preset::{Catalog, ConfigFile};
 use crate::sdk::SdkStyle;
 use parse::{bounded, parse_or, positive};
 use presets::{read_config_file, runtime_conflicts};
+use upstream::operator_key;
 
 pub(crate) use crate::env_vars::*;
 
@@ -213,21 +214,8 @@ impl Config {
                 .filter(|n| *n <= 10)
                 .ok_or_else(|| format!("`{v}` is not a whole number from 0 to 10"))
         });
-        let upstream_api_key = get(UPSTREAM_API_KEY).and_then(|key| {
-            match HeaderValue::try_from(format!("Bearer {}", key.trim())) {
-                Ok(mut h) => {
-                    h.set_sensitive(true);
-                    Some(h)
-                }
-                Err(_) => {
-                    fail(
-                        UPSTREAM_API_KEY,
-                        "the key holds characters a header cannot carry (value not shown)".into(),
-                    );
-                    None
-                }
-            }
-        });
+        let upstream_api_key =
+            operator_key(&get, UPSTREAM_API_KEY, |k| format!("Bearer {k}"), &mut fail);
         let default_anthropic = UpstreamBase::parse("https://api.anthropic.com/v1").ok();
         let anthropic_upstream = parse_or(
             &get,
@@ -236,20 +224,7 @@ impl Config {
             &mut fail,
             UpstreamBase::parse,
         );
-        let anthropic_api_key =
-            get(ANTHROPIC_API_KEY).and_then(|key| match HeaderValue::try_from(key.trim()) {
-                Ok(mut h) => {
-                    h.set_sensitive(true);
-                    Some(h)
-                }
-                Err(_) => {
-                    fail(
-                        ANTHROPIC_API_KEY,
-                        "the key holds characters a header cannot carry (value not shown)".into(),
-                    );
-                    None
-                }
-            });
+        let anthropic_api_key = operator_key(&get, ANTHROPIC_API_KEY, str::to_owned, &mut fail);
         let client_select = parse_or(
             &get,
             CLIENT_SELECT,

@@ -55,9 +55,16 @@ fn every_bad_variable_is_reported_at_once() {
 
 #[test]
 fn a_bad_api_key_is_reported_without_its_value() {
-    let errors = from(&[(UPSTREAM_API_KEY, "sk-secret\nvalue")]).unwrap_err();
-    assert_eq!(errors.0[0].var, UPSTREAM_API_KEY);
-    assert!(!errors.to_string().contains("sk-secret"));
+    for var in [UPSTREAM_API_KEY, ANTHROPIC_API_KEY] {
+        let errors = from(&[(var, "sk-secret\nvalue")]).unwrap_err();
+        assert_eq!(errors.0[0].var, var);
+        assert!(!errors.to_string().contains("sk-secret"));
+    }
+    let config = from(&[(UPSTREAM_API_KEY, " sk-a "), (ANTHROPIC_API_KEY, "sk-b")]).unwrap();
+    assert_eq!(config.upstream_api_key.unwrap(), "Bearer sk-a");
+    let anthropic = config.anthropic_api_key.unwrap();
+    assert!(anthropic.is_sensitive());
+    assert_eq!(anthropic, "sk-b");
 }
 
 #[test]

@@ -76,6 +76,30 @@ impl UpstreamBase {
     }
 }
 
+/// An operator's key from `var`, as the header value `header` writes it
+/// (`Bearer KEY`, or the key itself), marked sensitive so no log shows it.
+pub(super) fn operator_key(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    header: fn(&str) -> String,
+    fail: &mut impl FnMut(&'static str, String),
+) -> Option<http::HeaderValue> {
+    let key = get(var)?;
+    match http::HeaderValue::try_from(header(key.trim())) {
+        Ok(mut h) => {
+            h.set_sensitive(true);
+            Some(h)
+        }
+        Err(_) => {
+            fail(
+                var,
+                "the key holds characters a header cannot carry (value not shown)".into(),
+            );
+            None
+        }
+    }
+}
+
 impl std::fmt::Display for UpstreamBase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}://{}{}", self.scheme, self.authority, self.prefix)
