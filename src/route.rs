@@ -135,10 +135,7 @@ pub struct Routes {
 
 impl Routes {
     /// The routes of every dialect in `tables`.
-    pub fn new<'t>(tables: impl IntoIterator<Item = &'t [Route]>) -> Routes
-    where
-        't: 'static,
-    {
+    pub fn new(tables: impl IntoIterator<Item = &'static [Route]>) -> Routes {
         Routes {
             all: tables.into_iter().flatten().collect(),
         }
