@@ -167,12 +167,22 @@ impl Routes {
     /// The API of the judged route `path` names or lies under (an error's
     /// shape is its clients'), with any prefix before it.
     pub fn api_under(&self, path: &str) -> Option<Api> {
-        let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+        // Asked of every request (its errors' shape): a route without a
+        // model's name is found as text, without splitting the path.
+        let path = path.trim_end_matches('/');
         self.all.iter().find_map(|r| {
-            let want: Vec<&str> = r.path.split('/').skip(1).collect();
-            let under = segments
-                .windows(want.len())
-                .any(|w| w.iter().zip(&want).all(|(s, p)| segment(p, s, false)));
+            let under = if r.path.contains(MODEL) {
+                let want: Vec<&str> = r.path.split('/').skip(1).collect();
+                let segments: Vec<&str> = path.split('/').collect();
+                segments
+                    .windows(want.len())
+                    .any(|w| w.iter().zip(&want).all(|(s, p)| segment(p, s, false)))
+            } else {
+                path.ends_with(r.path)
+                    || path
+                        .find(r.path)
+                        .is_some_and(|at| path[at + r.path.len()..].starts_with('/'))
+            };
             r.endpoint.filter(|_| under).map(|e| e.api)
         })
     }
@@ -643,6 +653,22 @@ mod tests {
             ("POST", "/batches"),
         ] {
             assert_eq!(on(method, path), None, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn an_error_takes_the_shape_of_the_route_its_path_lies_under() {
+        let routes = table();
+        for (path, api) in [
+            ("/v1/chat/completions", Some(Api::Chat)),
+            ("/gw/v1/chat/completions/", Some(Api::Chat)),
+            ("/v1/messages/count_tokens", Some(Api::Messages)),
+            ("/v1/messages/batches/b_1", Some(Api::Messages)),
+            ("/v1/responses/resp_1", Some(Api::Responses)),
+            ("/v1/chat/completionsx", None),
+            ("/v1/models", None),
+        ] {
+            assert_eq!(routes.api_under(path), api, "{path}");
         }
     }
 
