@@ -15,11 +15,13 @@ pub enum Api {
     Responses,
     /// `POST /v1/messages` (Anthropic).
     Messages,
+    /// `POST /v1beta/models/{model}:generateContent` (Google's Gemini API).
+    Gemini,
 }
 
 impl Api {
     /// Every API, in the order messages list them.
-    pub const ALL: [Api; 3] = [Api::Chat, Api::Responses, Api::Messages];
+    pub const ALL: [Api; 4] = [Api::Chat, Api::Responses, Api::Messages, Api::Gemini];
 
     /// A short name for logs and cache keys.
     pub fn as_str(self) -> &'static str {
@@ -27,6 +29,7 @@ impl Api {
             Api::Chat => "chat",
             Api::Responses => "responses",
             Api::Messages => "messages",
+            Api::Gemini => "gemini",
         }
     }
 }
@@ -102,6 +105,9 @@ pub struct Provider {
     /// Client headers the operator's key stands in for (dropped when it
     /// is sent), beside [`Provider::key_header`] itself.
     pub(crate) replaces: &'static [http::HeaderName],
+    /// The query parameter a client may send its key in instead (Gemini's
+    /// `?key=`): dropped when the operator's key is sent.
+    pub(crate) key_param: Option<&'static str>,
     /// Whether a request no judged route serves is for this provider, by
     /// its head (Anthropic: `anthropic-version`); a request no provider
     /// claims goes to the first API's.
@@ -112,14 +118,26 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// The provider's URI for proxy path `path` with the request's query.
+    /// The provider's URI for proxy path `path` with the request's query,
+    /// less a key the client put in it when the operator's key is sent
+    /// (`sends_key`): two keys would reach the provider, and the client's
+    /// might be the one it reads.
     pub(crate) fn uri(
         &self,
         config: &crate::config::Config,
         path: &str,
         query: Option<&str>,
+        sends_key: bool,
     ) -> Result<http::Uri, crate::error::ProxyError> {
         let base = (self.base)(config);
+        let kept;
+        let query = match (self.key_param, query) {
+            (Some(param), Some(q)) if sends_key && (self.key)(config).is_some() => {
+                kept = without_param(q, param);
+                (!kept.is_empty()).then_some(kept.as_str())
+            }
+            _ => query,
+        };
         let uri = if self.base_holds_version {
             base.uri_for(path, query)
         } else {
@@ -133,6 +151,25 @@ impl Provider {
     }
 }
 
+/// `query` without its `param=...` pairs.
+fn without_param(query: &str, param: &str) -> String {
+    query
+        .split('&')
+        .filter(|pair| pair.split('=').next() != Some(param))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Whether `query` holds a non-empty `param`.
+pub(crate) fn has_param(query: Option<&str>, param: &str) -> bool {
+    query.is_some_and(|q| {
+        q.split('&').any(|pair| {
+            pair.split_once('=')
+                .is_some_and(|(k, v)| k == param && !v.is_empty())
+        })
+    })
+}
+
 /// The shapes an API's clients read a failure in: a whole error response,
 /// and the final event of a stream that already started.
 pub struct Errors {
@@ -141,4 +178,19 @@ pub struct Errors {
     /// The event that ends a stream with `message` and the proxy's `code`
     /// (docs/errors.md).
     pub(crate) stream: fn(message: &str, code: &str) -> bytes::Bytes,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_in_the_query_is_found_and_dropped_alone() {
+        assert_eq!(without_param("alt=sse&key=abc", "key"), "alt=sse");
+        assert_eq!(without_param("key=abc", "key"), "");
+        assert_eq!(without_param("keys=1&alt=sse", "key"), "keys=1&alt=sse");
+        assert!(has_param(Some("alt=sse&key=k"), "key"));
+        assert!(!has_param(Some("key="), "key"));
+        assert!(!has_param(None, "key"));
+    }
 }

@@ -23,6 +23,10 @@ pub const UPSTREAM_API_KEY: &str = "CODEMODE_UPSTREAM_API_KEY";
 pub const ANTHROPIC_UPSTREAM: &str = "CODEMODE_ANTHROPIC_UPSTREAM";
 /// Key sent to the Anthropic upstream as `x-api-key` in place of the client's.
 pub const ANTHROPIC_API_KEY: &str = "CODEMODE_ANTHROPIC_API_KEY";
+/// The Gemini API's host (the path goes under it whole).
+pub const GEMINI_UPSTREAM: &str = "CODEMODE_GEMINI_UPSTREAM";
+/// Key sent to the Gemini upstream as `x-goog-api-key` in place of the client's.
+pub const GEMINI_API_KEY: &str = "CODEMODE_GEMINI_API_KEY";
 /// Whether clients may pick preset or mode per request.
 pub const CLIENT_SELECT: &str = "CODEMODE_CLIENT_SELECT";
 /// Largest chat-completions request body the proxy reads.

@@ -25,6 +25,7 @@ mod chat;
 mod classify;
 mod conversation;
 mod env_vars;
+mod gemini;
 mod messages;
 mod mode;
 mod plan;
@@ -80,6 +81,15 @@ pub mod internals {
     }
     pub mod api {
         pub use crate::api::Api;
+    }
+    pub mod gemini {
+        pub use crate::gemini::tools::TOOLS;
+        pub mod request {
+            pub use crate::gemini::request::GeminiRequest;
+        }
+        pub mod stream {
+            pub use crate::gemini::stream::GeminiJudge;
+        }
     }
     pub mod messages {
         pub use crate::messages::tools::TOOLS;

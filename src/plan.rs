@@ -256,7 +256,7 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
             end += 1;
         }
         let tools = raw_array(items[i..end].iter().map(|(r, _)| *r));
-        let declared = group.object.to_vec_with("tools", Some(&tools));
+        let declared = group.object.to_vec_with(group.key, Some(&tools));
         parts.push(String::from_utf8_lossy(&declared).into_owned().into());
         i = end;
     }

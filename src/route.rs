@@ -87,6 +87,31 @@ pub const SIDE_ROUTES: &[SideRoute] = &[
         pattern: &["v1", "conversations", "*", "items", "**"],
         what: "a conversation's items (they hold the model's calls as it made them)",
     },
+    SideRoute {
+        methods: &[],
+        pattern: &["v1beta", "cachedContents", "**"],
+        what: "Gemini's cached contents (they declare tools the proxy never sees)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["v1beta", "batches", "**"],
+        what: "Gemini's Batch API (its requests run model turns the proxy never sees)",
+    },
+    SideRoute {
+        methods: &[],
+        pattern: &["v1beta", "interactions", "**"],
+        what: "Gemini's Interactions API (its turns declare tools and hand out calls the proxy never sees)",
+    },
+    SideRoute {
+        methods: &["POST"],
+        pattern: &["v1beta", "**"],
+        what: "a Gemini API method the proxy does not judge (batchGenerateContent, tuned models, ...: their turns may declare tools and hand out calls)",
+    },
+    SideRoute {
+        methods: &["POST"],
+        pattern: &["v1", "models", "**"],
+        what: "Gemini's v1 API (the proxy judges Gemini on /v1beta: send it there)",
+    },
 ];
 
 /// The side route `method` and `path` (what follows a `/preset/NAME`
@@ -121,7 +146,7 @@ pub fn spends_operator_key(method: &Method, path: &str) -> bool {
     let segments = normalise(path);
     let listing = matches!(
         segments.iter().map(String::as_str).collect::<Vec<_>>()[..],
-        ["v1", "models"] | ["v1", "models", _]
+        ["v1" | "v1beta", "models"] | ["v1" | "v1beta", "models", _]
     );
     listing && (method == Method::GET || method == Method::HEAD)
 }

@@ -16,6 +16,7 @@ pub(crate) static OPENAI: Provider = Provider {
     key_var: crate::env_vars::UPSTREAM_API_KEY,
     key_header: AUTHORIZATION,
     key_hint: "Authorization: Bearer",
+    key_param: None,
     replaces: &[],
     // The default: what no other provider claims.
     claims: |_| false,

@@ -76,6 +76,12 @@ pub struct Config {
     /// Sent to the Anthropic upstream as `x-api-key` in place of the
     /// client's key and authorization (marked sensitive).
     pub anthropic_api_key: Option<HeaderValue>,
+    /// The Gemini API's host (`CODEMODE_GEMINI_UPSTREAM`): the whole
+    /// `/v1beta/...` path goes under it.
+    pub gemini_upstream: UpstreamBase,
+    /// Sent to the Gemini upstream as `x-goog-api-key` in place of the
+    /// client's key (header or `?key=`) (marked sensitive).
+    pub gemini_api_key: Option<HeaderValue>,
     /// Per-request selection policy.
     pub client_select: ClientSelect,
     /// Largest chat-completions body read.
@@ -225,6 +231,15 @@ impl Config {
             UpstreamBase::parse,
         );
         let anthropic_api_key = operator_key(&get, ANTHROPIC_API_KEY, str::to_owned, &mut fail);
+        let default_gemini = UpstreamBase::parse("https://generativelanguage.googleapis.com").ok();
+        let gemini_upstream = parse_or(
+            &get,
+            GEMINI_UPSTREAM,
+            default_gemini,
+            &mut fail,
+            UpstreamBase::parse,
+        );
+        let gemini_api_key = operator_key(&get, GEMINI_API_KEY, str::to_owned, &mut fail);
         let client_select = parse_or(
             &get,
             CLIENT_SELECT,
@@ -400,6 +415,7 @@ impl Config {
                 store,
                 log_format,
                 inspector,
+                gemini_upstream,
             ),
         ) {
             (
@@ -430,6 +446,7 @@ impl Config {
                     Some(store),
                     Some(log_format),
                     Some(inspector),
+                    Some(gemini_upstream),
                 ),
             ) if errors.is_empty() => Ok(Config {
                 listen,
@@ -441,6 +458,8 @@ impl Config {
                 upstream_api_key,
                 anthropic_upstream,
                 anthropic_api_key,
+                gemini_upstream,
+                gemini_api_key,
                 client_select,
                 max_body_bytes,
                 upstream_timeout: Duration::from_secs(upstream_timeout),

@@ -12,6 +12,7 @@ use crate::api::{Api, Errors, Provider};
 use crate::body::ProxyBody;
 use crate::chat::Chat;
 use crate::error::ProxyError;
+use crate::gemini::Gemini;
 use crate::messages::Messages;
 use crate::responses::Responses;
 use crate::route::Routes;
@@ -31,6 +32,7 @@ pub(crate) async fn serve(
         Api::Chat => judged::<Chat>(state, inner, selection, route, req).await,
         Api::Responses => judged::<Responses>(state, inner, selection, route, req).await,
         Api::Messages => judged::<Messages>(state, inner, selection, route, req).await,
+        Api::Gemini => judged::<Gemini>(state, inner, selection, route, req).await,
     }
 }
 
@@ -42,6 +44,7 @@ pub(crate) fn routes() -> &'static Routes {
             Api::Chat => Chat::ROUTES,
             Api::Responses => Responses::ROUTES,
             Api::Messages => Messages::ROUTES,
+            Api::Gemini => Gemini::ROUTES,
         }))
     })
 }
@@ -52,6 +55,7 @@ pub(crate) fn errors(api: Api) -> &'static Errors {
         Api::Chat => Chat::ERRORS,
         Api::Responses => Responses::ERRORS,
         Api::Messages => Messages::ERRORS,
+        Api::Gemini => Gemini::ERRORS,
     }
 }
 
@@ -61,6 +65,7 @@ pub(crate) fn provider(api: Api) -> &'static Provider {
         Api::Chat => Chat::PROVIDER,
         Api::Responses => Responses::PROVIDER,
         Api::Messages => Messages::PROVIDER,
+        Api::Gemini => Gemini::PROVIDER,
     }
 }
 
@@ -80,6 +85,7 @@ pub(crate) fn sniff(body: &serde_json::Value) -> Api {
         Api::Chat => Chat::recognises(body),
         Api::Responses => Responses::recognises(body),
         Api::Messages => Messages::recognises(body),
+        Api::Gemini => Gemini::recognises(body),
     };
     Api::ALL
         .into_iter()
@@ -101,5 +107,6 @@ pub(crate) async fn dry_run(
         Api::Chat => rewritten::<Chat>(state, selection, tenant, bytes).await,
         Api::Responses => rewritten::<Responses>(state, selection, tenant, bytes).await,
         Api::Messages => rewritten::<Messages>(state, selection, tenant, bytes).await,
+        Api::Gemini => rewritten::<Gemini>(state, selection, tenant, bytes).await,
     }
 }

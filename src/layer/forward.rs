@@ -104,11 +104,21 @@ pub(crate) fn provider_headers(
 }
 
 /// Whether the client sent a credential of its own (OpenAI's and
-/// Anthropic's headers, and Azure's `api-key`).
-fn has_credential(client: &HeaderMap) -> bool {
+/// Anthropic's headers, Azure's `api-key`, the provider's own key header,
+/// or its key in the query).
+fn has_credential(
+    provider: &crate::api::Provider,
+    client: &HeaderMap,
+    query: Option<&str>,
+) -> bool {
     [header::AUTHORIZATION.as_str(), "x-api-key", "api-key"]
         .iter()
-        .any(|name| client.get(*name).is_some_and(|v| !v.is_empty()))
+        .copied()
+        .chain([provider.key_header.as_str()])
+        .any(|name| client.get(name).is_some_and(|v| !v.is_empty()))
+        || provider
+            .key_param
+            .is_some_and(|p| crate::api::has_param(query, p))
 }
 
 /// Sends `req` upstream; a missing answer within `timeout` is a 504.
@@ -230,7 +240,11 @@ pub(crate) async fn passthrough(
     let spends = crate::route::spends_operator_key(&parts.method, &path);
     let held = (provider.key)(&state.config).is_some();
     // A pre-flight never carries a credential; the provider answers it.
-    if held && !spends && parts.method != http::Method::OPTIONS && !has_credential(&parts.headers) {
+    if held
+        && !spends
+        && parts.method != http::Method::OPTIONS
+        && !has_credential(provider, &parts.headers, parts.uri.query())
+    {
         return Err(ProxyError::OwnCredentialRequired {
             route: format!("{} {path}", parts.method),
             key_var: provider.key_var,
@@ -240,7 +254,7 @@ pub(crate) async fn passthrough(
     let headers = provider_headers(state, provider, &parts.headers, false, spends);
     let mut up = Request::new(body);
     *up.method_mut() = parts.method;
-    *up.uri_mut() = provider.uri(&state.config, &path, parts.uri.query())?;
+    *up.uri_mut() = provider.uri(&state.config, &path, parts.uri.query(), spends)?;
     *up.headers_mut() = headers;
     let res = send(inner, up, state.config.upstream_timeout).await?;
     Ok(relay(res, errors))

@@ -238,5 +238,6 @@ fn route_label(endpoint: Endpoint) -> Route {
         (Api::Chat, false) => Route::Chat,
         (Api::Responses, false) => Route::Responses,
         (Api::Messages, false) => Route::Messages,
+        (Api::Gemini, false) => Route::Gemini,
     }
 }

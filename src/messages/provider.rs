@@ -37,6 +37,7 @@ pub(crate) static ANTHROPIC: Provider = Provider {
     key_var: crate::env_vars::ANTHROPIC_API_KEY,
     key_header: HeaderName::from_static("x-api-key"),
     key_hint: "x-api-key",
+    key_param: None,
     replaces: &[AUTHORIZATION],
     // docs/agents.md, "Claude Code and the Messages API".
     claims: |client| client.contains_key("anthropic-version"),

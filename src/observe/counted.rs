@@ -64,6 +64,8 @@ pub enum Route {
     Responses,
     /// `/v1/messages`.
     Messages,
+    /// Gemini's `:generateContent` and `:streamGenerateContent`.
+    Gemini,
     /// `/v1/messages/count_tokens`.
     CountTokens,
     /// Any other `/v1/*` request.
@@ -76,10 +78,11 @@ pub enum Route {
 
 impl Route {
     /// Every route, in the order of their values.
-    pub const ALL: [Route; 7] = [
+    pub const ALL: [Route; 8] = [
         Route::Chat,
         Route::Responses,
         Route::Messages,
+        Route::Gemini,
         Route::CountTokens,
         Route::Passthrough,
         Route::Admin,
@@ -92,6 +95,7 @@ impl Route {
             Route::Chat => "chat",
             Route::Responses => "responses",
             Route::Messages => "messages",
+            Route::Gemini => "gemini",
             Route::CountTokens => "count_tokens",
             Route::Passthrough => "passthrough",
             Route::Admin => "admin",

@@ -293,7 +293,10 @@ fn namespace(
             )))
         }
     };
-    let group = Arc::new(ToolGroup { object: head });
+    let group = Arc::new(ToolGroup {
+        object: head,
+        key: "tools",
+    });
     for (j, child) in children.into_iter().enumerate() {
         let at = format!("{at}.tools[{j}]");
         let obj = object(&child, &at)?;

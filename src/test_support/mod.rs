@@ -125,6 +125,24 @@ pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
     plan(&crate::messages::tools::TOOLS, tools, mode, runtime)
 }
 
+/// A gemini-cli-like agent on the Gemini API: `read_file`,
+/// `run_shell_command` (Gemini's capitalised schema types), its own
+/// `run_code`, and the provider's Google Search.
+pub fn gemini_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
+    let tools = json!([
+        {"functionDeclarations": [
+            {"name": "read_file", "description": "Reads a file.", "parametersJsonSchema": object("path")},
+            {"name": "run_shell_command", "description": "Runs a command.",
+             "parameters": {"type": "OBJECT", "properties": {"command": {"type": "STRING"}},
+                            "required": ["command"]}},
+            {"name": "run_code", "description": "Run a JavaScript program.",
+             "parametersJsonSchema": object("code")}
+        ]},
+        {"googleSearch": {}}
+    ]);
+    plan(&crate::gemini::tools::TOOLS, tools, mode, runtime)
+}
+
 // ---- driving a judge as the body does ----
 
 /// A stream judge of any dialect.
@@ -148,6 +166,12 @@ impl Judge for ResponsesJudge {
 impl Judge for MessagesJudge {
     fn errored(&self) -> bool {
         MessagesJudge::errored(self)
+    }
+}
+
+impl Judge for crate::gemini::stream::GeminiJudge {
+    fn errored(&self) -> bool {
+        crate::gemini::stream::GeminiJudge::errored(self)
     }
 }
 

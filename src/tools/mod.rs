@@ -44,12 +44,15 @@ pub(crate) fn declared_items(
     serde_json::from_str(tools.get()).map_err(|_| ProxyError::InvalidRequest(message.to_owned()))
 }
 
-/// A group of tools declared together (a Responses `namespace`): its
-/// declaration, whose `tools` the wire rewrites to the ones it keeps.
+/// A group of tools declared together (a Responses `namespace`, a Gemini
+/// `Tool`): its declaration, whose list of tools (under `key`) the wire
+/// rewrites to the ones it keeps.
 #[derive(Debug)]
 pub(crate) struct ToolGroup {
     /// The group's declaration, every field raw.
     pub(crate) object: crate::wire::RawObject,
+    /// The field listing its tools (`tools`, `functionDeclarations`).
+    pub(crate) key: &'static str,
 }
 
 /// One tool of a request, read by its dialect.

@@ -543,43 +543,6 @@ async fn side_apis_are_refused_under_the_lock_in_their_own_shape_and_pass_in_nat
     assert_eq!(reached, routes.len(), "only the native requests reached it");
 }
 
-/// Gemini's API is no dialect yet: its paths are no API root the proxy
-/// forwards, so a gemini-cli request with its tools reaches no provider
-/// unjudged, in any mode (a 404).
-#[tokio::test]
-async fn gemini_requests_reach_no_provider_until_the_proxy_judges_them() {
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true})))
-        .mount(&server)
-        .await;
-    let body = json!({
-        "contents": [{"role": "user", "parts": [{"text": "list the files"}]}],
-        "tools": [{"functionDeclarations": [{"name": "run_shell_command",
-                   "parametersJsonSchema": {"type": "object"}}]}],
-    });
-    for mode in ["code", "native"] {
-        let proxy = start(&server, &[("CODEMODE_MODE", mode)]).await;
-        for at in [
-            "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
-            "/v1beta/models/gemini-2.5-pro:generateContent",
-            "/v1beta/models/gemini-2.5-pro:countTokens",
-            "/preset/code/v1beta/models/gemini-2.5-pro:generateContent",
-        ] {
-            let res = proxy
-                .http
-                .post(proxy.url(at))
-                .header("x-goog-api-key", "k")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), 404, "{mode} {at}");
-        }
-    }
-    assert!(server.received_requests().await.unwrap().is_empty());
-}
-
 #[tokio::test]
 async fn input_tokens_are_counted_on_the_request_as_it_would_be_sent() {
     let server = MockServer::start().await;

@@ -20,6 +20,7 @@ mod egress;
 mod embedded;
 mod errors;
 mod fail_closed;
+mod gemini;
 mod headers;
 mod inspector;
 mod inspector_browser;

@@ -118,23 +118,44 @@ fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, Pr
     Ok(crate::layer::dialects::sniff(&body))
 }
 
-/// The tools on the wire, by name and type, in any dialect's shape.
+/// The tools on the wire, by name and type, in any dialect's shape (a
+/// Gemini `Tool` lists its function declarations, each named, and names
+/// the provider's own tools by their field).
 fn wire_tools(request: &Value) -> Vec<Value> {
     let Some(tools) = request["tools"].as_array() else {
         return Vec::new();
     };
-    tools
-        .iter()
-        .map(|t| {
-            let name = t["function"]["name"]
-                .as_str()
-                .or_else(|| t["name"].as_str())
-                .or_else(|| t["type"].as_str())
-                .unwrap_or("");
-            let kind = t["type"].as_str().unwrap_or("custom");
-            json!({"name": name, "type": kind})
-        })
-        .collect()
+    let mut out = Vec::new();
+    for t in tools {
+        if let Some(group) = t
+            .as_object()
+            .filter(|t| t.get("type").is_none() && t.get("name").is_none())
+        {
+            for (key, value) in group {
+                match value.as_array() {
+                    Some(decls)
+                        if key == "functionDeclarations" || key == "function_declarations" =>
+                    {
+                        out.extend(
+                            decls
+                                .iter()
+                                .map(|d| json!({"name": d["name"], "type": "function"})),
+                        );
+                    }
+                    _ => out.push(json!({"name": key, "type": key})),
+                }
+            }
+            continue;
+        }
+        let name = t["function"]["name"]
+            .as_str()
+            .or_else(|| t["name"].as_str())
+            .or_else(|| t["type"].as_str())
+            .unwrap_or("");
+        let kind = t["type"].as_str().unwrap_or("custom");
+        out.push(json!({"name": name, "type": kind}));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -164,8 +185,14 @@ mod tests {
             pick(Some("dialect=messages"), &h, chat).unwrap(),
             Api::Messages
         );
-        let e = pick(Some("dialect=gemini"), &h, chat).unwrap_err();
-        assert!(e.to_string().contains("chat, responses, messages"));
+        assert_eq!(pick(Some("dialect=gemini"), &h, chat).unwrap(), Api::Gemini);
+        let e = pick(Some("dialect=palm"), &h, chat).unwrap_err();
+        assert!(e.to_string().contains("chat, responses, messages, gemini"));
+        let gemini = br#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}"#;
+        assert_eq!(pick(None, &h, gemini).unwrap(), Api::Gemini);
+        let mut google = HeaderMap::new();
+        google.insert("x-goog-api-key", HeaderValue::from_static("k"));
+        assert_eq!(pick(None, &google, chat).unwrap(), Api::Gemini);
         let mut anthropic = HeaderMap::new();
         anthropic.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
         assert_eq!(pick(None, &anthropic, chat).unwrap(), Api::Messages);

@@ -42,7 +42,7 @@ pub(crate) async fn judged<D: Dialect>(
     let (parts, body) = req.into_parts();
     crate::layer::callers::check_json(&parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
-    let uri = D::PROVIDER.uri(&state.config, &route.path, parts.uri.query())?;
+    let uri = D::PROVIDER.uri(&state.config, &route.path, parts.uri.query(), true)?;
     reads_usage_of(D::PROVIDER);
     let preset = &selection.preset;
     let timeout = state.config.upstream_timeout;

@@ -1,0 +1,183 @@
+//! A whole Gemini answer (`GenerateContentResponse`), judged: the same rule
+//! as on the other dialects, on the parts of its candidates.
+//!
+//! The turn is the first candidate's content. A client that asked for one
+//! candidate gets one; should a provider send more, the calls of every
+//! candidate are judged and the withheld ones never reach the client.
+
+use serde_json::{json, Map, Value};
+
+use super::parts::{ensure_id, is_call_part, judge_part, text_of, CallIds};
+use crate::plan::ToolPlan;
+use crate::turn::{JudgedCall, ModelTurn};
+
+/// Judges a candidate's parts, withholding each call that does not pass;
+/// an id-less call gets one first. The parts as they came (ids given) and
+/// the judged calls.
+pub fn judge_parts(
+    parts: &mut Vec<Value>,
+    plan: &ToolPlan,
+    ids: &mut CallIds,
+) -> (Vec<Value>, Vec<JudgedCall>) {
+    let mut calls = Vec::new();
+    let mut keep = Vec::with_capacity(parts.len());
+    for part in parts.iter_mut() {
+        if is_call_part(part) {
+            ensure_id(part, ids);
+        }
+        match judge_part(part, plan) {
+            Some(call) => {
+                keep.push(call.passed());
+                calls.push(call);
+            }
+            None => keep.push(true),
+        }
+    }
+    let whole = parts.clone();
+    let mut keep = keep.into_iter();
+    parts.retain(|_| keep.next().unwrap_or(false));
+    (whole, calls)
+}
+
+/// The parts of candidate `n`'s content, to judge or change.
+pub fn parts_mut(candidate: &mut Value) -> Option<&mut Vec<Value>> {
+    candidate
+        .get_mut("content")?
+        .get_mut("parts")?
+        .as_array_mut()
+}
+
+/// Judges every call of an answer and withholds from it every call that
+/// does not pass; the turn is the first candidate's.
+pub fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
+    let mut turn = ModelTurn::default();
+    let mut ids = CallIds::new();
+    let Some(Value::Array(candidates)) = answer.get_mut("candidates") else {
+        turn.replay = json!({"role": "model", "parts": []});
+        return turn;
+    };
+    for (n, candidate) in candidates.iter_mut().enumerate() {
+        let Some(parts) = parts_mut(candidate) else {
+            if n == 0 {
+                turn.replay = json!({"role": "model", "parts": []});
+            }
+            continue;
+        };
+        let (whole, calls) = judge_parts(parts, plan, &mut ids);
+        if n == 0 {
+            let text = text_of(&whole);
+            turn.text = (!text.is_empty()).then_some(text);
+            turn.replay = json!({"role": "model", "parts": whole});
+            turn.calls = calls;
+        } else if calls.iter().any(|c| !c.passed()) {
+            tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");
+        }
+    }
+    turn
+}
+
+/// Ends the turn without calls: the model's text stays, and `note` when it
+/// has none; `finishReason` is `STOP`.
+pub fn give_up(answer: &mut Map<String, Value>, note: &str) {
+    let Some(Value::Array(candidates)) = answer.get_mut("candidates") else {
+        answer.insert("candidates".into(), json!([note_candidate(note)]));
+        return;
+    };
+    if candidates.is_empty() {
+        candidates.push(note_candidate(note));
+        return;
+    }
+    for candidate in candidates.iter_mut() {
+        if let Some(parts) = parts_mut(candidate) {
+            parts.retain(|p| !is_call_part(p));
+        }
+    }
+    let first = &mut candidates[0];
+    let has_text = first
+        .get("content")
+        .and_then(|c| c.get("parts"))
+        .and_then(Value::as_array)
+        .is_some_and(|p| !text_of(p).trim().is_empty());
+    if !has_text {
+        match parts_mut(first) {
+            Some(parts) => parts.push(json!({"text": note})),
+            None => {
+                if let Some(c) = first.as_object_mut() {
+                    c.insert(
+                        "content".into(),
+                        json!({"role": "model", "parts": [{"text": note}]}),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(c) = first.as_object_mut() {
+        c.insert("finishReason".into(), json!("STOP"));
+    }
+}
+
+/// A candidate holding only `note`.
+pub fn note_candidate(note: &str) -> Value {
+    json!({"content": {"role": "model", "parts": [{"text": note}]}, "finishReason": "STOP",
+           "index": 0})
+}
+
+/// The text parts of earlier turns go first, as a stream showed them.
+pub fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
+    let texts: Vec<Value> = earlier
+        .iter()
+        .filter_map(|t| t.get("parts").and_then(Value::as_array))
+        .flatten()
+        .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
+        .filter(|p| p["text"].as_str().is_some_and(|t| !t.is_empty()))
+        .map(|p| json!({"text": p["text"]}))
+        .collect();
+    if texts.is_empty() {
+        return;
+    }
+    let Some(first) = answer
+        .get_mut("candidates")
+        .and_then(Value::as_array_mut)
+        .and_then(|c| c.first_mut())
+    else {
+        return;
+    };
+    if let Some(parts) = parts_mut(first) {
+        parts.splice(0..0, texts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mode::{Mode, Runtime};
+    use crate::test_support::gemini_plan;
+
+    #[test]
+    fn a_native_call_in_code_mode_is_withheld_and_given_an_id() {
+        let plan = gemini_plan(Mode::Code, Runtime::Client);
+        let mut answer = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"text": "Reading."},
+            {"functionCall": {"name": "read_file", "args": {"path": "a"}}, "thoughtSignature": "s1"}
+        ]}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 3}});
+        let turn = judge_answer(answer.as_object_mut().unwrap(), &plan);
+        assert_eq!(turn.calls.len(), 1);
+        assert!(!turn.calls[0].passed());
+        assert!(turn.calls[0].id.starts_with("call_cm"));
+        assert_eq!(turn.replay["parts"][1]["thoughtSignature"], "s1");
+        assert_eq!(
+            answer["candidates"][0]["content"]["parts"],
+            json!([{"text": "Reading."}])
+        );
+        assert_eq!(turn.text.as_deref(), Some("Reading."));
+        give_up(answer.as_object_mut().unwrap(), "note");
+        assert_eq!(answer["candidates"][0]["finishReason"], "STOP");
+        assert_eq!(
+            answer["candidates"][0]["content"]["parts"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}

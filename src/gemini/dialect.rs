@@ -1,0 +1,170 @@
+//! Google's Gemini API as a [`Dialect`] of the turn core: `functionCall`
+//! parts in, `functionResponse` parts out.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::answer;
+use super::embedded::{client_answer, pair, replayable};
+use super::history::ContentReader;
+use super::parts::{answer_part, raw_part};
+use super::request::GeminiRequest;
+use super::stream::GeminiJudge;
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::runtime::history::Trailing;
+use crate::runtime::{Execution, ExecutionLookup, Limits};
+use crate::splice::TenantSplices;
+use crate::tenant::Tenant;
+use crate::turn::{Dialect, JudgedCall, ModelTurn};
+
+/// Google's Gemini API.
+pub struct Gemini;
+
+impl Dialect for Gemini {
+    type Request = GeminiRequest;
+    type Judge = GeminiJudge;
+    const ANSWER: &'static str = "response";
+    const ROUTES: &'static [crate::api::Route] = super::provider::ROUTES;
+    const PROVIDER: &'static crate::api::Provider = &super::provider::GOOGLE;
+    const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
+    const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
+    const USAGE: &'static str = "usageMetadata";
+
+    fn parse(bytes: &[u8], path: &str) -> Result<GeminiRequest, ProxyError> {
+        GeminiRequest::parse(bytes, path)
+    }
+
+    /// `contents`, the field no other API has.
+    fn recognises(body: &Value) -> bool {
+        body.get("contents").is_some()
+    }
+
+    fn field<'a>(request: &'a GeminiRequest, key: &str) -> Option<&'a RawValue> {
+        request.field(key)
+    }
+
+    /// The model the path names.
+    fn model(request: &GeminiRequest) -> Value {
+        Value::String(request.model.clone())
+    }
+
+    fn anchor(request: &GeminiRequest) -> crate::conversation::Anchor {
+        request.anchor()
+    }
+
+    fn streams(request: &GeminiRequest) -> bool {
+        request.stream
+    }
+
+    fn to_bytes(request: &GeminiRequest) -> Bytes {
+        request.to_bytes()
+    }
+
+    /// More than one candidate per turn cannot be judged as one turn.
+    fn check(request: &GeminiRequest) -> Result<(), ProxyError> {
+        let count = ["generationConfig", "generation_config"]
+            .iter()
+            .find_map(|k| request.field(k))
+            .and_then(|g| serde_json::from_str::<Value>(g.get()).ok())
+            .and_then(|g| {
+                g.get("candidateCount")
+                    .or_else(|| g.get("candidate_count"))
+                    .and_then(Value::as_u64)
+            });
+        match count {
+            Some(n) if n > 1 => Err(ProxyError::InvalidRequest(format!(
+                "`generationConfig.candidateCount` is {n}: the proxy judges one candidate per \
+                 turn in this tool mode; ask for one (or send the request in native mode)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn rewrite(
+        request: &mut GeminiRequest,
+        plan: &ToolPlan,
+        splices: &TenantSplices,
+    ) -> Result<(), ProxyError> {
+        request.rewrite(plan, splices)
+    }
+
+    fn read_history(
+        request: &mut GeminiRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+        limits: &Limits,
+    ) -> Result<(), ProxyError> {
+        ContentReader::new(store, tenant).rewrite(request.contents_mut(), limits);
+        Ok(())
+    }
+
+    fn trailing_results(
+        request: &GeminiRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<Option<Trailing>, Vec<String>> {
+        ContentReader::new(store, tenant).trailing_results(request.contents())
+    }
+
+    fn push(request: &mut GeminiRequest, items: &[Value]) {
+        request.push_contents(items);
+    }
+
+    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
+        answer::judge_answer(answer, plan)
+    }
+
+    fn give_up(answer: &mut Map<String, Value>, note: &str) {
+        answer::give_up(answer, note);
+    }
+
+    fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
+        answer::open_with(answer, earlier);
+    }
+
+    /// One chunk: a streamed answer's chunks are whole answers.
+    fn as_sse(answer: &Value, _request: &GeminiRequest) -> Bytes {
+        crate::sse::data_event(answer)
+    }
+
+    fn answer_call(call: &JudgedCall, content: &str, _repair: bool) -> Value {
+        answer_part(call, content)
+    }
+
+    fn raw_call(call: &JudgedCall) -> Value {
+        raw_part(call)
+    }
+
+    /// The model's turn as it came (its thought signatures untouched),
+    /// then one user content holding the answers.
+    fn repair_history(replay: &Value, answers: Vec<Value>) -> Vec<Value> {
+        vec![replay.clone(), json!({"role": "user", "parts": answers})]
+    }
+
+    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+        replayable(replay, run_call_id, answered)
+    }
+
+    fn program_pair(exec: &Execution) -> Vec<Value> {
+        pair(exec, &[])
+    }
+
+    fn client_turn(
+        exec: &Execution,
+        range: std::ops::Range<usize>,
+        _plan: &ToolPlan,
+        base: &Value,
+        usage: Option<Value>,
+        model_turn: bool,
+    ) -> Value {
+        client_answer(exec, range, base, usage, model_turn)
+    }
+
+    fn judge(plan: Arc<ToolPlan>, max_repairs: u32) -> GeminiJudge {
+        GeminiJudge::new(plan, max_repairs)
+    }
+}

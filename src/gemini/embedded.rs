@@ -1,0 +1,132 @@
+//! The embedded runtime on the Gemini API: a program's calls reach the
+//! client as `functionCall` parts of a model turn the proxy mints; its
+//! `functionResponse` parts resume the program.
+
+use serde_json::{json, Value};
+
+use super::parts::{function_call, is_call_part, result_part};
+use crate::runtime::Execution;
+
+/// The signature Gemini accepts on a call no model signed (a call the
+/// proxy writes): Gemini 3 refuses a turn's first call without one.
+pub const UNSIGNED: &str = "skip_thought_signature_validator";
+
+/// The answer that hands a program's waiting calls to the client. With
+/// `model_parts`, the first batch carries the model's own parts other than
+/// calls; a batch no model answered reports zero tokens.
+pub fn client_answer(
+    exec: &Execution,
+    range: std::ops::Range<usize>,
+    base: &Value,
+    usage: Option<Value>,
+    model_parts: bool,
+) -> Value {
+    let mut parts = Vec::new();
+    if range.start == 0 && model_parts {
+        if let Some(Ok(turn)) = exec
+            .model_turn
+            .as_deref()
+            .map(serde_json::from_str::<Value>)
+        {
+            parts.extend(
+                turn["parts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| !is_call_part(p))
+                    .cloned(),
+            );
+        }
+    }
+    for (i, n) in range.enumerate() {
+        let call = &exec.calls[n];
+        let args: Value = serde_json::from_str(&call.args).unwrap_or_else(|_| json!({}));
+        let mut part =
+            json!({"functionCall": {"id": exec.call_id(n), "name": call.name, "args": args}});
+        if i == 0 {
+            part["thoughtSignature"] = json!(UNSIGNED);
+        }
+        parts.push(part);
+    }
+    let model = base
+        .get("modelVersion")
+        .or_else(|| base.get("model"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": usage.unwrap_or_else(|| json!({"promptTokenCount": 0,
+            "candidatesTokenCount": 0, "totalTokenCount": 0})),
+        "modelVersion": model,
+    })
+}
+
+/// The ids of a model content's call parts, in order.
+fn call_ids(turn: &Value) -> Option<Vec<&str>> {
+    Some(
+        turn["parts"]
+            .as_array()?
+            .iter()
+            .filter(|p| is_call_part(p))
+            .map(|p| {
+                function_call(p)
+                    .and_then(|c| c.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            })
+            .collect(),
+    )
+}
+
+/// The model's turn as a program's history replays it, when it can be: it
+/// must hold the program's call under `run_call_id`, and every other call
+/// of it must be one the proxy answers (`answered`).
+pub fn replayable(turn: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+    let ids = call_ids(turn)?;
+    let answered: Vec<&str> = answered
+        .iter()
+        .filter_map(|c| call_ids_of_part(c))
+        .collect();
+    let complete = ids.contains(&run_call_id)
+        && ids.len() == answered.len() + 1
+        && ids
+            .iter()
+            .all(|id| *id == run_call_id || answered.contains(id));
+    complete.then(|| turn.to_string())
+}
+
+fn call_ids_of_part(part: &Value) -> Option<&str> {
+    function_call(part)?.get("id")?.as_str()
+}
+
+/// The model's view of one execution: its turn, then a user content with
+/// the program's output and the answers of calls denied beside it, then
+/// `carried` (parts the client sent beside the nested results).
+pub fn pair(e: &Execution, carried: &[Value]) -> Vec<Value> {
+    let turn = e
+        .model_turn
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .unwrap_or_else(|| {
+            let mut parts = vec![json!({"functionCall": {"id": e.run_call_id,
+                "name": crate::mode::RUN_CODE, "args": {"code": e.code}},
+                "thoughtSignature": UNSIGNED})];
+            parts.extend(e.denied_calls.iter().cloned());
+            json!({"role": "model", "parts": parts})
+        });
+    let mut v = vec![turn];
+    if let Some(outcome) = &e.outcome {
+        let error = outcome.starts_with("Error:");
+        let mut parts = vec![result_part(
+            &e.run_call_id,
+            crate::mode::RUN_CODE,
+            outcome,
+            error,
+        )];
+        parts.extend(e.denials.iter().cloned());
+        parts.extend(carried.iter().cloned());
+        v.push(json!({"role": "user", "parts": parts}));
+    }
+    v
+}

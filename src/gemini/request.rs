@@ -1,0 +1,407 @@
+//! A Gemini request (`:generateContent`, `:streamGenerateContent`, and
+//! `:countTokens` bodies), parsed only as deep as the proxy needs, and its
+//! rewrite: the wire tools, `toolConfig`, stored denials of mixed turns and
+//! the prompt sections.
+//!
+//! The model and whether it streams are in the path, not the body. Every
+//! field stays the client's bytes unless the proxy changes it; `contents`
+//! are kept raw one by one, so only a content that takes a splice is
+//! re-written. A `countTokens` body that wraps the whole request
+//! (`generateContentRequest`) is rewritten inside its wrapper.
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::parts::{answered_ids, called, function_response};
+use crate::conversation::Anchor;
+use crate::error::ProxyError;
+use crate::mode::RUN_CODE;
+use crate::plan::ToolPlan;
+use crate::splice::TenantSplices;
+use crate::turn::callable;
+use crate::wire::{raw_array, to_raw, ParseError, RawObject};
+
+/// A Gemini request.
+#[derive(Clone, Debug)]
+pub struct GeminiRequest {
+    /// The request's fields (inside `generateContentRequest` for a
+    /// `countTokens` body that wraps one).
+    object: RawObject,
+    /// A `countTokens` body's own fields around the request it wraps.
+    wrapper: Option<RawObject>,
+    /// The contents, each still the client's bytes unless rewritten;
+    /// `None` when `contents` is absent.
+    contents: Option<Vec<Box<RawValue>>>,
+    /// The path asked for `:streamGenerateContent`.
+    pub stream: bool,
+    /// The model the path names.
+    pub model: String,
+}
+
+/// The fields of a content the rewrite looks at.
+#[derive(Deserialize)]
+struct ContentHead {
+    role: Option<String>,
+    #[serde(default)]
+    parts: Vec<Value>,
+}
+
+fn content_head(raw: &RawValue) -> Option<ContentHead> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+fn parse_object(bytes: &[u8]) -> Result<RawObject, ProxyError> {
+    RawObject::parse(bytes).map_err(|e| match e {
+        ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
+        ParseError::DuplicateKey(key) => ProxyError::DuplicateKey(key),
+    })
+}
+
+/// The first of `keys` the object holds (the REST API takes camelCase and
+/// snake_case field names).
+fn either<'a>(object: &RawObject, keys: [&'a str; 2]) -> &'a str {
+    keys.into_iter()
+        .find(|k| object.get(k).is_some())
+        .unwrap_or(keys[0])
+}
+
+impl GeminiRequest {
+    /// Parses a body sent to `path` (`/v1beta/models/{model}:{method}`).
+    pub fn parse(bytes: &[u8], path: &str) -> Result<GeminiRequest, ProxyError> {
+        let (model, method) = path
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.split_once(':'))
+            .unwrap_or(("", ""));
+        let mut object = parse_object(bytes)?;
+        let mut wrapper = None;
+        if method == "countTokens" {
+            let key = either(
+                &object,
+                ["generateContentRequest", "generate_content_request"],
+            );
+            if let Some(inner) = object.get(key).filter(|r| r.get() != "null") {
+                let inner = parse_object(inner.get().as_bytes())?;
+                wrapper = Some(std::mem::replace(&mut object, inner));
+            }
+        }
+        let contents = match object.get("contents") {
+            None => None,
+            Some(raw) if raw.get() == "null" => None,
+            Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
+                ProxyError::InvalidRequest("`contents` must be an array of Content objects".into())
+            })?),
+        };
+        Ok(GeminiRequest {
+            object,
+            wrapper,
+            contents,
+            stream: method == "streamGenerateContent",
+            model: model.to_owned(),
+        })
+    }
+
+    /// The raw value of a field of the request.
+    pub fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    /// The contents (none when `contents` is absent).
+    pub fn contents(&self) -> &[Box<RawValue>] {
+        self.contents.as_deref().unwrap_or(&[])
+    }
+
+    /// The contents to rewrite (an absent `contents` becomes a list).
+    pub fn contents_mut(&mut self) -> &mut Vec<Box<RawValue>> {
+        self.contents.get_or_insert_with(Vec::new)
+    }
+
+    /// Appends contents (a repair round's model turn and answers).
+    pub fn push_contents(&mut self, new: &[Value]) {
+        self.contents_mut().extend(new.iter().map(to_raw));
+    }
+
+    /// Serialises the request with its current contents.
+    pub fn to_bytes(&self) -> Bytes {
+        let inner = match &self.contents {
+            None => self.object.to_vec(),
+            Some(contents) => {
+                let text = raw_array(contents.iter().map(AsRef::as_ref));
+                if self.object.get("contents").is_some() {
+                    self.object.to_vec_with("contents", Some(&text))
+                } else {
+                    let mut object = self.object.clone();
+                    object.set("contents", to_raw_text(text));
+                    object.to_vec()
+                }
+            }
+        };
+        let Some(wrapper) = &self.wrapper else {
+            return Bytes::from(inner);
+        };
+        let key = either(
+            wrapper,
+            ["generateContentRequest", "generate_content_request"],
+        );
+        Bytes::from(wrapper.to_vec_with(key, Some(&String::from_utf8_lossy(&inner))))
+    }
+
+    /// The conversation this request continues: its first user content.
+    pub fn anchor(&self) -> Anchor {
+        self.contents()
+            .iter()
+            .filter_map(|c| content_head(c))
+            .find(|c| c.role.as_deref().is_none_or(|r| r == "user"))
+            .map_or(Anchor::NONE, |c| Anchor::of_content(&Value::Array(c.parts)))
+    }
+
+    /// Applies the plan: wire tools, `toolConfig`, stored denials, sections.
+    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
+        if let Some(wire) = &plan.wire_tools {
+            self.object.set("tools", wire.clone());
+        }
+        if plan.narrows_tools() {
+            self.narrow_tool_config(plan)?;
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices)?;
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(plan)?;
+        }
+        Ok(())
+    }
+
+    /// `toolConfig.functionCallingConfig.allowedFunctionNames` names only
+    /// tools the wire announces: a name the wire lacks becomes `run_code`
+    /// where the wire has it (the route to that tool), else is dropped; a
+    /// list left empty goes, so the mode applies to what the wire holds.
+    fn narrow_tool_config(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
+        let key = either(&self.object, ["toolConfig", "tool_config"]);
+        let Some(raw) = self.object.get(key).filter(|r| r.get() != "null") else {
+            return Ok(());
+        };
+        let mut config: Value = serde_json::from_str(raw.get())
+            .map_err(|e| ProxyError::InvalidRequest(format!("`{key}`: {e}")))?;
+        let Some(field) = ["functionCallingConfig", "function_calling_config"]
+            .into_iter()
+            .find(|k| config.get(k).is_some())
+        else {
+            return Ok(());
+        };
+        let Some(calling) = config.get_mut(field).and_then(Value::as_object_mut) else {
+            return Ok(());
+        };
+        let list = ["allowedFunctionNames", "allowed_function_names"]
+            .into_iter()
+            .find(|k| calling.contains_key(*k));
+        let Some(list) = list else {
+            return Ok(());
+        };
+        let Some(names) = calling.get(list).and_then(Value::as_array) else {
+            return Err(ProxyError::InvalidRequest(format!(
+                "`{key}.functionCallingConfig.{list}` must be an array of names"
+            )));
+        };
+        let mut kept: Vec<Value> = Vec::new();
+        for name in names {
+            let Some(name) = name.as_str() else {
+                return Err(ProxyError::InvalidRequest(format!(
+                    "`{key}.functionCallingConfig.{list}` must be an array of names"
+                )));
+            };
+            let name = if callable(plan, name) {
+                name
+            } else if callable(plan, RUN_CODE) {
+                RUN_CODE
+            } else {
+                continue;
+            };
+            if !kept.iter().any(|k| k == name) {
+                kept.push(json!(name));
+            }
+        }
+        if kept.is_empty() {
+            calling.remove(list);
+        } else {
+            calling.insert(list.to_owned(), Value::Array(kept));
+        }
+        self.object.set(key, to_raw(&config));
+        Ok(())
+    }
+
+    /// Splices stored denials back into the turns they belong to: a turn
+    /// is found by its answers (the ids the user content's
+    /// `functionResponse`s answer must be exactly a stored turn's); the
+    /// denied calls go at the end of the model content before it (after
+    /// the call that carries the turn's thought signature), their answers
+    /// after the user content's own. Nothing is added twice.
+    fn splice_denials(&mut self, splices: &TenantSplices) -> Result<(), ProxyError> {
+        let anchor = self.anchor();
+        let Some(contents) = &mut self.contents else {
+            return Ok(());
+        };
+        for i in 1..contents.len() {
+            let (Some(model), Some(user)) =
+                (content_head(&contents[i - 1]), content_head(&contents[i]))
+            else {
+                continue;
+            };
+            if model.role.as_deref() != Some("model") || user.role.as_deref() == Some("model") {
+                continue;
+            }
+            let calls = called(&model.parts);
+            let answered: Vec<String> = answered_ids(&calls, &user.parts)
+                .into_iter()
+                .flatten()
+                .collect();
+            if answered.is_empty() {
+                continue;
+            }
+            let Some(splice) = splices.get(&anchor, &answered) else {
+                continue;
+            };
+            let call_id = |v: &Value| {
+                super::parts::function_call(v)
+                    .and_then(|c| c.get("id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            let answer_id = |v: &Value| {
+                function_response(v)
+                    .and_then(|r| r.get("id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            let new_calls: Vec<Value> = splice
+                .denied_calls
+                .iter()
+                .filter(|c| call_id(c).is_none_or(|id| !calls.iter().any(|(c, _)| *c == id)))
+                .cloned()
+                .collect();
+            let new_answers: Vec<Value> = splice
+                .denials
+                .iter()
+                .filter(|a| answer_id(a).is_none_or(|id| !answered.contains(&id)))
+                .cloned()
+                .collect();
+            if !new_calls.is_empty() {
+                contents[i - 1] = with_parts(&contents[i - 1], new_calls, true)?;
+            }
+            if !new_answers.is_empty() {
+                contents[i] = with_parts(&contents[i], new_answers, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the sections into `systemInstruction` as a text part after the
+    /// client's own; no instruction becomes the sections alone.
+    fn append_prompt(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
+        let key = either(&self.object, ["systemInstruction", "system_instruction"]);
+        let part = format!(r#"{{"text":{}}}"#, plan.prompt_json.get());
+        let Some(system) = self.object.get(key).filter(|r| r.get() != "null") else {
+            let text = format!(r#"{{"parts":[{part}]}}"#);
+            self.object.set(key, to_raw_text(text));
+            return Ok(());
+        };
+        if system.get().starts_with('"') {
+            // A plain string, as some SDKs send it: the sections follow it.
+            let joined = crate::wire::join_text(system, &plan.prompt_json).ok_or_else(|| {
+                ProxyError::InvalidRequest(format!("`{key}` must be a Content object"))
+            })?;
+            self.object.set(key, joined);
+            return Ok(());
+        }
+        let mut instruction = RawObject::parse(system.get().as_bytes())
+            .map_err(|_| ProxyError::InvalidRequest(format!("`{key}` must be a Content object")))?;
+        let mut parts: Vec<Box<RawValue>> = match instruction.get("parts") {
+            Some(p) if p.get() != "null" => serde_json::from_str(p.get()).map_err(|_| {
+                ProxyError::InvalidRequest(format!("`{key}.parts` must be an array of parts"))
+            })?,
+            _ => Vec::new(),
+        };
+        parts.push(to_raw_text(part));
+        instruction.set(
+            "parts",
+            to_raw_text(raw_array(parts.iter().map(AsRef::as_ref))),
+        );
+        let text = String::from_utf8_lossy(&instruction.to_vec()).into_owned();
+        self.object.set(key, to_raw_text(text));
+        Ok(())
+    }
+}
+
+/// JSON text the proxy wrote as a raw value.
+fn to_raw_text(text: String) -> Box<RawValue> {
+    RawValue::from_string(text).unwrap_or_else(|_| to_raw(&Value::Null))
+}
+
+/// The content with `new` parts after its own; every other field as sent.
+/// In a model turn (`calls`), the turn's thought signature stays on its
+/// first call: when the model signed a call the client never saw (a
+/// parallel turn signs its first call only), that signature moves to the
+/// first call the client sent back, which Gemini 3 checks for one.
+fn with_parts(
+    content: &RawValue,
+    new: Vec<Value>,
+    calls: bool,
+) -> Result<Box<RawValue>, ProxyError> {
+    let mut object = RawObject::parse(content.get().as_bytes())
+        .map_err(|e| ProxyError::InvalidRequest(format!("a content: {e}")))?;
+    let mut parts: Vec<Value> = match object.get("parts") {
+        Some(p) => serde_json::from_str(p.get())
+            .map_err(|e| ProxyError::InvalidRequest(format!("a content's parts: {e}")))?,
+        None => Vec::new(),
+    };
+    let own = parts.len();
+    parts.extend(new);
+    if calls {
+        move_signature(&mut parts, own);
+    }
+    object.set("parts", to_raw(&parts));
+    Ok(to_raw_text(
+        String::from_utf8_lossy(&object.to_vec()).into_owned(),
+    ))
+}
+
+/// Moves the first signature among `parts[added..]` onto the first call
+/// part of `parts`, when that has none (or the placeholder of a call no
+/// model signed).
+fn move_signature(parts: &mut [Value], added: usize) {
+    let signature = |p: &Value| {
+        p.get("thoughtSignature")
+            .or_else(|| p.get("thought_signature"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let Some(first) = parts
+        .iter()
+        .position(|p| super::parts::function_call(p).is_some())
+    else {
+        return;
+    };
+    if first >= added || signature(&parts[first]).is_some_and(|s| s != super::embedded::UNSIGNED) {
+        return;
+    }
+    let Some((from, sig)) = parts[added..]
+        .iter()
+        .enumerate()
+        .find_map(|(i, p)| signature(p).map(|s| (added + i, s)))
+    else {
+        return;
+    };
+    if let Some(p) = parts[from].as_object_mut() {
+        p.remove("thoughtSignature");
+        p.remove("thought_signature");
+    }
+    if let Some(p) = parts[first].as_object_mut() {
+        p.remove("thought_signature");
+        p.insert("thoughtSignature".into(), Value::String(sig));
+    }
+}
+
+#[cfg(test)]
+mod tests;

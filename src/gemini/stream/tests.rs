@@ -1,0 +1,229 @@
+//! The Gemini stream judge over the shapes the Gemini API streams, each
+//! fed whole, cut at every byte offset and byte by byte: the client's view
+//! is the same every time.
+
+use super::*;
+use crate::mode::{Mode, Runtime};
+use crate::test_support::{gemini_plan, same_at_every_cut, Judged};
+
+fn judge(mode: Mode, runtime: Runtime) -> impl Fn() -> GeminiJudge {
+    let plan = gemini_plan(mode, runtime);
+    move || GeminiJudge::with_ids(plan.clone(), 1, CallIds::under("call_cmT".into()))
+}
+
+/// Chunks as the Gemini API streams them: `data:` lines ending in CRLF.
+fn sse(chunks: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in chunks {
+        out.extend_from_slice(format!("data: {c}\r\n\r\n").as_bytes());
+    }
+    out
+}
+
+fn chunk(parts: Value, finish: Option<&str>, prompt: u64, out: u64) -> Value {
+    let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+    if let Some(f) = finish {
+        candidate["finishReason"] = json!(f);
+    }
+    json!({"candidates": [candidate],
+           "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": out,
+                             "totalTokenCount": prompt + out},
+           "modelVersion": "gemini-2.5-pro", "responseId": "r1"})
+}
+
+/// The chunks the client got, parsed.
+fn chunks(run: &Judged) -> Vec<Value> {
+    String::from_utf8(run.client.clone())
+        .unwrap()
+        .replace("\r\n", "\n")
+        .split("\n\n")
+        .filter_map(|e| e.trim().strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+fn parts_of(chunks: &[Value]) -> Vec<Value> {
+    chunks
+        .iter()
+        .flat_map(|c| {
+            c["candidates"][0]["content"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn text_passes_as_the_providers_bytes() {
+    let bytes = sse(&[
+        chunk(json!([{"text": "Hel"}]), None, 5, 1),
+        chunk(json!([{"text": "lo"}]), Some("STOP"), 5, 2),
+    ]);
+    let run = same_at_every_cut("text", &bytes, judge(Mode::Code, Runtime::Client));
+    // Unchanged chunks go out byte for byte; the held end, decided, as
+    // the proxy writes it.
+    assert!(run.client.starts_with(&bytes[..bytes.len() / 2 - 20]));
+    let got = chunks(&run);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1]["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(got[1]["usageMetadata"]["candidatesTokenCount"], 2);
+    assert!(matches!(run.end, RoundEnd::Done { splice: None }));
+}
+
+#[test]
+fn a_native_call_in_code_mode_never_reaches_the_client_and_is_repaired() {
+    let bytes = sse(&[
+        chunk(json!([{"text": "Let me read it."}]), None, 5, 1),
+        chunk(
+            json!([{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}},
+                    "thoughtSignature": "sig1"}]),
+            Some("STOP"),
+            5,
+            9,
+        ),
+    ]);
+    let run = same_at_every_cut("native call", &bytes, judge(Mode::Code, Runtime::Client));
+    let text = String::from_utf8_lossy(&run.client);
+    assert!(!text.contains("read_file"), "{text}");
+    assert!(
+        !text.contains("finishReason"),
+        "the round's end is hidden: {text}"
+    );
+    assert!(!text.contains("usageMetadata\":{\"promptTokenCount\":5,\"candidatesTokenCount\":9"));
+    let RoundEnd::Repair { messages } = &run.end else {
+        panic!("a repair: {:?}", run.end);
+    };
+    // The model's turn as it came (its signature kept, an id given), then
+    // the answer naming the route through run_code.
+    assert_eq!(messages[0]["parts"][1]["thoughtSignature"], "sig1");
+    assert_eq!(messages[0]["parts"][1]["functionCall"]["id"], "call_cmT_1");
+    let answer = &messages[1]["parts"][0]["functionResponse"];
+    assert_eq!(answer["id"], "call_cmT_1");
+    assert_eq!(answer["name"], "read_file");
+    assert!(answer["response"]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("UNKNOWN_TOOL"));
+}
+
+#[test]
+fn run_code_passes_with_an_id_and_the_end_carries_the_usage() {
+    let bytes = sse(&[
+        chunk(
+            json!([{"functionCall": {"name": "run_code", "args": {"code": "return 1"}},
+                    "thoughtSignature": "s"}]),
+            None,
+            7,
+            3,
+        ),
+        chunk(json!([{"text": ""}]), Some("STOP"), 7, 4),
+        json!({"usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 5,
+                                 "totalTokenCount": 12}, "modelVersion": "gemini-2.5-pro"}),
+    ]);
+    let run = same_at_every_cut("run_code", &bytes, judge(Mode::Code, Runtime::Client));
+    let got = chunks(&run);
+    let parts = parts_of(&got);
+    assert_eq!(parts[0]["functionCall"]["id"], "call_cmT_1");
+    assert_eq!(parts[0]["thoughtSignature"], "s");
+    assert_eq!(
+        got.last().unwrap()["usageMetadata"]["candidatesTokenCount"],
+        5
+    );
+    assert!(matches!(run.end, RoundEnd::Done { splice: None }));
+}
+
+#[test]
+fn parallel_calls_with_one_signature_splice_the_denied_one() {
+    let bytes = sse(&[chunk(
+        json!([
+            {"functionCall": {"name": "run_code", "args": {"code": "1"}, "id": "a"},
+             "thoughtSignature": "s"},
+            {"functionCall": {"name": "run_shell_command", "args": {"command": "ls"}, "id": "b"}}
+        ]),
+        Some("STOP"),
+        3,
+        3,
+    )]);
+    let run = same_at_every_cut("parallel", &bytes, judge(Mode::Code, Runtime::Client));
+    let parts = parts_of(&chunks(&run));
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0]["functionCall"]["id"], "a");
+    let RoundEnd::Done {
+        splice: Some((keys, splice)),
+    } = &run.end
+    else {
+        panic!("a splice: {:?}", run.end);
+    };
+    assert_eq!(keys, &["a".to_owned()]);
+    assert_eq!(splice.denied_calls[0]["functionCall"]["id"], "b");
+    assert_eq!(splice.denials[0]["functionResponse"]["id"], "b");
+}
+
+#[test]
+fn past_the_repair_bound_the_client_gets_the_note_and_a_stop() {
+    let bytes = sse(&[chunk(
+        json!([{"functionCall": {"name": "read_file", "args": {"path": "a"}}}]),
+        Some("STOP"),
+        3,
+        3,
+    )]);
+    let plan = gemini_plan(Mode::Code, Runtime::Client);
+    let run = same_at_every_cut("give up", &bytes, move || {
+        GeminiJudge::with_ids(plan.clone(), 0, CallIds::under("call_cmT".into()))
+    });
+    let got = chunks(&run);
+    let parts = parts_of(&got);
+    assert_eq!(parts.len(), 1);
+    assert!(parts[0]["text"].as_str().unwrap().contains("repair limit"));
+    assert_eq!(got[0]["candidates"][0]["finishReason"], "STOP");
+    assert!(matches!(run.end, RoundEnd::Done { splice: None }));
+}
+
+#[test]
+fn an_unknown_part_is_judged_as_a_call() {
+    let bytes = sse(&[chunk(
+        json!([{"toolCall": {"name": "read_file", "args": {}}}]),
+        Some("STOP"),
+        3,
+        3,
+    )]);
+    let run = same_at_every_cut("unknown part", &bytes, judge(Mode::Code, Runtime::Client));
+    assert!(!String::from_utf8_lossy(&run.client).contains("toolCall"));
+    assert!(matches!(run.end, RoundEnd::Repair { .. }));
+}
+
+#[test]
+fn the_embedded_runtime_holds_the_program_and_hides_the_end() {
+    let bytes = sse(&[
+        chunk(json!([{"text": "Running."}]), None, 3, 1),
+        chunk(
+            json!([{"functionCall": {"name": "run_code", "args": {"code": "return 2"}}}]),
+            Some("STOP"),
+            3,
+            3,
+        ),
+    ]);
+    let run = same_at_every_cut("program", &bytes, judge(Mode::Code, Runtime::Embedded));
+    let text = String::from_utf8_lossy(&run.client);
+    assert!(
+        text.contains("Running.") && !text.contains("run_code"),
+        "{text}"
+    );
+    let RoundEnd::Program(program) = &run.end else {
+        panic!("a program: {:?}", run.end);
+    };
+    assert_eq!(program.id, "call_cmT_1");
+    assert_eq!(program.arguments, r#"{"code":"return 2"}"#);
+}
+
+#[test]
+fn an_error_chunk_reaches_the_client_and_ends_the_turn() {
+    let mut bytes = sse(&[chunk(json!([{"text": "Hi"}]), None, 3, 1)]);
+    bytes.extend_from_slice(
+        b"data: {\"error\":{\"code\":503,\"message\":\"overloaded\",\"status\":\"UNAVAILABLE\"}}\r\n\r\n",
+    );
+    let run = same_at_every_cut("error", &bytes, judge(Mode::Code, Runtime::Client));
+    assert!(run.errored);
+    assert!(String::from_utf8_lossy(&run.client).contains("UNAVAILABLE"));
+}

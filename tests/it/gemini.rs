@@ -1,0 +1,455 @@
+//! The Gemini API through the proxy (docs/agents.md, "gemini-cli and the
+//! Gemini API"): what only this dialect has, beyond the scenario table:
+//! calls without ids, the model and the stream in the path, Google's key
+//! in a header or the query, the routes it refuses, its error shape, and
+//! a program whose nested calls a client answers without echoing ids.
+
+use crate::common::{self, start, Script};
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const GENERATE: &str = "/v1beta/models/gemini-2.5-pro:generateContent";
+const STREAM: &str = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse";
+
+/// A Gemini provider answering every model method with `answers` in order
+/// (as a stream when the path asks for one).
+async fn gemini_provider(answers: Vec<Value>) -> MockServer {
+    let server = MockServer::start().await;
+    let json = Script::new(
+        answers
+            .iter()
+            .map(|a| ResponseTemplate::new(200).set_body_json(a.clone())),
+    );
+    let sse = Script::new(answers.iter().map(|a| {
+        ResponseTemplate::new(200).set_body_raw(
+            format!("data: {a}\r\n\r\n").into_bytes(),
+            "text/event-stream",
+        )
+    }));
+    Mock::given(method("POST"))
+        .and(path_regex(":generateContent$"))
+        .respond_with(json)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path_regex(":streamGenerateContent$"))
+        .respond_with(sse)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path_regex(":countTokens$"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"totalTokens": 42})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"models": []})))
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn gemini_proxy(server: &MockServer, vars: &[(&str, &str)]) -> common::Proxy {
+    let mut all = vec![("CODEMODE_GEMINI_UPSTREAM", server.uri())];
+    all.extend(vars.iter().map(|(k, v)| (*k, v.to_string())));
+    let all: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    start(server, &all).await
+}
+
+fn answer(parts: Value) -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                           "index": 0}],
+           "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2, "totalTokenCount": 12},
+           "modelVersion": "gemini-2.5-pro"})
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"functionCall": {"name": name, "args": args}})
+}
+
+fn tools() -> Value {
+    json!([{"functionDeclarations": [
+        {"name": "read_file", "description": "Reads a file.",
+         "parametersJsonSchema": {"type": "object", "properties": {"path": {"type": "string"}},
+                                  "required": ["path"]}},
+        {"name": "write_file", "description": "Writes a file.",
+         "parametersJsonSchema": {"type": "object", "properties": {"path": {"type": "string"},
+                                  "content": {"type": "string"}}, "required": ["path", "content"]}}
+    ]}])
+}
+
+fn request(contents: Value) -> Value {
+    json!({"contents": contents, "tools": tools(),
+           "systemInstruction": {"parts": [{"text": "You are an agent."}]}})
+}
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "parts": [{"text": text}]})
+}
+
+async fn bodies(server: &MockServer) -> Vec<(String, Value)> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| {
+            (
+                format!(
+                    "{}{}",
+                    r.url.path(),
+                    r.url.query().map(|q| format!("?{q}")).unwrap_or_default()
+                ),
+                serde_json::from_slice(&r.body).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn wire_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| {
+            t["functionDeclarations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|d| d["name"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_native_call_without_an_id_never_reaches_the_client_and_the_model_is_told_the_route() {
+    let server = gemini_provider(vec![
+        answer(json!([call("read_file", json!({"path": "a.txt"}))])),
+        answer(json!([{"text": "Done."}])),
+    ])
+    .await;
+    let proxy = gemini_proxy(
+        &server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await;
+    let res = proxy
+        .post(
+            GENERATE,
+            &request(json!([user("read a.txt")])),
+            &[("x-goog-api-key", "k")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let got: Value = res.json().await.unwrap();
+    assert_eq!(
+        got["candidates"][0]["content"]["parts"],
+        json!([{"text": "Done."}])
+    );
+    // Both rounds' usage on the answer the client sees.
+    assert_eq!(got["usageMetadata"]["promptTokenCount"], 20);
+    let seen = bodies(&server).await;
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].0, GENERATE);
+    assert_eq!(wire_names(&seen[0].1), ["run_code"]);
+    let sdk = seen[0].1["systemInstruction"]["parts"][1]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        sdk.contains("read_file") && sdk.contains("write_file"),
+        "{sdk}"
+    );
+    let contents = seen[1].1["contents"].as_array().unwrap();
+    let asked = &contents[1]["parts"][0]["functionCall"];
+    let answered = &contents[2]["parts"][0]["functionResponse"];
+    assert_eq!(asked["name"], "read_file");
+    assert_eq!(answered["id"], asked["id"]);
+    assert!(answered["response"]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("UNKNOWN_TOOL"));
+}
+
+#[tokio::test]
+async fn a_stream_hides_the_repaired_round_and_ends_with_every_rounds_usage() {
+    let server = gemini_provider(vec![
+        answer(
+            json!([{"text": "Reading."}, call("write_file", json!({"path": "b", "content": "x"}))]),
+        ),
+        answer(json!([{"text": "Done."}])),
+    ])
+    .await;
+    let proxy = gemini_proxy(
+        &server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await;
+    let res = proxy
+        .post(
+            STREAM,
+            &request(json!([user("write b")])),
+            &[("x-goog-api-key", "k")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let text = res.text().await.unwrap();
+    let chunks: Vec<Value> = text
+        .replace("\r\n", "\n")
+        .split("\n\n")
+        .filter_map(|e| e.trim().strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(!text.contains("write_file"), "{text}");
+    let finishes = chunks
+        .iter()
+        .filter(|c| c["candidates"][0].get("finishReason").is_some())
+        .count();
+    assert_eq!(finishes, 1, "{text}");
+    assert_eq!(
+        chunks.last().unwrap()["usageMetadata"]["promptTokenCount"],
+        20
+    );
+    let words: String = chunks
+        .iter()
+        .flat_map(|c| {
+            c["candidates"][0]["content"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|p| p["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(words, "Reading.Done.");
+    let seen = bodies(&server).await;
+    assert!(seen.iter().all(|(p, _)| p == STREAM), "{seen:?}");
+}
+
+/// The embedded runtime hands a program's calls to the client with minted
+/// ids and the signature placeholder; a client that answers without ids
+/// (by name and order) resumes the program, and the model sees one
+/// `run_code` turn and its result.
+#[tokio::test]
+async fn a_program_resumes_on_answers_that_carry_no_id() {
+    let program = "const a = await tools.read_file({path: 'a'}); \
+                   const b = await tools.read_file({path: 'b'}); return a + b;";
+    let server = gemini_provider(vec![
+        answer(
+            json!([{"functionCall": {"name": "run_code", "args": {"code": program}},
+                       "thoughtSignature": "sig-run"}]),
+        ),
+        answer(json!([{"text": "AB it is."}])),
+    ])
+    .await;
+    let proxy = gemini_proxy(
+        &server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await;
+    let key = [("x-goog-api-key", "k")];
+    let mut contents = vec![user("join a and b")];
+    let mut seen_ids = Vec::new();
+    let mut final_text = None;
+    for _ in 0..4 {
+        let res = proxy.post(GENERATE, &request(json!(contents)), &key).await;
+        assert_eq!(res.status(), 200);
+        let got: Value = res.json().await.unwrap();
+        let model = got["candidates"][0]["content"].clone();
+        let calls: Vec<Value> = model["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p.get("functionCall").is_some())
+            .cloned()
+            .collect();
+        if calls.is_empty() {
+            final_text = model["parts"][0]["text"].as_str().map(str::to_owned);
+            break;
+        }
+        assert_eq!(
+            calls[0]["thoughtSignature"],
+            "skip_thought_signature_validator"
+        );
+        let id = calls[0]["functionCall"]["id"].as_str().unwrap().to_owned();
+        assert!(id.starts_with("cm_"), "{id}");
+        seen_ids.push(id);
+        let path = calls[0]["functionCall"]["args"]["path"]
+            .as_str()
+            .unwrap()
+            .to_uppercase();
+        contents.push(model);
+        // gemini-cli echoes ids; this client does not.
+        contents.push(
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "read_file",
+            "response": {"output": path}}}]}),
+        );
+    }
+    assert_eq!(final_text.as_deref(), Some("AB it is."));
+    assert_eq!(seen_ids.len(), 2);
+    let seen = bodies(&server).await;
+    assert_eq!(
+        seen.len(),
+        2,
+        "the model is asked once more, after the program"
+    );
+    let replay = seen[1].1["contents"].as_array().unwrap();
+    assert_eq!(replay.len(), 3, "{replay:?}");
+    assert_eq!(replay[1]["parts"][0]["thoughtSignature"], "sig-run");
+    let result = &replay[2]["parts"][0]["functionResponse"];
+    assert_eq!(result["name"], "run_code");
+    assert_eq!(result["id"], replay[1]["parts"][0]["functionCall"]["id"]);
+    assert!(result["response"]["output"]
+        .as_str()
+        .unwrap()
+        .contains("AB"));
+}
+
+#[tokio::test]
+async fn the_operators_key_stands_in_for_the_clients_header_and_query_key() {
+    let server = gemini_provider(vec![answer(json!([{"text": "hi"}]))]).await;
+    let proxy = gemini_proxy(
+        &server,
+        &[
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_GEMINI_API_KEY", "operator-key"),
+        ],
+    )
+    .await;
+    let res = proxy
+        .post(
+            &format!("{GENERATE}?key=client-key"),
+            &request(json!([user("hi")])),
+            &[("authorization", "Bearer x")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let got = &server.received_requests().await.unwrap()[0];
+    assert_eq!(got.headers["x-goog-api-key"], "operator-key");
+    assert!(got.headers.get("authorization").is_none());
+    assert_eq!(got.url.query(), None, "the client's ?key= is dropped");
+
+    // Without the operator's key, the client's goes as it came.
+    let server = gemini_provider(vec![answer(json!([{"text": "hi"}]))]).await;
+    let proxy = gemini_proxy(
+        &server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await;
+    let res = proxy
+        .post(
+            &format!("{STREAM}&key=client-key"),
+            &request(json!([user("hi")])),
+            &[],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let got = &server.received_requests().await.unwrap()[0];
+    assert_eq!(got.url.query(), Some("alt=sse&key=client-key"));
+}
+
+#[tokio::test]
+async fn googles_routes_the_proxy_cannot_judge_are_refused_in_code_mode_in_googles_shape() {
+    let server = gemini_provider(vec![]).await;
+    let proxy = gemini_proxy(&server, &[("CODEMODE_MODE", "code")]).await;
+    let key = [("x-goog-api-key", "k")];
+    let body = request(json!([user("hi")]));
+    for (at, status) in [
+        ("/v1beta/cachedContents", 403),
+        ("/v1beta/models/gemini-2.5-pro:batchGenerateContent", 403),
+        ("/v1beta/tunedModels/t1:generateContent", 403),
+        ("/v1/models/gemini-2.5-pro:generateContent", 400),
+        (
+            "/v1/projects/p/locations/l/publishers/google/models/gemini-2.5-pro:generateContent",
+            400,
+        ),
+        ("/v1beta/models/Gemini-2.5-pro:GenerateContent", 400),
+    ] {
+        let res = proxy.post(at, &body, &key).await;
+        assert_eq!(res.status(), status, "{at}");
+        let err: Value = res.json().await.unwrap();
+        assert_eq!(err["error"]["code"], status, "{at}: {err}");
+        assert!(err["error"]["status"].is_string(), "{at}: {err}");
+        assert!(
+            err["error"]["details"][0]["reason"].is_string(),
+            "{at}: {err}"
+        );
+    }
+    // A bad body gets Google's shape with the proxy's code.
+    let res = proxy
+        .http
+        .post(proxy.url(GENERATE))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let err: Value = res.json().await.unwrap();
+    assert_eq!(err["error"]["status"], "INVALID_ARGUMENT");
+    assert_eq!(err["error"]["details"][0]["reason"], "invalid_json");
+    // The model list is read with the client's key.
+    let res = proxy
+        .http
+        .get(proxy.url("/v1beta/models"))
+        .header("x-goog-api-key", "k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        bodies(&server).await.is_empty(),
+        "no model request reached the provider"
+    );
+}
+
+#[tokio::test]
+async fn count_tokens_counts_the_request_as_it_would_be_sent() {
+    let server = gemini_provider(vec![]).await;
+    let proxy = gemini_proxy(
+        &server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await;
+    let mut inner = request(json!([user("hi")]));
+    inner["model"] = json!("models/gemini-2.5-pro");
+    let res = proxy
+        .post(
+            "/v1beta/models/gemini-2.5-pro:countTokens",
+            &json!({"generateContentRequest": inner}),
+            &[("x-goog-api-key", "k")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["totalTokens"], 42);
+    let seen = bodies(&server).await;
+    assert_eq!(
+        wire_names(&seen[0].1["generateContentRequest"]),
+        ["run_code"]
+    );
+}
+
+#[tokio::test]
+async fn native_mode_is_transparent() {
+    let server = gemini_provider(vec![answer(json!([call(
+        "read_file",
+        json!({"path": "a"})
+    )]))])
+    .await;
+    let proxy = gemini_proxy(&server, &[("CODEMODE_MODE", "native")]).await;
+    let body = request(json!([user("read a")]));
+    let res = proxy
+        .post(GENERATE, &body, &[("x-goog-api-key", "k")])
+        .await;
+    assert_eq!(res.status(), 200);
+    let got: Value = res.json().await.unwrap();
+    assert_eq!(
+        got["candidates"][0]["content"]["parts"][0]["functionCall"]["name"],
+        "read_file"
+    );
+    assert_eq!(bodies(&server).await[0].1, body);
+}
