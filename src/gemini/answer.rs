@@ -180,4 +180,28 @@ mod tests {
             1
         );
     }
+
+    #[test]
+    fn a_recorded_answer_with_two_calls_and_one_signature_keeps_it_on_the_replay() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/streams/gemini/whole_two_calls.json"
+        );
+        let mut answer: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let sent = answer.clone();
+        let plan = gemini_plan(Mode::Code, Runtime::Client);
+        let turn = judge_answer(answer.as_object_mut().unwrap(), &plan);
+        assert_eq!(turn.calls.len(), 2);
+        assert!(turn.calls.iter().all(|c| !c.passed() && !c.id.is_empty()));
+        assert!(!answer.to_string().contains("functionCall"));
+        let parts = sent["candidates"][0]["content"]["parts"]
+            .as_array()
+            .unwrap();
+        let replayed = turn.replay["parts"].as_array().unwrap();
+        assert_eq!(replayed.len(), parts.len());
+        for (got, was) in replayed.iter().zip(parts) {
+            assert_eq!(got.get("thoughtSignature"), was.get("thoughtSignature"));
+            assert_eq!(got["functionCall"]["args"], was["functionCall"]["args"]);
+        }
+    }
 }

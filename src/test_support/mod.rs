@@ -41,6 +41,7 @@ pub use crate::turn::{RoundEnd, RoundJudge};
 pub mod chat_client;
 mod chat_fixtures;
 mod chat_props;
+mod gemini_fixtures;
 pub mod messages_client;
 mod messages_fixtures;
 mod messages_props;
