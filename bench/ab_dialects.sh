@@ -39,7 +39,7 @@ http {
     etag off;
     server {
         listen 127.0.0.1:$BASE_PORT backlog=4096;
-        location /v1/ { rewrite ^ /json\$uri last; }
+        location ~ ^/v1(beta)?/ { rewrite ^ /json\$uri last; }
         location /json/ { internal; error_page 405 =200 \$uri; root $W/static; types { } default_type application/json; }
     }
 }
@@ -53,7 +53,7 @@ for side in A B; do
         bin=A_BIN; [ "$side" = B ] && bin=B_BIN
         RUST_LOG=warn CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=127.0.0.1:$port CODEMODE_MODE=$mode \
             CODEMODE_UPSTREAM=http://127.0.0.1:$BASE_PORT/v1 CODEMODE_ANTHROPIC_UPSTREAM=http://127.0.0.1:$BASE_PORT/v1 \
-            "${!bin}" >/dev/null 2>&1 &
+            CODEMODE_GEMINI_UPSTREAM=http://127.0.0.1:$BASE_PORT "${!bin}" >/dev/null 2>&1 &
         PIDS+=($!)
         PID[$side$mode]=$!
         PORT[$side$mode]=$port
@@ -63,16 +63,18 @@ done
 sleep 1
 for k in "${!PID[@]}"; do taskset -a -pc 0 "${PID[$k]}" >/dev/null; done
 for p in "${PIDS[0]}" $(pgrep -P "${PIDS[0]}"); do taskset -a -pc 1 "$p" >/dev/null; done
-declare -A PATHS=([chat]=chat/completions [responses]=responses [messages]=messages)
+DIALECTS=(chat responses messages gemini)
+declare -A PATHS
+for d in "${DIALECTS[@]}"; do PATHS[$d]=$(python3 bench/dialects.py path "$d"); done
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 run() {  # dialect key seconds
-    taskset -c 1 wrk -t1 -c32 -d"$3"s -s "$W/req/$1.lua" "http://127.0.0.1:${PORT[$2]}/v1/${PATHS[$1]}"
+    taskset -c 1 wrk -t1 -c32 -d"$3"s -s "$W/req/$1.lua" "http://127.0.0.1:${PORT[$2]}/${PATHS[$1]}"
 }
-for d in chat responses messages; do for k in "${!PID[@]}"; do run "$d" "$k" 1 >/dev/null; done; done
+for d in "${DIALECTS[@]}"; do for k in "${!PID[@]}"; do run "$d" "$k" 1 >/dev/null; done; done
 HZ=$(getconf CLK_TCK)
 for r in $(seq "$ROUNDS"); do
     echo "round $r/$ROUNDS; $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    for d in chat responses messages; do for mode in native code; do for side in A B; do
+    for d in "${DIALECTS[@]}"; do for mode in native code; do for side in A B; do
         k=$side$mode
         c0=$(ticks "${PID[$k]}")
         out=$(run "$d" "$k" "$DURATION")

@@ -1,13 +1,16 @@
 """Requests and fixed answers for every dialect the proxy serves, for
-bench/load.sh: Chat Completions (`chat`), Responses (`responses`) and
-Anthropic Messages (`messages`).
+bench/load.sh: Chat Completions (`chat`), Responses (`responses`),
+Anthropic Messages (`messages`) and Google's Gemini API (`gemini`).
 
     python3 bench/dialects.py write DIR
         DIR/req/DIALECT.json      the request (system prompt, four tools, one user message)
         DIR/req/DIALECT.stream.json   the same with "stream": true
         DIR/req/DIALECT.lua       wrk posting DIALECT.json with the dialect's headers
-        DIR/static/json/v1/PATH   the upstream's answer (text, about 1 KB of JSON)
-        DIR/static/sse/v1/PATH    the upstream's streamed answer (about 20 events)
+        DIR/static/json/PATH      the upstream's answer (text, about 1 KB of JSON)
+        DIR/static/sse/PATH       the upstream's streamed answer (about 20 events)
+    python3 bench/dialects.py path DIALECT [stream]
+        the dialect's path (`v1/chat/completions`; Gemini names the model
+        and the stream in its path: `v1beta/models/M:streamGenerateContent?alt=sse`)
     python3 bench/dialects.py check DIALECT json|sse FILE
         exits non-zero unless FILE (a response body) is the dialect's
         expected answer: the same text, and a proper end
@@ -22,11 +25,14 @@ import json
 import os
 import sys
 
-PATHS = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
+PATHS = {"chat": "v1/chat/completions", "responses": "v1/responses", "messages": "v1/messages",
+         "gemini": "v1beta/models/gemini-2.5-pro:generateContent"}
+STREAM_PATHS = dict(PATHS, gemini="v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
 HEADERS = {
     "chat": {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"},
     "responses": {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"},
     "messages": {"Content-Type": "application/json", "x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"},
+    "gemini": {"Content-Type": "application/json", "x-goog-api-key": "bench-key"},
 }
 
 SYSTEM = "You are a careful coding agent working in a repository. Prefer small, verifiable steps. " * 4
@@ -54,6 +60,10 @@ def request(dialect):
     if dialect == "messages":
         tools = [{"name": n, "description": d, "input_schema": schema(p, r)} for n, d, p, r in TOOLS]
         return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": SYSTEM, "messages": [{"role": "user", "content": USER}], "tools": tools}
+    if dialect == "gemini":
+        decls = [{"name": n, "description": d, "parametersJsonSchema": schema(p, r)} for n, d, p, r in TOOLS]
+        return {"contents": [{"role": "user", "parts": [{"text": USER}]}], "systemInstruction": {"parts": [{"text": SYSTEM}]},
+                "tools": [{"functionDeclarations": decls}], "generationConfig": {"temperature": 0}}
     raise SystemExit(f"unknown dialect {dialect}")
 
 
@@ -90,6 +100,8 @@ def answer_json(dialect):
             "usage": {"input_tokens": 412, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 131,
                       "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 543},
         }
+    if dialect == "gemini":
+        return gemini_chunk([{"text": TEXT}], "STOP", 131)
     return {
         "id": "msg_01BenchA1b2C3d4E5f6G7h8", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
         "content": [{"type": "text", "text": TEXT}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -97,6 +109,16 @@ def answer_json(dialect):
                   "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
                   "output_tokens": 131, "service_tier": "standard"},
     }
+
+
+def gemini_chunk(parts, finish, output_tokens):
+    candidate = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": 412, "candidatesTokenCount": output_tokens, "totalTokenCount": 412 + output_tokens,
+                              "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 412}]},
+            "modelVersion": "gemini-2.5-pro", "responseId": "benchA1b2C3d4E5f6G7h8"}
 
 
 def sse(events):
@@ -136,6 +158,11 @@ def answer_sse(dialect):
         for seq, (name, data) in enumerate(ev):
             events.append((name, dict({"type": name, "sequence_number": seq}, **data)))
         return sse(events)
+    if dialect == "gemini":
+        # Whole answers, one a piece, as the Gemini API streams them (CRLF).
+        chunks = [gemini_chunk([{"text": p}], None, 7 * (i + 1)) for i, p in enumerate(PIECES[:-1])]
+        chunks.append(gemini_chunk([{"text": PIECES[-1]}], "STOP", 131))
+        return "".join("data: " + json.dumps(c, separators=(",", ":")) + "\r\n\r\n" for c in chunks)
     msg = answer_json("messages")
     start = dict(msg, content=[], stop_reason=None, usage=dict(msg["usage"], output_tokens=1))
     ev = [("message_start", {"type": "message_start", "message": start}),
@@ -155,12 +182,15 @@ def write(out):
         body = request(d)
         os.makedirs(f"{out}/req", exist_ok=True)
         open(f"{out}/req/{d}.json", "w").write(json.dumps(body))
-        open(f"{out}/req/{d}.stream.json", "w").write(json.dumps(dict(body, stream=True)))
+        # Gemini asks for a stream in its path, not its body.
+        stream_body = body if d == "gemini" else dict(body, stream=True)
+        open(f"{out}/req/{d}.stream.json", "w").write(json.dumps(stream_body))
         lua = ['wrk.method = "POST"'] + [f'wrk.headers["{k}"] = "{v}"' for k, v in HEADERS[d].items()]
         lua.append(f'local f = io.open("{out}/req/{d}.json", "r"); wrk.body = f:read("*a"); f:close()')
         open(f"{out}/req/{d}.lua", "w").write("\n".join(lua) + "\n")
         for kind, text in (("json", json.dumps(answer_json(d))), ("sse", answer_sse(d))):
-            f = f"{out}/static/{kind}/v1/{path}"
+            at = path if kind == "json" else STREAM_PATHS[d].split("?")[0]
+            f = f"{out}/static/{kind}/{at}"
             os.makedirs(os.path.dirname(f), exist_ok=True)
             open(f, "w").write(text)
 
@@ -189,6 +219,9 @@ def text_of(dialect, kind, body):
         if dialect == "responses":
             text = "".join(c["text"] for o in v["output"] if o["type"] == "message" for c in o["content"] if c["type"] == "output_text")
             return text, v["status"] == "completed"
+        if dialect == "gemini":
+            c = v["candidates"][0]
+            return "".join(p.get("text", "") for p in c["content"]["parts"]), c.get("finishReason") == "STOP"
         return "".join(c["text"] for c in v["content"] if c["type"] == "text"), v["stop_reason"] == "end_turn"
     ev = events(body)
     if dialect == "chat":
@@ -196,6 +229,9 @@ def text_of(dialect, kind, body):
         text = "".join(c["choices"][0]["delta"].get("content") or "" for c in data if c.get("choices"))
         return text, ev[-1][1] == "[DONE]" and any(c["choices"][0].get("finish_reason") == "stop" for c in data if c.get("choices"))
     data = [json.loads(d) for _, d in ev]
+    if dialect == "gemini":
+        parts = [p for c in data for p in c["candidates"][0]["content"]["parts"]]
+        return "".join(p.get("text", "") for p in parts), data[-1]["candidates"][0].get("finishReason") == "STOP"
     if dialect == "responses":
         text = "".join(e["delta"] for e in data if e["type"] == "response.output_text.delta")
         return text, data[-1]["type"] == "response.completed"
@@ -224,6 +260,8 @@ if __name__ == "__main__":
         err = check(sys.argv[2], sys.argv[3], open(sys.argv[4], encoding="utf-8").read())
         if err:
             sys.exit(f"{sys.argv[2]} {sys.argv[3]}: {err}")
+    elif cmd == "path":
+        print((STREAM_PATHS if sys.argv[3:] == ["stream"] else PATHS)[sys.argv[2]])
     elif cmd == "headers":
         for k, v in HEADERS[sys.argv[2]].items():
             print(f"{k}: {v}")

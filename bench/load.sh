@@ -30,7 +30,7 @@
 #   DURATION=6      seconds of each wrk run
 #   CONNECTIONS=32  connections of the loaded scenario
 #   STREAM_SAMPLES=300  streamed requests per target, dialect and round
-#   DIALECTS="chat responses messages"
+#   DIALECTS="chat responses messages gemini"
 #   PROXY_LOG=warn  the proxy's RUST_LOG (`info` writes the access log)
 #   BASE_PORT=19140 upstream on BASE_PORT, nginx +1, native +2, code +3
 #   RESULTS=FILE    keep the raw results there (bench/load_report.py FILE
@@ -40,7 +40,7 @@
 #                   then where its CPU goes by group and the top symbols
 #                   (bench/perf_groups.py); PERF_DATA=FILE keeps perf.data
 #
-# Run time: 3 dialects x 2 loads x 4 targets x RUNS x DURATION seconds of
+# Run time: 4 dialects x 2 loads x 4 targets x RUNS x DURATION seconds of
 # wrk (432 s by default), plus warm-up, streaming and checks: 8 min 10 s
 # to 8 min 16 s in three runs on 2 cores.
 #
@@ -55,7 +55,7 @@ RUNS=${RUNS:-3}
 DURATION=${DURATION:-6}
 CONNECTIONS=${CONNECTIONS:-32}
 STREAM_SAMPLES=${STREAM_SAMPLES:-300}
-read -r -a DIALECTS <<< "${DIALECTS:-chat responses messages}"
+read -r -a DIALECTS <<< "${DIALECTS:-chat responses messages gemini}"
 PROXY_LOG=${PROXY_LOG:-warn}
 BASE_PORT=${BASE_PORT:-19140}
 if [ "$(nproc)" -lt 2 ]; then echo "needs 2 CPUs for the pinned scenarios" >&2; exit 1; fi
@@ -91,7 +91,11 @@ UPSTREAM=127.0.0.1:$BASE_PORT
 declare -A URL=([direct]=$UPSTREAM [nginx]=127.0.0.1:$((BASE_PORT + 1))
                 [native]=127.0.0.1:$((BASE_PORT + 2)) [code]=127.0.0.1:$((BASE_PORT + 3)))
 TARGETS=(direct nginx native code)
-declare -A PATHS=([chat]=chat/completions [responses]=responses [messages]=messages)
+declare -A PATHS STREAM_PATHS
+for d in "${DIALECTS[@]}"; do
+    PATHS[$d]=$(python3 bench/dialects.py path "$d")
+    STREAM_PATHS[$d]=$(python3 bench/dialects.py path "$d" stream)
+done
 for port in "${URL[@]}"; do
     if (exec 3<>"/dev/tcp/${port%:*}/${port#*:}") 2>/dev/null; then fail "$port is taken (set BASE_PORT)"; fi
 done
@@ -121,7 +125,7 @@ NGINX
 start_nginx upstream "    etag off;
     server {
         listen $UPSTREAM backlog=4096;
-        location /v1/ {
+        location ~ ^/v1(beta)?/ {
             if (\$http_x_bench_stream) { rewrite ^ /sse\$uri last; }
             rewrite ^ /json\$uri last;
         }
@@ -145,6 +149,7 @@ NGINX_PID=${PIDS[-1]}
 start_proxy() {  # mode
     RUST_LOG=$PROXY_LOG CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=${URL[$1]} CODEMODE_MODE=$1 \
         CODEMODE_UPSTREAM=http://$UPSTREAM/v1 CODEMODE_ANTHROPIC_UPSTREAM=http://$UPSTREAM/v1 \
+        CODEMODE_GEMINI_UPSTREAM=http://$UPSTREAM \
         "$WORK/codemode-proxy" >/dev/null 2>>"$WORK/proxy-$1.log" &
     PIDS+=($!)
 }
@@ -182,13 +187,13 @@ check_all() {  # every target answers every dialect with the expected answer
     for d in "${DIALECTS[@]}"; do
         mapfile -t h < <(headers "$d")
         for t in "${TARGETS[@]}"; do
-            local url="http://${URL[$t]}/v1/${PATHS[$d]}" code
+            local url="http://${URL[$t]}/${PATHS[$d]}" code
             rm -f "$WORK/answer.json" "$WORK/answer.sse"
             code=$(curl -s -o "$WORK/answer.json" -w '%{http_code}' "${h[@]}" -d @"$WORK/req/$d.json" "$url") || true
             [ "$code" = 200 ] || fail "$t $d: status $code: $(head -c 300 "$WORK/answer.json" 2>/dev/null)"
             python3 bench/dialects.py check "$d" json "$WORK/answer.json" || fail "$t $d: not the expected answer"
             code=$(curl -s -o "$WORK/answer.sse" -w '%{http_code}' "${h[@]}" -H 'x-bench-stream: 1' \
-                -d @"$WORK/req/$d.stream.json" "$url") || true
+                -d @"$WORK/req/$d.stream.json" "http://${URL[$t]}/${STREAM_PATHS[$d]}") || true
             [ "$code" = 200 ] || fail "$t $d streamed: status $code: $(head -c 300 "$WORK/answer.sse" 2>/dev/null)"
             python3 bench/dialects.py check "$d" sse "$WORK/answer.sse" || fail "$t $d streamed: not the expected answer"
         done
@@ -200,7 +205,7 @@ RESULTS_FILE="$WORK/results.txt"
 wrk_run() {  # dialect scenario target connections
     local out c0 c1
     c0=$(cpu_ticks "$3")
-    out=$(taskset -c 1 wrk -t1 -c"$4" -d"${DURATION}s" --latency -s "$WORK/req/$1.lua" "http://${URL[$3]}/v1/${PATHS[$1]}")
+    out=$(taskset -c 1 wrk -t1 -c"$4" -d"${DURATION}s" --latency -s "$WORK/req/$1.lua" "http://${URL[$3]}/${PATHS[$1]}")
     c1=$(cpu_ticks "$3")
     if grep -qE 'Non-2xx|Socket errors' <<< "$out"; then fail "$3 $1 $2: errors under load:
 $out"; fi
@@ -221,11 +226,11 @@ if [ -n "${PROFILE:-}" ]; then
     command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf >/dev/null; }
     m=${PROFILE_MODE:-code}
     pid=$(procs "$m")
-    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/req/$PROFILE.lua" "http://${URL[$m]}/v1/${PATHS[$PROFILE]}" >/dev/null
+    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/req/$PROFILE.lua" "http://${URL[$m]}/${PATHS[$PROFILE]}" >/dev/null
     perf record -q -F 2999 -g -p "$pid" -o "$WORK/perf.data" -- sleep "$DURATION" 2>/dev/null &
     perf_pid=$!
     sleep 0.3
-    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$WORK/req/$PROFILE.lua" "http://${URL[$m]}/v1/${PATHS[$PROFILE]}" | grep -E 'Requests/sec|Non-2xx|Socket' >&2
+    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$WORK/req/$PROFILE.lua" "http://${URL[$m]}/${PATHS[$PROFILE]}" | grep -E 'Requests/sec|Non-2xx|Socket' >&2
     wait "$perf_pid" || true
     if [ -n "${PERF_DATA:-}" ]; then cp "$WORK/perf.data" "$PERF_DATA"; fi
     echo "### Profile: $PROFILE, $m mode, $CONNECTIONS connections, ${DURATION} s (perf record -F 2999 -g, self time)"
@@ -235,7 +240,7 @@ if [ -n "${PROFILE:-}" ]; then
 fi
 for d in "${DIALECTS[@]}"; do  # warm-up: connections, caches, allocator
     for t in "${TARGETS[@]}"; do
-        taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d1s -s "$WORK/req/$d.lua" "http://${URL[$t]}/v1/${PATHS[$d]}" >/dev/null
+        taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d1s -s "$WORK/req/$d.lua" "http://${URL[$t]}/${PATHS[$d]}" >/dev/null
     done
 done
 order=("${TARGETS[@]}")

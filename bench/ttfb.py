@@ -22,7 +22,7 @@ import dialects  # noqa: E402
 addr, dialect, body_file, n, target = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 host, port = addr.rsplit(":", 1)
 body = open(body_file, "rb").read()
-head = [f"POST /v1/{dialects.PATHS[dialect]} HTTP/1.1", f"Host: {addr}", "x-bench-stream: 1", f"Content-Length: {len(body)}"]
+head = [f"POST /{dialects.STREAM_PATHS[dialect]} HTTP/1.1", f"Host: {addr}", "x-bench-stream: 1", f"Content-Length: {len(body)}"]
 head += [f"{k}: {v}" for k, v in dialects.HEADERS[dialect].items()]
 request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
