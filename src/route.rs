@@ -197,11 +197,19 @@ impl Routes {
         let path = path.trim_end_matches('/');
         self.all.iter().find_map(|r| {
             let under = if r.path.contains(MODEL) {
-                let want: Vec<&str> = r.path.split('/').skip(1).collect();
-                let segments: Vec<&str> = path.split('/').collect();
-                segments
-                    .windows(want.len())
-                    .any(|w| w.iter().zip(&want).all(|(s, p)| segment(p, s, false)))
+                // Every window of the path's segments, without allocating:
+                // this runs on every request the proxy serves.
+                let want = r.path.split('/').skip(1);
+                let n = want.clone().count();
+                let total = path.split('/').count();
+                (0..=total.saturating_sub(n)).any(|at| {
+                    path.split('/')
+                        .skip(at)
+                        .zip(want.clone())
+                        .take_while(|(s, p)| segment(p, s, false))
+                        .count()
+                        == n
+                })
             } else {
                 path.ends_with(r.path)
                     || path
@@ -312,14 +320,14 @@ fn segment(p: &str, s: &str, lenient: bool) -> bool {
     let Some((before, after)) = p.split_once(MODEL) else {
         return if lenient { fold(p) == s } else { p == s };
     };
-    let (before, after) = if lenient {
-        (fold(before), fold(after))
+    let (before, after): (std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>) = if lenient {
+        (fold(before).into(), fold(after).into())
     } else {
-        (before.to_owned(), after.to_owned())
+        (before.into(), after.into())
     };
     let Some(name) = s
-        .strip_prefix(before.as_str())
-        .and_then(|r| r.strip_suffix(after.as_str()))
+        .strip_prefix(before.as_ref())
+        .and_then(|r| r.strip_suffix(after.as_ref()))
     else {
         return false;
     };
