@@ -122,19 +122,20 @@ pub fn note_candidate(note: &str) -> Value {
            "index": 0})
 }
 
-/// The text parts of earlier turns go first, as a stream showed them.
+/// The words of earlier turns go first, as a stream showed them: one
+/// paragraph each, then the answer's own (Gemini's clients join text parts
+/// with nothing between them).
 pub fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
-    let texts: Vec<Value> = earlier
+    let texts: Vec<String> = earlier
         .iter()
         .filter_map(|t| t.get("parts").and_then(Value::as_array))
-        .flatten()
-        .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
-        .filter(|p| p["text"].as_str().is_some_and(|t| !t.is_empty()))
-        .map(|p| json!({"text": p["text"]}))
+        .map(|parts| text_of(parts))
+        .filter(|t| !t.is_empty())
         .collect();
     if texts.is_empty() {
         return;
     }
+    let joined = texts.join("\n\n");
     let Some(first) = answer
         .get_mut("candidates")
         .and_then(Value::as_array_mut)
@@ -142,8 +143,18 @@ pub fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
     else {
         return;
     };
-    if let Some(parts) = parts_mut(first) {
-        parts.splice(0..0, texts);
+    let Some(parts) = parts_mut(first) else {
+        return;
+    };
+    let words = parts.iter_mut().find(|p| {
+        p.get("thought").and_then(Value::as_bool) != Some(true)
+            && p.get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| !t.is_empty())
+    });
+    match words.and_then(|p| p.get_mut("text")) {
+        Some(Value::String(text)) => text.insert_str(0, &format!("{joined}\n\n")),
+        _ => parts.insert(0, json!({"text": joined})),
     }
 }
 

@@ -21,6 +21,7 @@ pub fn client_answer(
     usage: Option<Value>,
     model_parts: bool,
 ) -> Value {
+    let start = range.start;
     let mut parts = Vec::new();
     if range.start == 0 && model_parts {
         if let Some(Ok(turn)) = exec
@@ -59,6 +60,7 @@ pub fn client_answer(
         "usageMetadata": usage.unwrap_or_else(|| json!({"promptTokenCount": 0,
             "candidatesTokenCount": 0, "totalTokenCount": 0})),
         "modelVersion": model,
+        "responseId": format!("cm_{}_{start}", exec.id),
     })
 }
 

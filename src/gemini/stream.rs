@@ -45,6 +45,9 @@ pub struct GeminiJudge {
     turn: StreamTurn<Round>,
     /// Ids for the stream's calls that come without one.
     ids: CallIds,
+    /// The client saw text before a program that ended: the next round's
+    /// first words start a new paragraph, so the two do not run together.
+    text_before_program: bool,
 }
 
 impl GeminiJudge {
@@ -59,6 +62,7 @@ impl GeminiJudge {
             plan,
             turn: StreamTurn::new(max_repairs),
             ids,
+            text_before_program: false,
         }
     }
 
@@ -131,6 +135,9 @@ impl GeminiJudge {
             let Some(parts) = parts_mut(candidate) else {
                 continue;
             };
+            if first && self.text_before_program && !self.turn.emitted_text {
+                changed |= self.open_paragraph(parts);
+            }
             if !parts.iter().any(is_call_part) {
                 if first {
                     self.turn.emitted_text |= !text_of(parts).is_empty();
@@ -150,6 +157,22 @@ impl GeminiJudge {
             }
         }
         (changed, finished)
+    }
+
+    /// Puts a paragraph break before the first words of `parts`, if any.
+    fn open_paragraph(&mut self, parts: &mut [Value]) -> bool {
+        let words = parts.iter_mut().find(|p| {
+            p.get("thought").and_then(Value::as_bool) != Some(true)
+                && p.get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !t.is_empty())
+        });
+        let Some(Value::String(text)) = words.and_then(|p| p.get_mut("text")) else {
+            return false;
+        };
+        text.insert_str(0, "\n\n");
+        self.text_before_program = false;
+        true
     }
 
     /// The held end of a round that the client does not see end: what
@@ -268,6 +291,7 @@ impl RoundJudge for GeminiJudge {
     }
 
     fn start_program_round(&mut self) {
+        self.text_before_program |= self.turn.emitted_text;
         self.turn.start_program_round();
     }
 

@@ -1,5 +1,5 @@
 //! One scenario table, run on every dialect (Chat Completions, Responses,
-//! Messages) as JSON and as SSE: six runs per scenario.
+//! Messages, Gemini) as JSON and as SSE: eight runs per scenario.
 //!
 //! A scenario is dialect-neutral: the model's turn per round (text, calls
 //! by name and arguments, usage) or a provider fault, the client's requests,
@@ -14,7 +14,7 @@
 //! `turns.rs` holds what the model does (pass, repair, the repair limit, a
 //! mixed turn, programs, ONE_PROGRAM, INVALID_ARGS); `faults.rs` what the
 //! provider does wrong. Each scenario is a module with the tests `chat`,
-//! `responses` and `messages`.
+//! `responses`, `messages` and `gemini`.
 
 #[path = "scenarios/adapter.rs"]
 mod adapter;
@@ -22,6 +22,8 @@ mod adapter;
 mod chat;
 #[path = "scenarios/faults.rs"]
 mod faults;
+#[path = "scenarios/gemini.rs"]
+mod gemini;
 #[path = "scenarios/harness.rs"]
 mod harness;
 #[path = "scenarios/messages.rs"]

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::scenarios::model::{ClientView, Dialect, ProviderView, Turn};
-use crate::scenarios::wire::Event;
-use crate::scenarios::{chat, messages, responses};
+use crate::scenarios::model::{ClientView, Dialect, ErrorView, ProviderView, Turn};
+use crate::scenarios::wire::{http_error, Event};
+use crate::scenarios::{chat, gemini, messages, responses};
 
 impl Dialect {
     /// The client's first request: `prompt`, the native tools `read` and
@@ -14,6 +14,7 @@ impl Dialect {
             Dialect::Chat => chat::request(prompt, client_runtime, stream),
             Dialect::Responses => responses::request(prompt, client_runtime, stream),
             Dialect::Messages => messages::request(prompt, client_runtime, stream),
+            Dialect::Gemini => gemini::request(prompt, client_runtime, stream),
         }
     }
 
@@ -23,6 +24,7 @@ impl Dialect {
             Dialect::Chat => chat::continued(prev, view, results),
             Dialect::Responses => responses::continued(prev, view, results),
             Dialect::Messages => messages::continued(prev, view, results),
+            Dialect::Gemini => gemini::continued(prev, view, results),
         }
     }
 
@@ -32,6 +34,7 @@ impl Dialect {
             Dialect::Chat => chat::render_json(t, round),
             Dialect::Responses => responses::render_json(t, round),
             Dialect::Messages => messages::render_json(t, round),
+            Dialect::Gemini => gemini::render_json(t, round),
         }
     }
 
@@ -41,6 +44,7 @@ impl Dialect {
             Dialect::Chat => chat::render_sse(t, round, req),
             Dialect::Responses => responses::render_sse(t, round, req),
             Dialect::Messages => messages::render_sse(t, round, req),
+            Dialect::Gemini => gemini::render_sse(t, round, req),
         }
     }
 
@@ -50,6 +54,7 @@ impl Dialect {
             Dialect::Chat => chat::preamble(round),
             Dialect::Responses => responses::preamble(round),
             Dialect::Messages => messages::preamble(round),
+            Dialect::Gemini => gemini::preamble(round),
         }
     }
 
@@ -59,6 +64,7 @@ impl Dialect {
             Dialect::Chat => chat::error_body(status),
             Dialect::Responses => responses::error_body(status),
             Dialect::Messages => messages::error_body(status),
+            Dialect::Gemini => gemini::error_body(status),
         }
     }
 
@@ -68,6 +74,7 @@ impl Dialect {
             Dialect::Chat => chat::reduce_json(v),
             Dialect::Responses => responses::reduce_json(v),
             Dialect::Messages => messages::reduce_json(v),
+            Dialect::Gemini => gemini::reduce_json(v),
         }
     }
 
@@ -77,6 +84,7 @@ impl Dialect {
             Dialect::Chat => chat::reduce_sse(events),
             Dialect::Responses => responses::reduce_sse(events),
             Dialect::Messages => messages::reduce_sse(events),
+            Dialect::Gemini => gemini::reduce_sse(events),
         }
     }
 
@@ -86,6 +94,7 @@ impl Dialect {
             Dialect::Chat => chat::check_stream(events),
             Dialect::Responses => responses::check_stream(events),
             Dialect::Messages => messages::check_stream(events),
+            Dialect::Gemini => gemini::check_stream(events),
         }
     }
 
@@ -95,6 +104,15 @@ impl Dialect {
             Dialect::Chat => chat::reduce_request(body),
             Dialect::Responses => responses::reduce_request(body),
             Dialect::Messages => messages::reduce_request(body),
+            Dialect::Gemini => gemini::reduce_request(body),
+        }
+    }
+
+    /// An error response as the dialect's client reads it.
+    pub fn http_error(self, status: u16, body: &[u8]) -> ErrorView {
+        match self {
+            Dialect::Gemini => gemini::http_error(status, body),
+            _ => http_error(status, body, self.anthropic()),
         }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::common;
 use crate::scenarios::model::{ClientView, Dialect, ErrExpect, Expect, ProviderView, Reply, Text};
 use crate::scenarios::provider::Provider;
-use crate::scenarios::wire::{http_error, parse_events};
+use crate::scenarios::wire::parse_events;
 
 /// Where `run_code` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +130,7 @@ fn outcome(
 async fn run(s: Scenario, d: Dialect, stream: bool) -> Result<Vec<ClientView>, String> {
     let provider = Provider::start(d, s.replies.clone()).await;
     let base = provider.base();
+    let host = provider.host();
     let runtime = match s.runtime {
         Runtime::Embedded => "embedded",
         Runtime::Client => "client",
@@ -138,6 +139,7 @@ async fn run(s: Scenario, d: Dialect, stream: bool) -> Result<Vec<ClientView>, S
         ("CODEMODE_MODE", s.mode),
         ("CODEMODE_RUNTIME", runtime),
         ("CODEMODE_ANTHROPIC_UPSTREAM", base.as_str()),
+        ("CODEMODE_GEMINI_UPSTREAM", host.as_str()),
     ];
     vars.extend(s.vars.iter().copied());
     let proxy = common::start_with(common::config(&base, &vars)).await;
@@ -147,7 +149,7 @@ async fn run(s: Scenario, d: Dialect, stream: bool) -> Result<Vec<ClientView>, S
         if let Some(last) = views.last() {
             body = d.continued(&body, last, &step.results);
         }
-        let view = send(&proxy, d, &body)
+        let view = send(&proxy, d, &body, stream)
             .await
             .map_err(|e| format!("request {}: {e}", i + 1))?;
         meets(&step.expect, &view, d, stream)
@@ -162,8 +164,13 @@ async fn run(s: Scenario, d: Dialect, stream: bool) -> Result<Vec<ClientView>, S
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// Sends one request; what the client makes of the answer.
-async fn send(proxy: &common::Proxy, d: Dialect, body: &Value) -> Result<ClientView, String> {
-    let mut req = proxy.http.post(proxy.url(d.path())).json(body);
+async fn send(
+    proxy: &common::Proxy,
+    d: Dialect,
+    body: &Value,
+    stream: bool,
+) -> Result<ClientView, String> {
+    let mut req = proxy.http.post(proxy.url(d.path(stream))).json(body);
     for (k, v) in d.headers() {
         req = req.header(*k, *v);
     }
@@ -187,7 +194,7 @@ async fn send(proxy: &common::Proxy, d: Dialect, body: &Value) -> Result<ClientV
     let text = String::from_utf8_lossy(&bytes);
     let raw: String = text.chars().take(1500).collect();
     let mut view = if !(200..300).contains(&status) {
-        let mut error = http_error(status, &bytes, d.anthropic());
+        let mut error = d.http_error(status, &bytes);
         error.retry_after = retry_after;
         ClientView {
             error: Some(error),
@@ -293,6 +300,9 @@ fn error_meets(
                 }
             } else if !codes.contains(&code) {
                 return fail("another code");
+            } else if d == Dialect::Gemini && err.kind.as_deref() != Some(google_status(err.status))
+            {
+                return fail("not the google.rpc.Code name of its status");
             }
         }
         ErrExpect::Event { code, mentions } => {
@@ -308,6 +318,10 @@ fn error_meets(
                 }
             } else if err.code.as_deref() != Some(code) {
                 return fail("another code");
+            } else if d == Dialect::Gemini
+                && err.kind.as_deref() != Some(google_status(stream_status(code)))
+            {
+                return fail("not the google.rpc.Code name of its code's status");
             }
             if !err.message.contains(mentions) {
                 return fail("the message does not say it");
@@ -342,8 +356,34 @@ fn anthropic_stream_type(code: &str) -> &'static str {
     }
 }
 
-/// For each named scenario function, a module of three tests (`chat`,
-/// `responses`, `messages`), each running it as JSON and as SSE.
+/// The HTTP status of a stream's final error event, by its code, as
+/// docs/errors.md lists the code's status.
+fn stream_status(code: &str) -> u16 {
+    match code {
+        "upstream_stream_idle" | "upstream_timeout" => 504,
+        "runtime_busy" | "store_unavailable" => 503,
+        _ => 502,
+    }
+}
+
+/// The `google.rpc.Code` name Google's APIs give an HTTP status.
+pub fn google_status(status: u16) -> &'static str {
+    match status {
+        400 | 405 | 413 | 415 | 422 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        429 => "RESOURCE_EXHAUSTED",
+        501 => "UNIMPLEMENTED",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "INTERNAL",
+    }
+}
+
+/// For each named scenario function, a module of four tests (`chat`,
+/// `responses`, `messages`, `gemini`), each running it as JSON and as SSE.
 #[macro_export]
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {$(
@@ -363,6 +403,11 @@ macro_rules! scenarios {
             #[tokio::test]
             async fn messages() {
                 $crate::scenarios::harness::check(super::$name, Dialect::Messages).await;
+            }
+
+            #[tokio::test]
+            async fn gemini() {
+                $crate::scenarios::harness::check(super::$name, Dialect::Gemini).await;
             }
         }
     )*};

@@ -4,22 +4,35 @@
 
 use serde_json::Value;
 
-/// The three wire dialects a scenario runs on.
+/// The four wire dialects a scenario runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     Chat,
     Responses,
     Messages,
+    Gemini,
 }
 
 impl Dialect {
-    /// The proxy route (and the provider path under its `/v1`).
-    pub fn path(self) -> &'static str {
+    /// The proxy route and query of a request (and the provider's path:
+    /// under its `/v1`, or under its host for Gemini). Gemini names the
+    /// model and whether it streams in the path, not the body.
+    pub fn path(self, stream: bool) -> &'static str {
         match self {
             Dialect::Chat => "/v1/chat/completions",
             Dialect::Responses => "/v1/responses",
             Dialect::Messages => "/v1/messages",
+            Dialect::Gemini if stream => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
+            Dialect::Gemini => "/v1beta/models/gemini-test:generateContent",
         }
+    }
+
+    /// Whether a request the provider got on `path` (no query) is one of
+    /// the dialect's model requests.
+    pub fn is_route(self, path: &str) -> bool {
+        [false, true]
+            .iter()
+            .any(|s| self.path(*s).split('?').next() == Some(path))
     }
 
     /// Headers a client of this dialect sends.
@@ -29,6 +42,7 @@ impl Dialect {
                 ("anthropic-version", "2023-06-01"),
                 ("x-api-key", "sk-ant-test"),
             ],
+            Dialect::Gemini => &[("x-goog-api-key", "gemini-test-key")],
             _ => &[("authorization", "Bearer sk-test")],
         }
     }
@@ -36,6 +50,12 @@ impl Dialect {
     /// Whether the proxy's own errors take Anthropic's shape here.
     pub fn anthropic(self) -> bool {
         self == Dialect::Messages
+    }
+
+    /// Whether a withheld call's answer is flagged as an error on the wire
+    /// (Anthropic's `is_error`, Gemini's `response.error`).
+    pub fn flags_denials(self) -> bool {
+        matches!(self, Dialect::Messages | Dialect::Gemini)
     }
 }
 
@@ -116,9 +136,11 @@ pub struct ErrorView {
     /// True for an event inside a 200 stream.
     pub in_stream: bool,
     pub status: u16,
-    /// OpenAI's `error.code` (Anthropic's shape has none).
+    /// OpenAI's `error.code`, Gemini's `error.details[0].reason` (the
+    /// proxy's code; Anthropic's shape has none).
     pub code: Option<String>,
-    /// OpenAI's `error.type`, or Anthropic's `error.type`.
+    /// OpenAI's `error.type`, Anthropic's `error.type`, or Gemini's
+    /// `error.status` (a `google.rpc.Code` name).
     pub kind: Option<String>,
     pub message: String,
     /// The whole body, or the event's data.
@@ -169,7 +191,8 @@ impl ClientView {
 pub struct ToolResult {
     pub id: String,
     pub text: String,
-    /// Anthropic's `is_error` (false elsewhere).
+    /// Anthropic's `is_error`, or a Gemini `response.error` (false
+    /// elsewhere).
     pub is_error: bool,
 }
 
@@ -217,8 +240,12 @@ impl ProviderView {
             "the `{name}` call is answered with {code}: {:?}",
             r.text
         );
-        if self.dialect == Dialect::Messages {
-            assert!(r.is_error, "a Messages denial is an error tool_result");
+        if self.dialect.flags_denials() {
+            assert!(
+                r.is_error,
+                "a {:?} denial is flagged as an error: {}",
+                self.dialect, self.body
+            );
         }
         r
     }

@@ -41,10 +41,20 @@ enum Wire {
     },
 }
 
+/// Whether a request to `target` (path and query) asks for a stream:
+/// `"stream": true` in its body, or (Gemini) the streaming method in its
+/// path with `alt=sse` (without it Google streams no SSE, so this provider
+/// answers a whole JSON body, which a stream's client cannot read).
+fn asks_stream(target: &str, req: &Value) -> bool {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    req["stream"] == true
+        || (path.ends_with(":streamGenerateContent") && query.split('&').any(|p| p == "alt=sse"))
+}
+
 impl Script {
-    fn next(&self, req: &Value) -> Wire {
+    fn next(&self, target: &str, req: &Value) -> Wire {
         let round = self.round.fetch_add(1, Ordering::SeqCst) + 1;
-        let stream = req["stream"] == true;
+        let stream = asks_stream(target, req);
         let d = self.dialect;
         let Some(reply) = self.replies.lock().unwrap().pop_front() else {
             return Wire::Whole {
@@ -107,7 +117,11 @@ struct Responder(Arc<Script>);
 impl Respond for Responder {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        match self.0.next(&body) {
+        let target = match req.url.query() {
+            Some(q) => format!("{}?{q}", req.url.path()),
+            None => req.url.path().to_owned(),
+        };
+        match self.0.next(&target, &body) {
             Wire::Whole {
                 status,
                 content_type,
@@ -162,9 +176,15 @@ impl Provider {
 
     /// The base URL the proxy forwards to (its `/v1`).
     pub fn base(&self) -> String {
+        format!("{}/v1", self.host())
+    }
+
+    /// The provider's host alone (Gemini's base: the whole `/v1beta/...`
+    /// path goes under it).
+    pub fn host(&self) -> String {
         match &self.server {
-            Server::Mock(m) => format!("{}/v1", m.uri()),
-            Server::Raw { addr, .. } => format!("http://{addr}/v1"),
+            Server::Mock(m) => m.uri(),
+            Server::Raw { addr, .. } => format!("http://{addr}"),
         }
     }
 
@@ -176,7 +196,7 @@ impl Provider {
                 .await
                 .unwrap_or_default()
                 .into_iter()
-                .filter(|r| r.url.path() == self.dialect.path())
+                .filter(|r| self.dialect.is_route(r.url.path()))
                 .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
                 .collect(),
             Server::Raw { seen, .. } => seen.lock().unwrap().clone(),
@@ -204,12 +224,12 @@ async fn start_raw(script: Arc<Script>) -> Server {
 
 /// One request per connection: read it, log it, answer the next reply.
 async fn serve(mut conn: TcpStream, script: &Script, log: &Mutex<Vec<Value>>) {
-    let Some(body) = read_request(&mut conn).await else {
+    let Some((target, body)) = read_request(&mut conn).await else {
         return;
     };
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     log.lock().unwrap().push(req.clone());
-    let _ = match script.next(&req) {
+    let _ = match script.next(&target, &req) {
         Wire::Whole {
             status,
             content_type,
@@ -267,8 +287,9 @@ async fn hold_until_closed(conn: &mut TcpStream) {
     .await;
 }
 
-/// Reads one request; its body (by content-length, or chunked).
-async fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
+/// Reads one request; its target (path and query) and its body (by
+/// content-length, or chunked).
+async fn read_request(conn: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let end = loop {
@@ -282,6 +303,11 @@ async fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
         buf.extend_from_slice(&tmp[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let target = String::from_utf8_lossy(&buf[..end])
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .to_owned();
     let chunked = head.contains("transfer-encoding: chunked");
     let len: usize = head
         .lines()
@@ -291,11 +317,11 @@ async fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
     let mut body = buf[end..].to_vec();
     loop {
         if !chunked && body.len() >= len {
-            return Some(body[..len].to_vec());
+            return Some((target, body[..len].to_vec()));
         }
         if chunked {
             if let Some(decoded) = dechunk(&body) {
-                return Some(decoded);
+                return Some((target, decoded));
             }
         }
         let n = conn.read(&mut tmp).await.ok()?;

@@ -196,8 +196,12 @@ fn two_programs_in_one_turn_are_repaired_with_one_program() -> Scenario {
             assert_eq!(answers.len(), 2, "both programs answered: {}", p[1].body);
             for a in answers {
                 assert!(a.text.starts_with("ONE_PROGRAM:"), "{}", a.text);
-                if p[1].dialect == crate::scenarios::model::Dialect::Messages {
-                    assert!(a.is_error, "a Messages denial is an error tool_result");
+                if p[1].dialect.flags_denials() {
+                    assert!(
+                        a.is_error,
+                        "a {:?} denial is flagged an error",
+                        p[1].dialect
+                    );
                 }
             }
         })
