@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real agents that tests/real_agents.rs drives, unmodified:
 #   npm:  opencode-ai, ai, @ai-sdk/openai-compatible, @ai-sdk/openai, @openai/codex,
-#         @anthropic-ai/claude-code
+#         @anthropic-ai/claude-code, @google/gemini-cli
 #   PyPI: openai-agents, langgraph, langchain-openai, anthropic (in a venv)
 # into $CODEMODE_AGENTS_DIR (default ~/.cache/codemode-agents; `.agents-cache` in
 # the repo is gitignored for that use). Idempotent: when the installed versions
@@ -22,7 +22,7 @@ stamp() { cat "$HERE/package.json" "$HERE/requirements.txt" | sha256sum | cut -c
 want="$(stamp)"
 
 t0=$(date +%s)
-node_ok() { [ -f "$DIR/node/.stamp" ] && [ "$(cat "$DIR/node/.stamp")" = "$want" ] && [ -x "$DIR/node/node_modules/.bin/opencode" ] && [ -x "$DIR/node/node_modules/.bin/codex" ] && [ -x "$DIR/node/node_modules/.bin/claude" ]; }
+node_ok() { [ -f "$DIR/node/.stamp" ] && [ "$(cat "$DIR/node/.stamp")" = "$want" ] && [ -x "$DIR/node/node_modules/.bin/opencode" ] && [ -x "$DIR/node/node_modules/.bin/codex" ] && [ -x "$DIR/node/node_modules/.bin/claude" ] && [ -x "$DIR/node/node_modules/.bin/gemini" ]; }
 py_ok() { [ -f "$DIR/venv/.stamp" ] && [ "$(cat "$DIR/venv/.stamp")" = "$want" ] && [ -x "$DIR/venv/bin/python" ]; }
 
 if node_ok; then
@@ -32,10 +32,12 @@ else
     cp "$HERE/package.json" "$DIR/node/package.json"
     (cd "$DIR/node" && npm install --no-audit --no-fund --loglevel=error \
         --cache "$DIR/npm-cache" --prefer-offline)
-    # opencode, codex and claude ship their binaries as optional dependencies; check they run.
+    # opencode, codex and claude ship their binaries as optional dependencies,
+    # and gemini-cli needs node >= 20; check they run.
     "$DIR/node/node_modules/.bin/opencode" --version >/dev/null
     "$DIR/node/node_modules/.bin/codex" --version >/dev/null
     "$DIR/node/node_modules/.bin/claude" --version >/dev/null
+    "$DIR/node/node_modules/.bin/gemini" --version >/dev/null
     echo "$want" > "$DIR/node/.stamp"
 fi
 
