@@ -273,3 +273,86 @@ fn configure_codex_gives_every_model_direct_tools_through_a_catalog() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
     assert!(!catalog.exists(), "undo removes the catalog");
 }
+
+/// gemini-cli's settings hold no base URL: `configure gemini` selects the
+/// Gemini API key auth in `$GEMINI_CLI_HOME/.gemini/settings.json` (else
+/// `~/.gemini/settings.json`), keeps every other byte, prints the
+/// `export GOOGLE_GEMINI_BASE_URL=...` line for the shell, and `--undo`
+/// gives the bytes back.
+#[test]
+fn configure_gemini_selects_the_api_key_auth_and_prints_the_base_url_to_export() {
+    let home = Home::new("gemini");
+    let gemini_home = home.0.join("gemini-home");
+    let original = "{\n\t\"security\": {\"auth\": {\"selectedType\": \"oauth-personal\"}, \"folderTrust\": {\"enabled\": true}},\n\t\"model\": {\"name\": \"gemini-2.5-pro\"},\n\t\"general\": {\"vimMode\": true}\n}\n";
+    let path = home.write("gemini-home/.gemini/settings.json", original);
+    let vars = [("GEMINI_CLI_HOME", gemini_home.to_str().unwrap())];
+    let out = configure(
+        &home.0,
+        &["gemini", "--url", "http://127.0.0.1:9999/preset/code/v1"],
+        &vars,
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("security.auth.selectedType: \"oauth-personal\" -> \"gemini-api-key\""),
+        "it prints what it changed: {printed}"
+    );
+    assert!(
+        printed
+            .lines()
+            .any(|l| l.trim() == "export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9999/preset/code"),
+        "it prints the base URL to export (the proxy's root: gemini-cli appends /v1beta): {printed}"
+    );
+    assert!(
+        printed.contains("export GEMINI_API_KEY="),
+        "without a key it says gemini-cli needs one: {printed}"
+    );
+    let now = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(now, original.replace("oauth-personal", "gemini-api-key"));
+    assert!(
+        !home.0.join(".gemini").exists(),
+        "GEMINI_CLI_HOME is honoured, ~/.gemini untouched"
+    );
+    let out = configure(&home.0, &["gemini", "--undo"], &vars);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("GOOGLE_GEMINI_BASE_URL"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    assert_eq!(
+        dir_names(&gemini_home.join(".gemini")),
+        vec!["settings.json"]
+    );
+
+    // With a key set, no key line; a new settings file is private and
+    // removed by --undo.
+    let fresh = Home::new("gemini-fresh");
+    let out = configure(&fresh.0, &["gemini"], &[("GEMINI_API_KEY", "k")]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(!printed.contains("export GEMINI_API_KEY"), "{printed}");
+    assert!(printed.contains("export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8080"));
+    let path = fresh.0.join(".gemini/settings.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
+    #[cfg(unix)]
+    assert_eq!(mode(&path), 0o600);
+    configure(&fresh.0, &["gemini", "--undo"], &[]);
+    assert!(dir_names(&fresh.0.join(".gemini")).is_empty());
+}
+
+/// gemini-cli allows comments in its settings; `configure` edits plain
+/// JSON only, so such a file is left alone with a message.
+#[test]
+fn configure_gemini_leaves_a_settings_file_with_comments_alone() {
+    let home = Home::new("gemini-comments");
+    let original = "{\n  // my theme\n  \"ui\": {\"theme\": \"GitHub\"}\n}\n";
+    let path = home.write(".gemini/settings.json", original);
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode-proxy"))
+        .args(["configure", "gemini"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home.0)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("edit it by hand"), "{said}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    assert_eq!(dir_names(&home.0.join(".gemini")), vec!["settings.json"]);
+}

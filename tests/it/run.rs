@@ -129,6 +129,101 @@ fn the_child_sees_none_of_the_proxys_secrets() {
     );
 }
 
+/// `run -- gemini` without the real gemini-cli (tests/it/run_agents.rs
+/// has it): a program named `gemini` records what it got. It reaches the
+/// proxy's root through `GOOGLE_GEMINI_BASE_URL`; its home for the run
+/// (`GEMINI_CLI_HOME`) is a private folder holding the user's own settings
+/// with the Gemini API key auth selected, and links to the rest of the
+/// user's `.gemini`; with only the operator's key at the proxy it gets a
+/// placeholder key, never the operator's. The user's files stay as they
+/// were, and the folder is gone when the run ends.
+#[cfg(unix)]
+#[test]
+fn gemini_gets_the_proxys_root_and_a_home_of_its_own_with_the_users_settings() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Temp::new("gemini");
+    let own = "{\"model\": {\"name\": \"gemini-2.5-flash\"}}";
+    std::fs::create_dir_all(home.0.join(".gemini")).unwrap();
+    std::fs::write(home.0.join(".gemini/settings.json"), own).unwrap();
+    std::fs::write(home.0.join(".gemini/trustedFolders.json"), "{}").unwrap();
+    std::fs::create_dir_all(home.0.join("bin")).unwrap();
+    let gemini = home.0.join("bin/gemini");
+    let seen = home.0.join("seen");
+    std::fs::write(
+        &gemini,
+        format!(
+            "#!/bin/sh\nset -e\nd=\"$GEMINI_CLI_HOME/.gemini\"\n{{ echo \"$GOOGLE_GEMINI_BASE_URL\"; echo \"$GEMINI_CLI_HOME\"; echo \"$GEMINI_API_KEY\"; \
+             readlink \"$d/trustedFolders.json\"; ls -ld \"$d\" \"$d/settings.json\" | cut -c1-10; cat \"$d/settings.json\"; echo; }} > {seen}\nenv > {seen}.env\n",
+            seen = seen.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let gemini = gemini.to_str().unwrap();
+
+    let out = run_cmd(
+        &home.0,
+        &["--", gemini],
+        &[("CODEMODE_GEMINI_API_KEY", "operator-gemini-key")],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = std::fs::read_to_string(&seen).unwrap();
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 7, "{got}");
+    assert!(
+        lines[0].starts_with("http://127.0.0.1:") && lines[0].matches('/').count() == 2,
+        "GOOGLE_GEMINI_BASE_URL is the proxy's root: {got}"
+    );
+    let run_home = Path::new(lines[1]);
+    assert!(
+        run_home.starts_with(&home.0) && run_home != home.0,
+        "a folder of its own under the temporary folder: {got}"
+    );
+    assert_eq!(lines[2], "codemode-proxy-sends-the-operators-key", "{got}");
+    assert_eq!(
+        Path::new(lines[3]),
+        home.0.join(".gemini/trustedFolders.json"),
+        "the user's own files are linked: {got}"
+    );
+    assert_eq!(lines[4], "drwx------", "{got}");
+    assert_eq!(lines[5], "-rw-------", "{got}");
+    let settings: serde_json::Value = serde_json::from_str(lines[6]).unwrap();
+    assert_eq!(settings["model"]["name"], "gemini-2.5-flash");
+    assert_eq!(
+        settings["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
+    let env = std::fs::read_to_string(format!("{}.env", seen.display())).unwrap();
+    assert!(
+        !env.contains("operator-gemini-key"),
+        "the child saw the operator's key"
+    );
+    assert!(!run_home.exists(), "the run's home is removed when it ends");
+    assert_eq!(
+        std::fs::read_to_string(home.0.join(".gemini/settings.json")).unwrap(),
+        own,
+        "the user's settings are not written"
+    );
+    assert!(home.0.join(".gemini/trustedFolders.json").is_file());
+
+    // The user's own key is theirs to send.
+    let out = run_cmd(
+        &home.0,
+        &["--", gemini],
+        &[
+            ("CODEMODE_GEMINI_API_KEY", "operator-gemini-key"),
+            ("GEMINI_API_KEY", "user-gemini-key"),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(got.lines().nth(2), Some("user-gemini-key"), "{got}");
+}
+
 #[test]
 fn a_preset_flag_moves_the_base_urls_under_its_path() {
     let home = Temp::new("preset");

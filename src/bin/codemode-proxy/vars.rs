@@ -14,5 +14,9 @@ pub const CONFIG: &str = "CODEMODE_CONFIG";
 pub const UPSTREAM: &str = "CODEMODE_UPSTREAM";
 /// The Anthropic Messages provider.
 pub const ANTHROPIC_UPSTREAM: &str = "CODEMODE_ANTHROPIC_UPSTREAM";
+/// The Gemini API's host (the whole `/v1beta/...` path goes under it).
+pub const GEMINI_UPSTREAM: &str = "CODEMODE_GEMINI_UPSTREAM";
+/// The operator's Gemini API key (sent as `x-goog-api-key`).
+pub const GEMINI_API_KEY: &str = "CODEMODE_GEMINI_API_KEY";
 /// Deprecated and ignored: the binary warns when it is set.
 pub const SPLICE_CAPACITY: &str = "CODEMODE_SPLICE_CAPACITY";

@@ -1,10 +1,13 @@
-//! `codemode-proxy configure <claude|codex|opencode> [--url URL] [--undo]`:
+//! `codemode-proxy configure <claude|codex|opencode|gemini> [--url URL] [--undo]`:
 //! points an agent's own settings file at a running proxy.
 //!
 //! Only the keys the proxy owns change (Claude Code's
 //! `env.ANTHROPIC_BASE_URL`; Codex's `model_provider` and
 //! `[model_providers.codemode]`; opencode's `baseURL` of its `openai` and
-//! `anthropic` providers). The file as it was is kept next to it
+//! `anthropic` providers; gemini-cli's `security.auth.selectedType`, since
+//! its settings hold no base URL: it reads `GOOGLE_GEMINI_BASE_URL` from
+//! the environment alone, and `configure` prints the line for the
+//! user's shell). The file as it was is kept next to it
 //! (`<file>.codemode-backup`, or `<file>.codemode-absent` when there was
 //! none) the first time, and `--undo` puts those bytes back.
 //!
@@ -36,7 +39,8 @@ pub struct ConfigureArgs {
 }
 
 /// The agent's settings file, under the directories it reads: `$HOME`,
-/// and `CLAUDE_CONFIG_DIR`, `CODEX_HOME` or `XDG_CONFIG_HOME` when set.
+/// and `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_CONFIG_HOME` or
+/// `GEMINI_CLI_HOME` when set.
 pub fn settings_path(agent: Agent, env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let set = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let home = set("HOME");
@@ -50,6 +54,9 @@ pub fn settings_path(agent: Agent, env: impl Fn(&str) -> Option<String>) -> Opti
         Agent::Opencode => set("XDG_CONFIG_HOME")
             .or_else(|| Some(home?.join(".config")))?
             .join("opencode/opencode.json"),
+        Agent::Gemini => set(agents::GEMINI_CLI_HOME)
+            .or(home)?
+            .join(".gemini/settings.json"),
     })
 }
 
@@ -60,11 +67,22 @@ pub fn configure(args: ConfigureArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let done = if args.undo {
-        undo(&path)
+        undo(&path).map(|mut lines| {
+            if args.agent == Agent::Gemini {
+                lines.push(format!(
+                    "  and remove `export {}=...` from your shell profile if you added it",
+                    agents::GOOGLE_GEMINI_BASE_URL
+                ));
+            }
+            lines
+        })
     } else {
-        let key_var = std::env::var_os("OPENAI_API_KEY")
-            .filter(|v| !v.is_empty())
-            .map(|_| "OPENAI_API_KEY");
+        // The variable holding the agent's API key, when it is set.
+        let key = match args.agent {
+            Agent::Gemini => agents::GEMINI_API_KEY,
+            _ => "OPENAI_API_KEY",
+        };
+        let key_var = std::env::var_os(key).filter(|v| !v.is_empty()).map(|_| key);
         let catalog = match args.agent {
             Agent::Codex => codex_catalog(&path),
             _ => None,
@@ -147,7 +165,9 @@ fn resolve(path: &Path) -> Result<PathBuf, String> {
 
 /// Writes the proxy's keys into the file at `path` (through a link); the
 /// lines to print. The file, and its backup, keep the mode the file had (a
-/// settings file holding keys stays 0600); a new one is 0600.
+/// settings file holding keys stays 0600); a new one is 0600. `key_var`
+/// names the agent's API key variable when it is set (Codex's `env_key`;
+/// gemini-cli is told when it needs one).
 pub fn apply(
     agent: Agent,
     path: &Path,
@@ -175,6 +195,7 @@ pub fn apply(
         Agent::Claude => edit_claude(text, url)?,
         Agent::Codex => edit_codex(text, url, key_var, catalog)?,
         Agent::Opencode => edit_opencode(text, url)?,
+        Agent::Gemini => edit_gemini(text)?,
     };
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create its directory: {e}"))?;
@@ -213,7 +234,28 @@ pub fn apply(
         "  undo: codemode-proxy configure {} --undo",
         agent.as_str()
     ));
+    if agent == Agent::Gemini {
+        lines.extend(gemini_environment(url, key_var.is_some()));
+    }
     Ok(lines)
+}
+
+/// What the user adds to their shell for gemini-cli, whose settings hold no
+/// base URL: `GOOGLE_GEMINI_BASE_URL` (the proxy's root; gemini-cli appends
+/// `/v1beta/...`), and a `GEMINI_API_KEY` when none is set.
+pub fn gemini_environment(url: &str, has_key: bool) -> Vec<String> {
+    let mut lines = vec![
+        "gemini-cli reads its base URL from the environment only; add to your shell profile:"
+            .to_owned(),
+        format!("  export {}={url}", agents::GOOGLE_GEMINI_BASE_URL),
+    ];
+    if !has_key {
+        lines.push(format!(
+            "  export {}=...   # your Gemini API key; any value when the proxy holds CODEMODE_GEMINI_API_KEY",
+            agents::GEMINI_API_KEY
+        ));
+    }
+    lines
 }
 
 fn remove_if_there(path: &Path) -> std::io::Result<()> {
@@ -267,6 +309,21 @@ pub fn edit_claude(text: Option<&str>, url: &str) -> Result<(String, Vec<String>
         "env.ANTHROPIC_BASE_URL: {} -> {}",
         shown(was.as_ref()),
         json!(url)
+    );
+    Ok((new, vec![change]))
+}
+
+/// gemini-cli: `security.auth.selectedType = "gemini-api-key"` in
+/// settings.json (the Gemini API with a key, the API the proxy speaks; a
+/// base URL with no auth type selected makes gemini-cli pick a "gateway"
+/// auth that it then refuses), the rest of the text as it was.
+pub fn edit_gemini(text: Option<&str>) -> Result<(String, Vec<String>), String> {
+    let path = ["security", "auth", "selectedType"];
+    let (new, was) = json_text::set_string(text, &path, agents::GEMINI_AUTH_TYPE)?;
+    let change = format!(
+        "security.auth.selectedType: {} -> {}",
+        shown(was.as_ref()),
+        json!(agents::GEMINI_AUTH_TYPE)
     );
     Ok((new, vec![change]))
 }
@@ -386,6 +443,44 @@ mod tests {
             settings_path(Agent::Opencode, env(&[("XDG_CONFIG_HOME", "/x")])).unwrap(),
             Path::new("/x/opencode/opencode.json")
         );
+        assert_eq!(
+            settings_path(Agent::Gemini, env(&[("HOME", "/h")])).unwrap(),
+            Path::new("/h/.gemini/settings.json")
+        );
+        assert_eq!(
+            settings_path(
+                Agent::Gemini,
+                env(&[("HOME", "/h"), ("GEMINI_CLI_HOME", "/g")])
+            )
+            .unwrap(),
+            Path::new("/g/.gemini/settings.json")
+        );
+    }
+
+    #[test]
+    fn gemini_edit_selects_the_api_key_auth_and_keeps_the_rest() {
+        let old = "{\n  \"security\": {\"auth\": {\"selectedType\": \"oauth-personal\"}},\n  \"model\": {\"name\": \"gemini-2.5-pro\"}\n}\n";
+        let (new, changes) = edit_gemini(Some(old)).unwrap();
+        assert_eq!(
+            new,
+            old.replace("oauth-personal", "gemini-api-key"),
+            "only the value changes"
+        );
+        assert_eq!(
+            changes,
+            vec!["security.auth.selectedType: \"oauth-personal\" -> \"gemini-api-key\""]
+        );
+        let lines = gemini_environment("http://127.0.0.1:8080/preset/code", false);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.trim()
+                    == "export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8080/preset/code")
+        );
+        assert!(lines.iter().any(|l| l.contains("export GEMINI_API_KEY=")));
+        assert!(!gemini_environment("http://h", true)
+            .iter()
+            .any(|l| l.contains("GEMINI_API_KEY")));
     }
 
     #[test]

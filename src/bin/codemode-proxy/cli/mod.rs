@@ -5,6 +5,7 @@
 //! codemode-proxy run [--mode M] [--preset P] [--runtime R] [--config FILE] [--log FILE] -- claude
 //! codemode-proxy configure codex --url http://127.0.0.1:8080
 //! codemode-proxy configure codex --undo
+//! codemode-proxy configure gemini --url http://127.0.0.1:8080
 //! ```
 //!
 //! With no argument the binary serves, and `demo` is its own; `--help`
@@ -30,7 +31,7 @@ usage:
   codemode-proxy                      serve (configured by CODEMODE_* variables)
   codemode-proxy run [--mode native|code|both] [--preset NAME] [--runtime embedded|client]
                      [--config FILE] [--log FILE] [--agent-code-mode] -- COMMAND [ARGS...]
-  codemode-proxy configure claude|codex|opencode [--url URL] [--undo]
+  codemode-proxy configure claude|codex|opencode|gemini [--url URL] [--undo]
   codemode-proxy demo
 ";
 
@@ -129,13 +130,15 @@ fn parse_configure(args: &[OsString]) -> Result<ConfigureArgs, String> {
             Some("--undo") => undo = true,
             Some(name) if agent.is_none() && !name.starts_with('-') => {
                 agent = Some(Agent::named(name).ok_or_else(|| {
-                    format!("configure: `{name}` is not an agent; use claude, codex or opencode")
+                    format!(
+                        "configure: `{name}` is not an agent; use claude, codex, opencode or gemini"
+                    )
                 })?);
             }
             _ => return Err(format!("configure: unexpected `{}`", arg.to_string_lossy())),
         }
     }
-    let agent = agent.ok_or("configure needs an agent: claude, codex or opencode")?;
+    let agent = agent.ok_or("configure needs an agent: claude, codex, opencode or gemini")?;
     Ok(ConfigureArgs { agent, url, undo })
 }
 

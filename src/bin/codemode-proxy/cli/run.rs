@@ -16,8 +16,9 @@ use tokio::process::Command;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use super::agents::{self, Agent, BaseUrls};
-use crate::vars::{ANTHROPIC_UPSTREAM, CONFIG, LISTEN, MODE, RUNTIME, UPSTREAM};
+use super::agents::{self, Agent, BaseUrls, Refused};
+use crate::vars::GEMINI_API_KEY as OPERATOR_GEMINI_KEY;
+use crate::vars::{ANTHROPIC_UPSTREAM, CONFIG, GEMINI_UPSTREAM, LISTEN, MODE, RUNTIME, UPSTREAM};
 use codemode_proxy::observe::{logging, Totals};
 use codemode_proxy::{Config, Mode};
 
@@ -99,6 +100,10 @@ pub fn run(args: RunArgs) -> ExitCode {
             eprintln!("codemode-proxy: cannot start the proxy: {e}");
             ExitCode::FAILURE
         }
+        Err(Failure::Prepare(e)) => {
+            eprintln!("codemode-proxy: {e}");
+            ExitCode::FAILURE
+        }
         Err(Failure::Spawn(e)) => {
             let program = args.command[0].to_string_lossy();
             eprintln!("codemode-proxy: cannot run `{program}`: {e}");
@@ -117,6 +122,28 @@ pub fn run(args: RunArgs) -> ExitCode {
 /// for the agent becomes the proxy's upstream, unless the proxy's own
 /// variable names one.
 pub fn config(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+    let over = overrides(args, &env);
+    let config = Config::from_lookup(|k| {
+        over.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| env(k))
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(preset) = &args.preset {
+        if !config.preset_names().contains(&preset.as_str()) {
+            return Err(format!(
+                "codemode-proxy: --preset `{preset}` is not a preset; known: {}\n",
+                config.preset_names().join(", ")
+            ));
+        }
+    }
+    Ok(config)
+}
+
+/// The variables `run` sets over the environment for the proxy: the flags,
+/// a free loopback port, and the agents' own base URLs as upstreams.
+fn overrides(args: &RunArgs, env: &impl Fn(&str) -> Option<String>) -> Vec<(&'static str, String)> {
     let set = |k: &str| env(k).filter(|v| !v.trim().is_empty());
     let mut over: Vec<(&str, String)> = vec![(LISTEN, "127.0.0.1:0".into())];
     if let Some(mode) = args.mode {
@@ -141,26 +168,20 @@ pub fn config(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<Co
             ));
         }
     }
-    let config = Config::from_lookup(|k| {
-        over.iter()
-            .find(|(name, _)| *name == k)
-            .map(|(_, v)| v.clone())
-            .or_else(|| env(k))
-    })
-    .map_err(|e| e.to_string())?;
-    if let Some(preset) = &args.preset {
-        if !config.preset_names().contains(&preset.as_str()) {
-            return Err(format!(
-                "codemode-proxy: --preset `{preset}` is not a preset; known: {}\n",
-                config.preset_names().join(", ")
-            ));
+    // Google's JavaScript SDK and gemini-cli append the whole `/v1beta/...`
+    // path to this root, as the proxy does to its Gemini upstream.
+    if set(GEMINI_UPSTREAM).is_none() {
+        if let Some(url) = set(agents::GOOGLE_GEMINI_BASE_URL) {
+            over.push((GEMINI_UPSTREAM, url.trim_end_matches('/').to_owned()));
         }
     }
-    Ok(config)
+    over
 }
 
 enum Failure {
     Start(io::Error),
+    /// What the agent needs could not be laid out (gemini-cli's home).
+    Prepare(String),
     Spawn(io::Error),
 }
 
@@ -187,17 +208,27 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
     let urls = BaseUrls::new(&format!("http://{addr}"), args.preset.as_deref());
     let mut scratch = None;
     let mut overrides = Vec::new();
-    if Agent::of_program(&args.command[0]) == Some(Agent::Codex) && !args.agent_code_mode {
-        match direct_tools(&args.command[0]) {
+    match Agent::of_program(&args.command[0]) {
+        Some(Agent::Codex) if !args.agent_code_mode => match direct_tools(&args.command[0]) {
             Ok((dir, catalog)) => {
                 scratch = Some(dir);
                 overrides = catalog;
             }
             // An older Codex: its own code mode, if it has one, is respected.
             Err(e) => tracing::warn!("Codex keeps its own tool mode: {e}"),
-        }
+        },
+        Some(Agent::Gemini) => match gemini_home() {
+            Ok(dir) => scratch = Some(dir),
+            Err(e) => {
+                let _ = stop.send(());
+                return Err(Failure::Prepare(format!(
+                    "cannot lay out gemini-cli's settings for the run: {e}"
+                )));
+            }
+        },
+        _ => {}
     }
-    let mut cmd = command(&args.command, &urls, overrides);
+    let mut cmd = command(&args.command, &urls, overrides, scratch.as_deref());
     let spawned = cmd.spawn().map_err(Failure::Spawn);
     let mut child = match spawned {
         Ok(c) => c,
@@ -229,15 +260,39 @@ fn direct_tools(program: &std::ffi::OsStr) -> Result<(PathBuf, Vec<OsString>), S
     }
 }
 
+/// A private folder gemini-cli takes for its home during the run
+/// ([`agents::gemini_home`]): the user's own `.gemini` through links, and
+/// their settings with the Gemini API key auth selected.
+fn gemini_home() -> Result<PathBuf, String> {
+    let dir = super::private_file::new_dir("gemini").map_err(|e| e.to_string())?;
+    let own = [agents::GEMINI_CLI_HOME, "HOME"]
+        .into_iter()
+        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+        .map(PathBuf::from);
+    match agents::gemini_home(&dir, own.as_deref()) {
+        Ok(()) => Ok(dir),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(format!("{}: {e}", dir.display()))
+        }
+    }
+}
+
 fn remove_scratch(dir: Option<PathBuf>) {
     if let Some(dir) = dir {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
 
-/// The child: the command with both base URLs, and what its agent reads
-/// (`codex_extra`: more of Codex's global `-c` overrides).
-fn command(command: &[OsString], urls: &BaseUrls, codex_extra: Vec<OsString>) -> Command {
+/// The child: the command with the base URLs, and what its agent reads
+/// (`codex_extra`: more of Codex's global `-c` overrides; `scratch`: the
+/// private folder made for it, gemini-cli's home).
+fn command(
+    command: &[OsString],
+    urls: &BaseUrls,
+    codex_extra: Vec<OsString>,
+    scratch: Option<&std::path::Path>,
+) -> Command {
     let (program, rest) = command
         .split_first()
         .expect("the parser requires a command");
@@ -253,12 +308,21 @@ fn command(command: &[OsString], urls: &BaseUrls, codex_extra: Vec<OsString>) ->
     }
     cmd.args(rest)
         .env("OPENAI_BASE_URL", &urls.openai)
-        .env("ANTHROPIC_BASE_URL", &urls.anthropic);
+        .env("ANTHROPIC_BASE_URL", &urls.anthropic)
+        .env(agents::GOOGLE_GEMINI_BASE_URL, &urls.gemini);
     // The proxy has read its secrets; the agent (and a model driving its
     // shell) never sees them.
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(is_secret) {
             cmd.env_remove(name);
+        }
+    }
+    if let (Some(Agent::Gemini), Some(home)) = (agent, scratch) {
+        let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+        for (name, value) in
+            agents::gemini_env(home, set(agents::GEMINI_API_KEY), set(OPERATOR_GEMINI_KEY))
+        {
+            cmd.env(name, value);
         }
     }
     if agent == Some(Agent::Opencode) {
@@ -318,15 +382,15 @@ pub fn summary(t: &Totals) -> String {
 /// what the agent needs.
 pub fn refusal_hints(t: &Totals, agent: Option<Agent>) -> Vec<String> {
     [
-        (t.refused_anthropic, true, "Anthropic"),
-        (t.refused_openai, false, "OpenAI"),
+        (t.refused_anthropic, Refused::Anthropic, "Anthropic"),
+        (t.refused_openai, Refused::OpenAi, "OpenAI"),
     ]
     .into_iter()
     .filter(|(n, _, _)| *n > 0)
-    .map(|(n, anthropic, api)| {
+    .map(|(n, refused, api)| {
         let hint = match agent {
-            Some(a) => a.credential_hint(anthropic),
-            None => agents::generic_hint(anthropic),
+            Some(a) => a.credential_hint(refused),
+            None => agents::generic_hint(refused),
         };
         format!("codemode-proxy: the {api} provider refused the credential ({n}x 401/403): {hint}")
     })
@@ -410,6 +474,29 @@ mod tests {
     }
 
     #[test]
+    fn the_users_gemini_base_url_becomes_the_gemini_upstream_whole() {
+        let over = overrides(
+            &RunArgs::default(),
+            &env(&[("GOOGLE_GEMINI_BASE_URL", "https://gw.example/google/")]),
+        );
+        assert!(
+            over.contains(&(GEMINI_UPSTREAM, "https://gw.example/google".to_owned())),
+            "{over:?}"
+        );
+        let over = overrides(
+            &RunArgs::default(),
+            &env(&[
+                ("GOOGLE_GEMINI_BASE_URL", "https://gw.example"),
+                ("CODEMODE_GEMINI_UPSTREAM", "https://mine.example"),
+            ]),
+        );
+        assert!(
+            over.iter().all(|(k, _)| *k != GEMINI_UPSTREAM),
+            "the proxy's own variable wins: {over:?}"
+        );
+    }
+
+    #[test]
     fn an_unknown_preset_names_the_known_ones() {
         let args = RunArgs {
             preset: Some("nope".into()),
@@ -443,5 +530,7 @@ mod tests {
         let hints = refusal_hints(&t, Some(Agent::Claude));
         assert_eq!(hints.len(), 1);
         assert!(hints[0].contains("ANTHROPIC_API_KEY") && hints[0].contains("/login"));
+        let gemini = Agent::Gemini.credential_hint(Refused::Gemini);
+        assert!(gemini.contains("GEMINI_API_KEY") && gemini.contains("CODEMODE_GEMINI_API_KEY"));
     }
 }
