@@ -1,10 +1,10 @@
 //! The real agents under `codemode-proxy run` (the binary), against a
 //! scripted model on loopback that the proxy's upstream variables name:
-//! `run -- claude -p ...`, `run -- codex exec ...` and `run -- opencode run`
-//! each complete a task through a program in code mode (the model saw only
-//! `run_code` and the SDK; the agent ran the nested calls), the summary
-//! line reports the program, and `run` wrote no settings file in the
-//! agent's home.
+//! `run -- claude -p ...`, `run -- codex exec ...`, `run -- opencode run`
+//! and `run -- gemini -p ...` each complete a task through a program in
+//! code mode (the model saw only `run_code` and the SDK; the agent ran the
+//! nested calls), the summary line reports the program, and `run` wrote
+//! no settings file in the agent's home.
 //!
 //! The agents are installed by tests/agents/install.sh; outside CI a
 //! missing agent skips with a note.
@@ -112,6 +112,7 @@ fn assert_no_settings_written(home: &Path) {
         ".config/opencode/opencode.json",
         // The opencode test's XDG_CONFIG_HOME.
         "config/opencode/opencode.json",
+        ".gemini/settings.json",
     ] {
         assert!(!home.join(rel).exists(), "run wrote {rel}");
     }
@@ -508,4 +509,330 @@ async fn opencode_under_run_completes_a_program_of_two_reads() {
         "the summary reports the program: {stderr}"
     );
     assert_no_settings_written(&home);
+}
+
+/// gemini-cli's model on the Gemini API (`/v1beta/models/{model}:...`),
+/// holding the API's rules on what it gets: a turn of function calls is
+/// answered by as many function responses in the next turn, and a call
+/// the model made comes back with its thought signature (Gemini 3 models
+/// refuse it otherwise). A request without tools (a side request) gets a
+/// line of text; the task gets `code` as a `run_code` call (with no code,
+/// a line of text), then, once the program's result is in, an answer
+/// quoting it. It never answers 429: gemini-cli would retry for minutes.
+#[derive(Clone, Default)]
+struct GeminiCliModel {
+    code: Option<String>,
+    /// (path, `x-goog-api-key`, body) of every request.
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String, Value)>>>,
+}
+
+/// The thought signature the scripted model puts on its `run_code` call.
+const PROGRAM_SIGNATURE: &str = "c2lnLXByb2dyYW0=";
+
+impl GeminiCliModel {
+    fn seen(&self) -> Vec<(String, String, Value)> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// The first rule of the API `contents` breaks, as Google words it.
+    fn broken_rule(contents: &[Value]) -> Option<String> {
+        let parts = |c: &Value| c["parts"].as_array().cloned().unwrap_or_default();
+        for (i, turn) in contents.iter().enumerate() {
+            let calls: Vec<Value> = parts(turn)
+                .into_iter()
+                .filter(|p| p.get("functionCall").is_some())
+                .collect();
+            if turn["role"] != "model" || calls.is_empty() {
+                continue;
+            }
+            let answered = contents.get(i + 1).map(parts).unwrap_or_default();
+            let responses = answered
+                .iter()
+                .filter(|p| p.get("functionResponse").is_some())
+                .count();
+            if responses != calls.len() {
+                return Some("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.".into());
+            }
+            for call in &calls {
+                if call["functionCall"]["name"] == "run_code"
+                    && call["thoughtSignature"] != PROGRAM_SIGNATURE
+                {
+                    return Some(format!("Function call is missing a thought_signature in functionCall parts. Additional data, function call `default_api:run_code` , position {}.", i + 1));
+                }
+            }
+        }
+        None
+    }
+}
+
+impl wiremock::Respond for GeminiCliModel {
+    fn respond(&self, req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let key = req
+            .headers
+            .get("x-goog-api-key")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let path = req.url.path().to_owned();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((path.clone(), key, body.clone()));
+        let contents = body["contents"].as_array().cloned().unwrap_or_default();
+        if let Some(rule) = Self::broken_rule(&contents) {
+            return wiremock::ResponseTemplate::new(400).set_body_json(json!({
+                "error": {"code": 400, "message": rule, "status": "INVALID_ARGUMENT"}
+            }));
+        }
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let result = contents.last().and_then(|turn| {
+            turn["parts"].as_array()?.iter().find_map(|p| {
+                let r = p.get("functionResponse")?;
+                (r["name"] == "run_code").then(|| r["response"].to_string())
+            })
+        });
+        let parts = match (has_tools, &self.code, result) {
+            (false, _, _) => json!([{"text": "ok"}]),
+            (true, None, _) => json!([{"text": "Hello from the model."}]),
+            (true, Some(_), Some(result)) => json!([{"text": format!("Wrote c.txt: {result}")}]),
+            (true, Some(code), None) => json!([{
+                "functionCall": {"name": "run_code", "args": {"code": code}, "id": "fc_prog"},
+                "thoughtSignature": PROGRAM_SIGNATURE
+            }]),
+        };
+        let response = json!({
+            "candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
+                              "totalTokenCount": 110},
+            "modelVersion": "gemini-2.5-pro"
+        });
+        if path.ends_with(":streamGenerateContent") {
+            // Each event is a whole GenerateContentResponse, as Google sends.
+            let events = format!("data: {response}\r\n\r\n");
+            wiremock::ResponseTemplate::new(200)
+                .set_body_raw(events.into_bytes(), "text/event-stream")
+        } else {
+            wiremock::ResponseTemplate::new(200).set_body_json(response)
+        }
+    }
+}
+
+impl GeminiCliModel {
+    async fn serve(&self) -> wiremock::MockServer {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path_regex(
+                r"^/v1beta/models/[^/:]+:(streamGenerateContent|generateContent)$",
+            ))
+            .respond_with(self.clone())
+            .mount(&server)
+            .await;
+        server
+    }
+}
+
+/// The user's own gemini-cli settings in `home`: their model, no update
+/// checks, no usage statistics; and no auth type (`run` selects it).
+const GEMINI_USER_SETTINGS: &str = "{\n  \"model\": {\"name\": \"gemini-2.5-pro\"},\n  \"general\": {\"enableAutoUpdate\": false, \"enableAutoUpdateNotification\": false},\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n";
+
+/// `run -- gemini -p ...` as a user would type it, headless: their own
+/// settings in `home`, the workspace trusted for this run (`--skip-trust`,
+/// as gemini-cli asks of a headless run in a folder not yet trusted).
+async fn run_gemini(
+    home: &Path,
+    work: &Path,
+    prompt: &str,
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), GEMINI_USER_SETTINGS).unwrap();
+    let gemini = common::gemini_cli::gemini_bin();
+    run(
+        home,
+        work,
+        &[
+            gemini.to_str().unwrap(),
+            "-p",
+            prompt,
+            "--yolo",
+            "--skip-trust",
+            "--output-format",
+            "stream-json",
+        ],
+        vars,
+    )
+    .await
+}
+
+/// The user's settings as they were, and no folder of the run's left in
+/// the temporary folder (`TMPDIR` is `home`).
+fn assert_gemini_home_untouched(home: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap(),
+        GEMINI_USER_SETTINGS,
+        "run wrote the user's gemini-cli settings"
+    );
+    let left: Vec<String> = std::fs::read_dir(home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("codemode-gemini-"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the run's gemini-cli home is left: {left:?}"
+    );
+}
+
+/// gemini-cli under `run`, with the user's own `GEMINI_API_KEY`: the model
+/// sees only `run_code` and the SDK and writes one program; its two reads
+/// and one write reach gemini-cli as calls in turns the proxy mints
+/// (ids `cm_<alias>_<execution>_<n>`), which gemini-cli runs with its own
+/// tools.
+#[tokio::test]
+async fn gemini_under_run_completes_a_program_of_two_reads_and_a_write() {
+    if !common::gemini_cli::gemini_ready() {
+        return;
+    }
+    let dir = workdir("gemini", &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    // What a read gives the program is the functionResponse's `response`
+    // (`{output}` from gemini-cli); a string is taken as it is.
+    let code = "const text = (r) => typeof r === 'string' ? r : typeof r?.output === 'string' ? r.output : JSON.stringify(r);\n\
+                const a = text(await tools.read_file({file_path: 'a.txt'})).trim();\n\
+                const b = text(await tools.read_file({file_path: 'b.txt'})).trim();\n\
+                await tools.write_file({file_path: 'c.txt', content: a + ' ' + b + '\\n'});\n\
+                return {a, b};";
+    let model = GeminiCliModel {
+        code: Some(code.into()),
+        ..Default::default()
+    };
+    let server = model.serve().await;
+    let (status, stdout, stderr) = run_gemini(
+        &home,
+        &work,
+        "Join a.txt and b.txt into c.txt.",
+        &[
+            ("CODEMODE_GEMINI_UPSTREAM", server.uri().as_str()),
+            ("GEMINI_API_KEY", "test-gemini-key"),
+        ],
+    )
+    .await;
+    let events = json_lines(&stdout);
+    let answer: String = events
+        .iter()
+        .filter(|e| e["type"] == "message" && e["role"] == "assistant")
+        .filter_map(|e| e["content"].as_str())
+        .collect();
+    assert!(
+        status == Some(0) && answer.contains("Wrote c.txt") && answer.contains("alpha-1"),
+        "gemini under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    let written = std::fs::read_to_string(work.join("c.txt")).unwrap_or_default();
+    assert!(
+        written.contains("alpha-1") && written.contains("bravo-2"),
+        "gemini-cli wrote c.txt from the program's reads: {written:?}"
+    );
+    let calls: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_use")
+        .map(|e| {
+            (
+                e["tool_name"].as_str().unwrap_or(""),
+                e["tool_id"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls.iter().map(|c| c.0).collect::<Vec<_>>(),
+        vec!["read_file", "read_file", "write_file"],
+        "gemini-cli ran the three nested calls: {stdout}"
+    );
+    // gemini-cli's event id is `<tool>__<call id>`.
+    let minted = |tool_id: &str| {
+        tool_id
+            .split_once("__")
+            .is_some_and(|(_, id)| id.starts_with("cm_"))
+    };
+    assert!(
+        calls.iter().all(|(_, tool_id)| minted(tool_id)),
+        "under the ids the proxy minted: {calls:?}"
+    );
+    let seen = model.seen();
+    let asked: Vec<&(String, String, Value)> = seen
+        .iter()
+        .filter(|(_, _, b)| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert_eq!(asked.len(), 2, "the model was asked twice: {seen:?}");
+    for (_, key, _) in &seen {
+        assert_eq!(
+            key, "test-gemini-key",
+            "the user's key reaches the provider"
+        );
+    }
+    for (path, _, body) in &asked {
+        assert!(
+            path.starts_with("/v1beta/models/gemini-2.5-pro:"),
+            "the model of the user's own settings: {path}"
+        );
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
+            .filter_map(|d| d["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        assert!(
+            body["systemInstruction"]
+                .to_string()
+                .contains("declare const tools"),
+            "the system instruction holds the SDK"
+        );
+    }
+    let result = asked[1].2["contents"].to_string();
+    assert!(
+        result.contains("alpha-1") && result.contains("bravo-2"),
+        "the program's result reached the model: {result}"
+    );
+    assert!(
+        stderr.contains("codemode-proxy: 1 program run, 3 nested calls"),
+        "the summary reports the program: {stderr}"
+    );
+    assert_gemini_home_untouched(&home);
+}
+
+/// A user with no Gemini key of their own, where the proxy holds the
+/// operator's (`CODEMODE_GEMINI_API_KEY`): gemini-cli, which will not start
+/// without a key, gets a placeholder, and the provider gets the operator's.
+#[tokio::test]
+async fn gemini_under_run_needs_no_key_of_its_own_when_the_proxy_holds_one() {
+    if !common::gemini_cli::gemini_ready() {
+        return;
+    }
+    let dir = workdir("gemini-operator", &[]);
+    let (home, work) = (dir.0.join("home"), dir.0.join("work"));
+    let model = GeminiCliModel::default();
+    let server = model.serve().await;
+    let (status, stdout, stderr) = run_gemini(
+        &home,
+        &work,
+        "Say hello.",
+        &[
+            ("CODEMODE_GEMINI_UPSTREAM", server.uri().as_str()),
+            ("CODEMODE_GEMINI_API_KEY", "operator-gemini-key"),
+        ],
+    )
+    .await;
+    assert!(
+        status == Some(0) && stdout.contains("Hello from the model."),
+        "gemini under run: exit {status:?}\n{stdout}\n{stderr}"
+    );
+    let seen = model.seen();
+    assert!(!seen.is_empty());
+    for (_, key, _) in &seen {
+        assert_eq!(key, "operator-gemini-key", "the operator's key is sent");
+    }
+    assert_gemini_home_untouched(&home);
 }
