@@ -193,6 +193,7 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
     tracing::info!(
         upstream = %config.upstream,
         anthropic_upstream = %config.anthropic_upstream,
+        gemini_upstream = %config.gemini_upstream,
         mode = %config.default_mode(),
         "codemode-proxy run listening on http://{addr}"
     );
@@ -483,6 +484,12 @@ mod tests {
             over.contains(&(GEMINI_UPSTREAM, "https://gw.example/google".to_owned())),
             "{over:?}"
         );
+        let c = config(
+            &RunArgs::default(),
+            env(&[("GOOGLE_GEMINI_BASE_URL", "https://gw.example/google/")]),
+        )
+        .unwrap();
+        assert_eq!(c.gemini_upstream.to_string(), "https://gw.example/google");
         let over = overrides(
             &RunArgs::default(),
             &env(&[
