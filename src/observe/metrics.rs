@@ -112,6 +112,8 @@ pub struct Totals {
     pub refused_anthropic: u64,
     /// 401 and 403 answers on the OpenAI routes (chat, responses, the rest of `/v1`).
     pub refused_openai: u64,
+    /// 401 and 403 answers on the Gemini routes (`:generateContent`, `:streamGenerateContent`).
+    pub refused_gemini: u64,
     /// Requests that ran the client's own code mode (Codex's `exec`).
     pub client_code_requests: u64,
 }
@@ -261,6 +263,7 @@ impl Metrics {
             denials: self.denials.iter().map(Counter::get).sum(),
             refused_anthropic: refused(&[Route::Messages, Route::CountTokens]),
             refused_openai: refused(&[Route::Chat, Route::Responses, Route::Passthrough]),
+            refused_gemini: refused(&[Route::Gemini]),
             client_code_requests: self.client_code.load(Relaxed),
         }
     }

@@ -324,6 +324,42 @@ fn sigterm_to_run_reaches_the_child() {
     );
 }
 
+/// A Gemini request the provider refuses (403, as Google answers one
+/// without a key): the hint names gemini-cli's variable and the proxy's.
+#[tokio::test]
+async fn a_refused_gemini_key_ends_the_run_with_the_variable_to_set() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let provider = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(serde_json::json!({
+            "error": {"code": 403, "message": "Method doesn't allow unregistered callers.",
+                      "status": "PERMISSION_DENIED"}
+        })))
+        .mount(&provider)
+        .await;
+    let home = Temp::new("refused-gemini");
+    let script = "curl -s -o /dev/null -X POST \"$GOOGLE_GEMINI_BASE_URL/v1beta/models/gemini-2.5-pro:generateContent\" \
+                  -H 'content-type: application/json' -H 'x-goog-api-key: wrong' \
+                  -d '{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]}]}'";
+    let mut cmd = tokio::process::Command::from(run_cmd(
+        &home.0,
+        &["--", "sh", "-c", script],
+        &[("CODEMODE_GEMINI_UPSTREAM", provider.uri().as_str())],
+    ));
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let hint = err
+        .lines()
+        .find(|l| l.contains("refused the credential"))
+        .unwrap_or_else(|| panic!("no hint: {err}"));
+    assert!(
+        hint.contains("Gemini") && hint.contains("GEMINI_API_KEY"),
+        "{hint}"
+    );
+}
+
 #[tokio::test]
 async fn a_refused_credential_ends_the_run_with_the_variable_to_set() {
     use wiremock::matchers::method;

@@ -74,9 +74,7 @@ pub enum Refused {
     OpenAi,
     /// Messages (Anthropic).
     Anthropic,
-    /// The Gemini API (Google). Named once the proxy's totals count the
-    /// refusals on its routes.
-    #[allow(dead_code)]
+    /// The Gemini API (Google).
     Gemini,
 }
 

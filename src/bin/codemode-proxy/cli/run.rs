@@ -385,6 +385,7 @@ pub fn refusal_hints(t: &Totals, agent: Option<Agent>) -> Vec<String> {
     [
         (t.refused_anthropic, Refused::Anthropic, "Anthropic"),
         (t.refused_openai, Refused::OpenAi, "OpenAI"),
+        (t.refused_gemini, Refused::Gemini, "Gemini"),
     ]
     .into_iter()
     .filter(|(n, _, _)| *n > 0)
