@@ -89,11 +89,40 @@ async fn the_parameter_or_an_anthropic_header_names_the_dialect() {
     assert_eq!(v["mode"], "native");
     assert!(v["sdk"].is_null());
 
-    let (status, v) = dry_run(&proxy, "?dialect=gemini", &messages, &[]).await;
+    let (status, v) = dry_run(&proxy, "?dialect=palm", &messages, &[]).await;
     assert_eq!(status, 400);
     assert_eq!(v["error"]["code"], "invalid_request");
     assert!(v["error"]["message"]
         .as_str()
         .unwrap()
-        .contains("chat, responses, messages"));
+        .contains("chat, responses, messages, gemini"));
+}
+
+#[tokio::test]
+async fn a_gemini_body_is_told_by_its_contents_and_shows_its_declarations() {
+    let p = provider([]).await;
+    let proxy = start(
+        &p,
+        &[("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_MODE", "code")],
+    )
+    .await;
+    let gemini = json!({
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [
+            {"name": "read_file", "parametersJsonSchema": {"type": "object"}},
+            {"name": "write_file", "parametersJsonSchema": {"type": "object"}}]},
+            {"googleSearch": {}}]
+    });
+    for query in ["", "?dialect=gemini"] {
+        let (status, v) = dry_run(&proxy, query, &gemini, &[]).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["dialect"], "gemini");
+        assert_eq!(names(&v), ["run_code", "googleSearch"]);
+        let sdk = v["sdk"].as_str().unwrap();
+        assert!(
+            sdk.contains("read_file") && sdk.contains("write_file"),
+            "{sdk}"
+        );
+        assert!(v["request"]["systemInstruction"]["parts"][0]["text"].is_string());
+    }
 }
