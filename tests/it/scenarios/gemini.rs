@@ -96,7 +96,7 @@ fn parts(t: &Turn, round: usize) -> Vec<Value> {
     }
     for (i, c) in t.calls.iter().enumerate() {
         let mut call = json!({"name": c.name, "args": args_of(&c.args)});
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             call["id"] = json!(format!("fc_{round}_{i}"));
         }
         let mut part = json!({ "functionCall": call });
