@@ -9,7 +9,8 @@ shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(stream_judge request_rewrite responses_stream_judge messages_stream_judge
-             responses_request_rewrite messages_request_rewrite sdk_render sandbox_boundary)
+             gemini_stream_judge responses_request_rewrite messages_request_rewrite
+             gemini_request_rewrite sdk_render sandbox_boundary)
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo +nightly install --locked cargo-fuzz

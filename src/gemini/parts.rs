@@ -54,23 +54,36 @@ fn is_provider_tool(value: &Value) -> bool {
         .is_some_and(|t| PROVIDER_TOOL_TYPES.iter().any(|p| t.starts_with(p)))
 }
 
+/// Whether a field of a part is no call a client executes.
+fn is_safe_field(key: &str, value: &Value) -> bool {
+    let name = camel(key);
+    SAFE_FIELDS.contains(&name.as_ref())
+        || (matches!(name.as_ref(), "toolCall" | "toolResponse") && is_provider_tool(value))
+}
+
+/// The names a client could read a call by off a part: each
+/// `functionCall`'s (either spelling) and each field the proxy does not
+/// know (a `toolCall` of a tool type it does not know among them); none for
+/// a part that is no call.
+pub fn call_names(part: &Map<String, Value>) -> Vec<&str> {
+    part.iter()
+        .filter_map(|(key, value)| {
+            if camel(key) == "functionCall" {
+                Some(value.get("name").and_then(Value::as_str).unwrap_or(""))
+            } else {
+                (!is_safe_field(key, value)).then_some(key.as_str())
+            }
+        })
+        .collect()
+}
+
 /// The field of a part that makes it a call: `functionCall`, or the first
-/// field the proxy does not know (a `toolCall` of a tool type it does not
-/// know among them); `None` for a part that is no call.
+/// field the proxy does not know; `None` for a part that is no call.
 pub fn call_field(part: &Map<String, Value>) -> Option<&str> {
-    let mut unknown = None;
-    for (key, value) in part {
-        let name = camel(key);
-        if name == "functionCall" {
-            return Some(key);
-        }
-        let provider =
-            matches!(name.as_ref(), "toolCall" | "toolResponse") && is_provider_tool(value);
-        if !provider && !SAFE_FIELDS.contains(&name.as_ref()) {
-            unknown.get_or_insert(key.as_str());
-        }
-    }
-    unknown
+    part.iter()
+        .find(|(k, _)| camel(k) == "functionCall")
+        .or_else(|| part.iter().find(|(k, v)| !is_safe_field(k, v)))
+        .map(|(k, _)| k.as_str())
 }
 
 /// Whether a part is judged as a call.
@@ -144,25 +157,24 @@ pub fn ensure_id(part: &mut Value, ids: &mut CallIds) {
 pub fn judge_part(part: &Value, plan: &ToolPlan) -> Option<JudgedCall> {
     let obj = part.as_object()?;
     let field = call_field(obj)?;
-    let call = function_call(part);
-    let (name, arguments, id) = match call {
+    let (arguments, id) = match function_call(part) {
         Some(call) => (
-            call.get("name").and_then(Value::as_str).unwrap_or(""),
             match call.get("args") {
                 None | Some(Value::Null) => "{}".to_owned(),
                 Some(v) => v.to_string(),
             },
             call.get("id").and_then(Value::as_str).unwrap_or(""),
         ),
-        // A part of a kind the proxy does not know: judged by its field,
-        // so its denial says what it was.
+        // A part of a kind the proxy does not know: its field's value.
         None => (
-            field,
             obj.get(field).map_or_else(String::new, Value::to_string),
             "",
         ),
     };
-    let (name, verdict) = judge_names(&[name], plan)
+    // Every name a client could read the part by is judged: a call beside
+    // another call, or beside a field no one here knows, is denied by the
+    // first name the rule denies.
+    let (name, verdict) = judge_names(&call_names(obj), plan)
         .map(|(n, v)| (n.to_owned(), v))
         .unwrap_or_else(|| (String::new(), nameless(plan)));
     Some(JudgedCall {

@@ -67,6 +67,23 @@ fn either<'a>(object: &RawObject, keys: [&'a str; 2]) -> &'a str {
         .unwrap_or(keys[0])
 }
 
+/// The one spelling of a field the body uses: both at once have no single
+/// reading (which one Google reads is not documented), so such a body is
+/// refused rather than half rewritten.
+fn spelling(
+    present: impl Fn(&str) -> bool,
+    keys: [&'static str; 2],
+) -> Result<&'static str, ProxyError> {
+    match (present(keys[0]), present(keys[1])) {
+        (true, true) => Err(ProxyError::InvalidRequest(format!(
+            "the body holds both `{}` and `{}`; send one of the two spellings",
+            keys[0], keys[1]
+        ))),
+        (false, true) => Ok(keys[1]),
+        _ => Ok(keys[0]),
+    }
+}
+
 impl GeminiRequest {
     /// Parses a body sent to `path` (`/v1beta/models/{model}:{method}`).
     pub fn parse(bytes: &[u8], path: &str) -> Result<GeminiRequest, ProxyError> {
@@ -78,10 +95,10 @@ impl GeminiRequest {
         let mut object = parse_object(bytes)?;
         let mut wrapper = None;
         if method == "countTokens" {
-            let key = either(
-                &object,
+            let key = spelling(
+                |k| object.get(k).is_some(),
                 ["generateContentRequest", "generate_content_request"],
-            );
+            )?;
             if let Some(inner) = object.get(key).filter(|r| r.get() != "null") {
                 let inner = parse_object(inner.get().as_bytes())?;
                 wrapper = Some(std::mem::replace(&mut object, inner));
@@ -179,27 +196,29 @@ impl GeminiRequest {
     /// where the wire has it (the route to that tool), else is dropped; a
     /// list left empty goes, so the mode applies to what the wire holds.
     fn narrow_tool_config(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
-        let key = either(&self.object, ["toolConfig", "tool_config"]);
+        let key = spelling(
+            |k| self.object.get(k).is_some(),
+            ["toolConfig", "tool_config"],
+        )?;
         let Some(raw) = self.object.get(key).filter(|r| r.get() != "null") else {
             return Ok(());
         };
         let mut config: Value = serde_json::from_str(raw.get())
             .map_err(|e| ProxyError::InvalidRequest(format!("`{key}`: {e}")))?;
-        let Some(field) = ["functionCallingConfig", "function_calling_config"]
-            .into_iter()
-            .find(|k| config.get(k).is_some())
-        else {
-            return Ok(());
-        };
+        let field = spelling(
+            |k| config.get(k).is_some(),
+            ["functionCallingConfig", "function_calling_config"],
+        )?;
         let Some(calling) = config.get_mut(field).and_then(Value::as_object_mut) else {
             return Ok(());
         };
-        let list = ["allowedFunctionNames", "allowed_function_names"]
-            .into_iter()
-            .find(|k| calling.contains_key(*k));
-        let Some(list) = list else {
+        let list = spelling(
+            |k| calling.contains_key(k),
+            ["allowedFunctionNames", "allowed_function_names"],
+        )?;
+        if !calling.contains_key(list) {
             return Ok(());
-        };
+        }
         let Some(names) = calling.get(list).and_then(Value::as_array) else {
             return Err(ProxyError::InvalidRequest(format!(
                 "`{key}.functionCallingConfig.{list}` must be an array of names"
@@ -300,7 +319,10 @@ impl GeminiRequest {
     /// Puts the sections into `systemInstruction` as a text part after the
     /// client's own; no instruction becomes the sections alone.
     fn append_prompt(&mut self, plan: &ToolPlan) -> Result<(), ProxyError> {
-        let key = either(&self.object, ["systemInstruction", "system_instruction"]);
+        let key = spelling(
+            |k| self.object.get(k).is_some(),
+            ["systemInstruction", "system_instruction"],
+        )?;
         let part = format!(r#"{{"text":{}}}"#, plan.prompt_json.get());
         let Some(system) = self.object.get(key).filter(|r| r.get() != "null") else {
             let text = format!(r#"{{"parts":[{part}]}}"#);

@@ -93,9 +93,15 @@ impl GeminiJudge {
         };
         if chunk.contains_key("error") {
             // The provider ended the turn with an error: it reaches the
-            // client and no repair follows.
+            // client and no repair follows; calls beside it are judged
+            // all the same.
             self.turn.failed();
-            out.push(ev.raw);
+            let (changed, _) = self.judge_chunk(&mut chunk);
+            if changed {
+                out.push(data_event(&Value::Object(chunk)));
+            } else {
+                out.push(ev.raw);
+            }
             return;
         }
         if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {

@@ -214,3 +214,23 @@ fn stored_denials_join_their_turn_and_the_signature_moves_to_its_first_call() {
     let again = rewritten(&serde_json::to_vec(&v).unwrap(), STREAM, &plan, &splices);
     assert_eq!(again["contents"], v["contents"]);
 }
+
+#[test]
+fn a_field_in_both_spellings_is_refused_not_half_rewritten() {
+    let plan = gemini_plan(Mode::Code, Runtime::Client);
+    let names = json!({"allowedFunctionNames": ["read_file"]});
+    for extra in [
+        json!({"toolConfig": {}, "tool_config": {"functionCallingConfig": names}}),
+        json!({"toolConfig": {"functionCallingConfig": {}, "function_calling_config": names}}),
+        json!({"toolConfig": {"functionCallingConfig": {"allowedFunctionNames": [],
+                                                        "allowed_function_names": ["read_file"]}}}),
+        json!({"system_instruction": {"parts": []}}),
+    ] {
+        let mut r = GeminiRequest::parse(&body(extra.clone()), STREAM).unwrap();
+        let e = r.rewrite(&plan, &store()).unwrap_err().to_string();
+        assert!(e.contains("both"), "{extra}: {e}");
+    }
+    let wrapped = br#"{"generateContentRequest":null,"generate_content_request":{"tools":[]}}"#;
+    let e = GeminiRequest::parse(wrapped, "/v1beta/models/g:countTokens").unwrap_err();
+    assert!(e.to_string().contains("both"), "{e}");
+}

@@ -227,3 +227,34 @@ fn an_error_chunk_reaches_the_client_and_ends_the_turn() {
     assert!(run.errored);
     assert!(String::from_utf8_lossy(&run.client).contains("UNAVAILABLE"));
 }
+
+/// Found by fuzzing: a call that passes must not carry another beside it,
+/// and an error chunk's candidates are judged too.
+#[test]
+fn a_call_beside_run_code_or_an_error_is_judged() {
+    for part in [
+        json!({"functionCall": {"name": "run_code", "args": {"code": "1"}},
+               "toolCall": {"toolType": "LOCAL_SHELL", "args": {"command": "id"}}}),
+        json!({"functionCall": {"name": "run_code", "args": {"code": "1"}},
+               "function_call": {"name": "read_file", "args": {}}}),
+    ] {
+        let bytes = sse(&[chunk(json!([part]), Some("STOP"), 3, 3)]);
+        let run = same_at_every_cut("beside", &bytes, judge(Mode::Code, Runtime::Client));
+        let text = String::from_utf8_lossy(&run.client);
+        assert!(
+            !text.contains("LOCAL_SHELL") && !text.contains("read_file"),
+            "{text}"
+        );
+        assert!(matches!(run.end, RoundEnd::Repair { .. }), "{:?}", run.end);
+    }
+    let mut bytes =
+        b"data: {\"error\":{\"code\":500},\"candidates\":[{\"content\":{\"parts\":".to_vec();
+    bytes.extend_from_slice(b"[{\"functionCall\":{\"name\":\"read_file\"}}]}}]}\r\n\r\n");
+    let run = same_at_every_cut("error beside", &bytes, judge(Mode::Code, Runtime::Client));
+    assert!(run.errored);
+    let text = String::from_utf8_lossy(&run.client);
+    assert!(
+        !text.contains("read_file") && text.contains("error"),
+        "{text}"
+    );
+}
