@@ -180,6 +180,20 @@ impl GeminiRequest {
             self.object.set("tools", wire.clone());
         }
         if plan.narrows_tools() {
+            // A cached content declares tools and a system instruction the
+            // proxy never sees: the wire would announce more than it shows.
+            let cached = spelling(
+                |k| self.object.get(k).is_some_and(|v| v.get() != "null"),
+                ["cachedContent", "cached_content"],
+            )?;
+            if self.object.get(cached).is_some_and(|v| v.get() != "null") {
+                return Err(ProxyError::InvalidRequest(format!(
+                    "`{cached}` names a cached content, whose tools the proxy cannot see, so in \
+                     tool mode `{}` it is refused; send the contents and tools in the request, \
+                     or send it in native mode",
+                    plan.mode
+                )));
+            }
             self.narrow_tool_config(plan)?;
         }
         if !splices.is_empty() {

@@ -234,3 +234,15 @@ fn a_field_in_both_spellings_is_refused_not_half_rewritten() {
     let e = GeminiRequest::parse(wrapped, "/v1beta/models/g:countTokens").unwrap_err();
     assert!(e.to_string().contains("both"), "{e}");
 }
+
+#[test]
+fn a_cached_content_is_refused_where_calls_can_be_denied() {
+    let body = body(json!({"cachedContent": "cachedContents/abc"}));
+    let plan = gemini_plan(Mode::Code, Runtime::Client);
+    let mut r = GeminiRequest::parse(&body, STREAM).unwrap();
+    let e = r.rewrite(&plan, &store()).unwrap_err().to_string();
+    assert!(e.contains("cached content"), "{e}");
+    let native = gemini_plan(Mode::Native, Runtime::Client);
+    let mut r = GeminiRequest::parse(&body, STREAM).unwrap();
+    r.rewrite(&native, &store()).unwrap();
+}
