@@ -11,7 +11,7 @@ pub const UPSTREAM: &str = "CODEMODE_UPSTREAM";
 pub const MODE: &str = "CODEMODE_MODE";
 /// Where `run_code` runs.
 pub const RUNTIME: &str = "CODEMODE_RUNTIME";
-/// How the SDK renders each tool by default: `full` or `compact`.
+/// How the SDK renders each tool by default: `auto`, `full` or `compact`.
 pub const SDK: &str = "CODEMODE_SDK";
 /// Path of the TOML config file.
 pub const CONFIG: &str = "CODEMODE_CONFIG";

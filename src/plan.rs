@@ -14,7 +14,7 @@ use crate::classify::Visibility;
 use crate::error::ProxyError;
 use crate::mode::{Mode, Runtime, RUN_CODE};
 use crate::preset::Preset;
-use crate::sdk::{render_docs, SdkStyle, ToolDocs, ToolSchema};
+use crate::sdk::{render_docs, Rendering, SdkStyle, ToolDocs, ToolSchema};
 use crate::sections::{self, RenderedSection, SdkParts};
 use crate::tools::client_code::{self, ClientCodeMode};
 use crate::tools::{ToolEntry, ToolGroup, ToolReader};
@@ -43,6 +43,8 @@ pub struct ToolPlan {
     /// Each visible tool's full declaration, for `tools.describe` in
     /// programs (empty when no SDK applies).
     pub docs: Arc<ToolDocs>,
+    /// How the SDK section renders; `None` when no SDK applies.
+    pub sdk: Option<Rendering>,
     /// Visible tools that take one string (freeform), not a JSON object.
     pub freeform: HashSet<String>,
     /// Visible tools whose calls are not the dialect's plain function call,
@@ -153,10 +155,8 @@ impl ToolPlan {
         } else {
             ToolDocs::default()
         };
-        let sdk = SdkParts {
-            docs: &docs,
-            runs_code,
-        };
+        let sdk = SdkParts::new(preset.sdk, &docs, &visible_schemas, runs_code);
+        let rendering = code_tools.then_some(sdk.rendering);
         let mut sections = sections::render(preset, mode, &visible_schemas, code_tools, sdk);
         // Kept as long as the plan: no spare capacity (the SDK's text was
         // built by pushing, up to twice its length).
@@ -175,6 +175,7 @@ impl ToolPlan {
             visible_names: shown.iter().map(|e| e.schema.name.clone()).collect(),
             runs_code,
             docs: Arc::new(docs),
+            sdk: rendering,
             freeform: shown
                 .iter()
                 .filter(|e| e.schema.freeform)

@@ -131,7 +131,7 @@ impl Catalog {
     /// Resolves the built-ins plus `file`; every problem is returned at once.
     #[cfg(any(test, feature = "bench-internals"))]
     pub fn build(default_mode: Mode, file: ConfigFile) -> Result<Catalog, Vec<String>> {
-        Catalog::build_with(default_mode, SdkStyle::Full, file)
+        Catalog::build_with(default_mode, SdkStyle::default(), file)
     }
 
     /// [`Catalog::build`], with `default_sdk` for presets whose chain sets no `sdk`.
@@ -411,7 +411,7 @@ mod tests {
             "#,
         );
         let c = Catalog::build(Mode::Code, file.clone()).unwrap();
-        assert_eq!(c.get("standard").unwrap().sdk, SdkStyle::Full);
+        assert_eq!(c.get("standard").unwrap().sdk, SdkStyle::Auto);
         assert_eq!(c.get("lean").unwrap().sdk, SdkStyle::Compact);
         assert_eq!(c.get("lean-reviewer").unwrap().sdk, SdkStyle::Compact);
         assert_eq!(c.get("verbose").unwrap().sdk, SdkStyle::Full);
@@ -434,7 +434,7 @@ mod tests {
         let errors = Catalog::build(Mode::Code, file).unwrap_err();
         assert_eq!(
             errors,
-            vec!["preset `lean` row `sdk`: `tiny` is not an SDK rendering; use full or compact"]
+            vec!["preset `lean` row `sdk`: `tiny` is not an SDK rendering; use auto, full or compact"]
         );
     }
 

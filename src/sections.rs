@@ -6,7 +6,9 @@ use serde::Serialize;
 
 use crate::mode::{Mode, RUN_CODE};
 use crate::preset::Preset;
-use crate::sdk::{property_key, render_compact, SdkStyle, ToolDocs, ToolSchema, DESCRIBE};
+use crate::sdk::{
+    describe_offered, property_key, render_compact, Rendering, SdkStyle, ToolDocs, ToolSchema,
+};
 
 /// Id of the section stating that only `run_code` is callable.
 pub const CODE_ONLY_ID: &str = "tools:code-only";
@@ -35,13 +37,32 @@ pub struct SdkParts<'a> {
     pub docs: &'a ToolDocs,
     /// Whether the proxy runs the programs (so `tools.describe` works in them).
     pub runs_code: bool,
+    /// How the SDK renders (the preset's `sdk` row, resolved for these tools).
+    pub rendering: Rendering,
+}
+
+impl<'a> SdkParts<'a> {
+    /// The parts for `visible` tools whose full declarations are `docs`,
+    /// rendered as `style` resolves for them.
+    pub fn new(
+        style: SdkStyle,
+        docs: &'a ToolDocs,
+        visible: &[ToolSchema],
+        runs_code: bool,
+    ) -> SdkParts<'a> {
+        SdkParts {
+            docs,
+            runs_code,
+            rendering: style.rendering(docs.block().len(), describe_offered(visible, runs_code)),
+        }
+    }
 }
 
 /// Renders every section that applies, in ascending order (ties keep config order).
 ///
 /// `visible` are the native tools the model can reach; `code_tools` says
 /// whether the SDK and the code-only rule apply (a code-capable mode with
-/// tools to reach). The SDK renders as the preset's `sdk` row says.
+/// tools to reach). The SDK renders as `sdk.rendering` says.
 pub fn render(
     preset: &Preset,
     mode: Mode,
@@ -63,7 +84,7 @@ pub fn render(
         out.push(RenderedSection {
             id: SDK_ID.to_owned(),
             order: SDK_ORDER,
-            text: sdk_text(visible, preset.sdk, sdk),
+            text: sdk_text(visible, sdk),
         });
     }
     for s in &preset.sections {
@@ -124,14 +145,12 @@ fn name_list(visible: &[ToolSchema]) -> String {
     out
 }
 
-fn sdk_text(visible: &[ToolSchema], style: SdkStyle, parts: SdkParts<'_>) -> String {
-    // `tools.describe` is offered only where it works: in programs the
-    // proxy runs, when no client tool is called `describe` itself.
-    let describe = parts.runs_code && !visible.iter().any(|t| t.name == DESCRIBE);
+fn sdk_text(visible: &[ToolSchema], parts: SdkParts<'_>) -> String {
+    let describe = describe_offered(visible, parts.runs_code);
     let compact;
-    let (sdk, note) = match style {
-        SdkStyle::Full => (parts.docs.block(), ""),
-        SdkStyle::Compact => {
+    let (sdk, note) = match parts.rendering {
+        Rendering::Full => (parts.docs.block(), ""),
+        Rendering::Compact => {
             compact = render_compact(visible, describe);
             let note = if describe {
                 " Each tool shows its signature and the first sentence of its description: \
@@ -176,10 +195,7 @@ mod tests {
         code_tools: bool,
     ) -> Vec<RenderedSection> {
         let docs = render_docs(visible);
-        let parts = SdkParts {
-            docs: &docs,
-            runs_code: true,
-        };
+        let parts = SdkParts::new(preset.sdk, &docs, visible, true);
         super::render(preset, mode, visible, code_tools, parts)
     }
 
@@ -334,10 +350,7 @@ mod tests {
 
     fn sdk_of(preset: &Preset, visible: &[ToolSchema], runs_code: bool) -> String {
         let docs = render_docs(visible);
-        let parts = SdkParts {
-            docs: &docs,
-            runs_code,
-        };
+        let parts = SdkParts::new(preset.sdk, &docs, visible, runs_code);
         let s = super::render(preset, Mode::Code, visible, true, parts);
         s.into_iter().find(|s| s.id == SDK_ID).unwrap().text
     }

@@ -210,7 +210,7 @@ impl Config {
                 )),
             },
         );
-        let default_sdk = parse_or(&get, SDK, Some(SdkStyle::Full), &mut fail, |v| {
+        let default_sdk = parse_or(&get, SDK, Some(SdkStyle::Auto), &mut fail, |v| {
             v.parse::<SdkStyle>()
         });
         let max_repairs = parse_or(&get, MAX_REPAIRS, Some(2), &mut fail, |v| {

@@ -100,7 +100,7 @@ fn config_file_problems_name_the_file_variable() {
 fn codemode_sdk_sets_the_default_rendering_and_presets_override_it() {
     let sdk = |c: &Config, name: &str| c.catalog.get(name).unwrap().sdk;
     let c = from(&[]).unwrap();
-    assert_eq!(sdk(&c, "code"), SdkStyle::Full);
+    assert_eq!(sdk(&c, "code"), SdkStyle::Auto);
     let mut f = tempfile();
     writeln!(f.1, "[[preset]]\nname = \"verbose\"\nsdk = \"full\"").unwrap();
     let c = from(&[(SDK, "compact"), (CONFIG, &f.0)]).unwrap();
@@ -109,7 +109,7 @@ fn codemode_sdk_sets_the_default_rendering_and_presets_override_it() {
     let errors = from(&[(SDK, "short")]).unwrap_err();
     assert_eq!(errors.0[0].var, SDK);
     assert!(
-        errors.to_string().contains("use full or compact"),
+        errors.to_string().contains("use auto, full or compact"),
         "{errors}"
     );
     let mut f = tempfile();
@@ -118,7 +118,7 @@ fn codemode_sdk_sets_the_default_rendering_and_presets_override_it() {
     assert_eq!(errors.0[0].var, CONFIG);
     assert!(
         errors.to_string().contains(
-            "preset `lean` row `sdk`: `tiny` is not an SDK rendering; use full or compact"
+            "preset `lean` row `sdk`: `tiny` is not an SDK rendering; use auto, full or compact"
         ),
         "{errors}"
     );

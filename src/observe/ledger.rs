@@ -50,6 +50,8 @@ pub struct RequestLedger {
     selected: OnceLock<Selected>,
     /// The client's own code mode the request ran (`codex`), if any.
     client_code: OnceLock<&'static str>,
+    /// How the request's SDK rendered (`full`, `compact`), when it had one.
+    sdk: OnceLock<&'static str>,
     status: AtomicU16,
     rounds: AtomicU64,
     upstream_micros: AtomicU64,
@@ -88,6 +90,7 @@ impl RequestLedger {
             route: AtomicU8::new(Route::Other as u8),
             selected: OnceLock::new(),
             client_code: OnceLock::new(),
+            sdk: OnceLock::new(),
             status: AtomicU16::new(0),
             rounds: AtomicU64::new(0),
             upstream_micros: AtomicU64::new(0),
@@ -162,6 +165,11 @@ impl RequestLedger {
         let _ = self.client_code.set(client);
     }
 
+    /// Records how the request's SDK rendered (`full` or `compact`).
+    pub fn set_sdk(&self, rendering: &'static str) {
+        let _ = self.sdk.set(rendering);
+    }
+
     /// Records the response status.
     pub fn set_status(&self, status: u16) {
         self.status.store(status, Relaxed);
@@ -231,6 +239,7 @@ impl RequestLedger {
             preset,
             mode,
             code_mode,
+            sdk = self.sdk.get().copied().unwrap_or(""),
             status,
             // To the microsecond: a float's tail digits say nothing.
             duration_ms = elapsed.as_micros() as f64 / 1000.0,

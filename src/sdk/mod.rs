@@ -5,7 +5,8 @@
 //! is lost when the schemas leave the wire. Output is a pure function of the
 //! tools, so the same tools render the same bytes (provider caches hit).
 //!
-//! The compact rendering ([`SdkStyle::Compact`], a preset's `sdk` row)
+//! The compact rendering ([`Rendering::Compact`]; a preset's `sdk` row
+//! asks for it, or `auto` picks it for a large tool set)
 //! keeps each tool's signature (every parameter's type) and only the first
 //! sentence of its description ([`first_sentence`]); the full declarations
 //! stay with the plan ([`render_docs`]) and a program reads them with
@@ -87,7 +88,7 @@ pub struct ToolSchema {
 /// renders it through [`render_docs`], which also indexes each tool.)
 #[cfg(any(test, feature = "bench-internals"))]
 pub fn render_declarations(tools: &[ToolSchema]) -> String {
-    render_block(tools, SdkStyle::Full, "", None)
+    render_block(tools, Rendering::Full, "", None)
 }
 
 /// Renders the compact block for `tools`: each tool's signature (its
@@ -97,7 +98,7 @@ pub fn render_declarations(tools: &[ToolSchema]) -> String {
 pub fn render_compact(tools: &[ToolSchema], describe: bool) -> String {
     render_block(
         tools,
-        SdkStyle::Compact,
+        Rendering::Compact,
         if describe { DESCRIBE_DECLARATION } else { "" },
         None,
     )
@@ -107,7 +108,7 @@ pub fn render_compact(tools: &[ToolSchema], describe: bool) -> String {
 /// it), by name: what `tools.describe(name)` returns.
 pub fn render_docs(tools: &[ToolSchema]) -> ToolDocs {
     let mut index = Vec::with_capacity(tools.len());
-    let text = render_block(tools, SdkStyle::Full, "", Some(&mut index));
+    let text = render_block(tools, Rendering::Full, "", Some(&mut index));
     let mut by_name = HashMap::with_capacity(index.len());
     for (name, range) in index {
         by_name.entry(name).or_insert(range);
@@ -127,22 +128,47 @@ const DESCRIBE_DECLARATION: &str =
 /// takes precedence, and then the SDK does not offer describe.
 pub const DESCRIBE: &str = "describe";
 
-/// How the SDK renders each tool (a preset's `sdk` row, `CODEMODE_SDK`).
+/// How a preset asks the SDK to render (its `sdk` row, `CODEMODE_SDK`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SdkStyle {
-    /// The whole description and every parameter's docs (the default).
+    /// Compact where it pays: when the full SDK would pass
+    /// [`AUTO_COMPACT_ABOVE`] bytes and `tools.describe` can give back
+    /// what compact leaves out; full otherwise (the default).
     #[default]
+    Auto,
+    /// The whole description and every parameter's docs.
     Full,
     /// The signature and the first sentence of the description.
     Compact,
 }
 
+/// Above this many bytes of full SDK, `auto` renders compact. The value
+/// runs (BENCHMARKS.md, "Value on real agents") put every agent measured
+/// above it (Codex's full SDK is 7.3 KB, opencode's 18.9 KB, Claude
+/// Code's 46.7 KB) and show compact paying on all of them; a tool set
+/// under it (a handful of tools) costs less in full than one
+/// `tools.describe` round trip, which re-sends the whole prompt.
+pub const AUTO_COMPACT_ABOVE: usize = 4 << 10;
+
 impl SdkStyle {
     /// The name as configured.
     pub fn as_str(self) -> &'static str {
         match self {
+            SdkStyle::Auto => "auto",
             SdkStyle::Full => "full",
             SdkStyle::Compact => "compact",
+        }
+    }
+
+    /// The rendering this style gives a tool set whose full SDK is
+    /// `full_bytes` long, where `describe` says whether programs can call
+    /// `tools.describe` (without it, compact loses the docs for good).
+    pub fn rendering(self, full_bytes: usize, describe: bool) -> Rendering {
+        match self {
+            SdkStyle::Full => Rendering::Full,
+            SdkStyle::Compact => Rendering::Compact,
+            SdkStyle::Auto if describe && full_bytes > AUTO_COMPACT_ABOVE => Rendering::Compact,
+            SdkStyle::Auto => Rendering::Full,
         }
     }
 }
@@ -152,13 +178,40 @@ impl std::str::FromStr for SdkStyle {
 
     fn from_str(s: &str) -> Result<SdkStyle, String> {
         match s.trim() {
+            "auto" => Ok(SdkStyle::Auto),
             "full" => Ok(SdkStyle::Full),
             "compact" => Ok(SdkStyle::Compact),
             other => Err(format!(
-                "`{other}` is not an SDK rendering; use full or compact"
+                "`{other}` is not an SDK rendering; use auto, full or compact"
             )),
         }
     }
+}
+
+/// How the SDK of one tool set is rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rendering {
+    /// Each tool's whole declaration.
+    Full,
+    /// Each tool's signature and first sentence.
+    Compact,
+}
+
+impl Rendering {
+    /// The name dry-run, the inspector and the access log use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rendering::Full => "full",
+            Rendering::Compact => "compact",
+        }
+    }
+}
+
+/// Whether programs of a tool set can call `tools.describe`: only where the
+/// proxy runs them, and only when no client tool is called `describe`
+/// itself (the program calls the client's tool then).
+pub fn describe_offered(visible: &[ToolSchema], runs_code: bool) -> bool {
+    runs_code && !visible.iter().any(|t| t.name == DESCRIBE)
 }
 
 /// Every visible tool's full declaration, by name, kept beside the plan so
@@ -197,7 +250,7 @@ impl ToolDocs {
 /// `index` gets each rendered tool's name and byte range.
 fn render_block(
     tools: &[ToolSchema],
-    style: SdkStyle,
+    style: Rendering,
     extra: &str,
     mut index: Option<&mut Vec<(String, std::ops::Range<usize>)>>,
 ) -> String {
@@ -242,10 +295,10 @@ struct Budget {
 
 /// Renders one tool within `budget`: its text and the work it took, or
 /// `None` when not even its bare declaration fits.
-fn render_tool(tool: &ToolSchema, budget: Budget, style: SdkStyle) -> Option<(String, usize)> {
+fn render_tool(tool: &ToolSchema, budget: Budget, style: Rendering) -> Option<(String, usize)> {
     let mut doc: Vec<String> = Vec::new();
     match tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
-        Some(d) if style == SdkStyle::Compact => {
+        Some(d) if style == Rendering::Compact => {
             let first = first_sentence(d);
             if !first.is_empty() {
                 doc.push(first);
@@ -282,7 +335,7 @@ fn render_tool(tool: &ToolSchema, budget: Budget, style: SdkStyle) -> Option<(St
         + RENDER_SLACK.min(budget.bytes / 4);
     let params = &tool.parameters;
     let mut writer = TypeWriter::new(params, budget.bytes.saturating_sub(fixed), budget.work);
-    if style == SdkStyle::Compact {
+    if style == Rendering::Compact {
         writer = writer.without_docs();
     }
     let mut ty = writer.render(params, 1, 0, &mut Vec::new());

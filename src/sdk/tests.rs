@@ -435,10 +435,27 @@ fn docs_hold_each_tools_full_declaration_and_the_whole_block() {
 fn sdk_rendering_names_parse_and_refuse_the_rest() {
     assert_eq!("full".parse::<SdkStyle>(), Ok(SdkStyle::Full));
     assert_eq!(" compact ".parse::<SdkStyle>(), Ok(SdkStyle::Compact));
+    assert_eq!("auto".parse::<SdkStyle>(), Ok(SdkStyle::Auto));
     assert_eq!(
         "short".parse::<SdkStyle>(),
-        Err("`short` is not an SDK rendering; use full or compact".to_owned())
+        Err("`short` is not an SDK rendering; use auto, full or compact".to_owned())
     );
-    assert_eq!(SdkStyle::default(), SdkStyle::Full);
+    assert_eq!(SdkStyle::default(), SdkStyle::Auto);
     assert_eq!(SdkStyle::Compact.as_str(), "compact");
+    assert_eq!(SdkStyle::Auto.as_str(), "auto");
+}
+
+#[test]
+fn auto_renders_compact_only_past_its_size_and_where_describe_gives_the_rest() {
+    let big = AUTO_COMPACT_ABOVE + 1;
+    assert_eq!(SdkStyle::Auto.rendering(big, true), Rendering::Compact);
+    assert_eq!(
+        SdkStyle::Auto.rendering(AUTO_COMPACT_ABOVE, true),
+        Rendering::Full
+    );
+    // Without tools.describe, compact would lose the docs for good.
+    assert_eq!(SdkStyle::Auto.rendering(big, false), Rendering::Full);
+    // An explicit choice is kept whatever the size.
+    assert_eq!(SdkStyle::Full.rendering(big, true), Rendering::Full);
+    assert_eq!(SdkStyle::Compact.rendering(1, false), Rendering::Compact);
 }

@@ -212,3 +212,78 @@ async fn with_the_client_running_programs_compact_promises_no_describe() {
     assert!(sdk.contains("/** Reads a file from the local filesystem, e.g. a log. */"));
     assert!(!sdk.contains("describe"), "{sdk}");
 }
+
+/// The captured first request of an agent (`tests/fixtures/<agent>/`).
+fn captured(path: &str) -> Value {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn by_default_real_agents_get_the_compact_sdk_and_a_few_tools_the_full_one() {
+    let p = provider([]).await;
+    // Default settings but the runtime: embedded, as `codemode-proxy` starts.
+    let proxy = start(&p, &[("CODEMODE_RUNTIME", "embedded")]).await;
+    let dry = |query: &'static str, body: Value| {
+        let proxy = &proxy;
+        async move {
+            let res = proxy
+                .post(
+                    &format!("/codemode/dry-run{query}"),
+                    &body,
+                    &[("x-codemode-preset", "code")],
+                )
+                .await;
+            let v: Value = res.json().await.unwrap();
+            assert!(v["sdk"].is_string(), "{v}");
+            v
+        }
+    };
+    for (agent, query, fixture) in [
+        (
+            "Claude Code",
+            "?dialect=messages",
+            "claude/first_request.json",
+        ),
+        ("Codex", "?dialect=responses", "codex/first_request.json"),
+        ("gemini-cli", "?dialect=gemini", "gemini/first_request.json"),
+    ] {
+        let v = dry(query, captured(fixture)).await;
+        assert_eq!(v["sdk_setting"], "auto", "{agent}");
+        assert_eq!(v["sdk_rendering"], "compact", "{agent}");
+        let sdk = v["sdk"].as_str().unwrap();
+        assert!(
+            sdk.contains("describe(name: string): string;"),
+            "{agent}: {sdk}"
+        );
+    }
+    // Two small tools: their whole docs cost less than one describe.
+    let v = dry("", chat("hi")).await;
+    assert_eq!(v["sdk_setting"], "auto");
+    assert_eq!(v["sdk_rendering"], "full");
+    assert!(v["sdk"]
+        .as_str()
+        .unwrap()
+        .contains("Quote paths with spaces."));
+    // Where nothing answers tools.describe, auto keeps the whole docs.
+    let client = start(&p, &[]).await;
+    let mut body = captured("claude/first_request.json");
+    body["tools"].as_array_mut().unwrap().push(json!({
+        "name": "run_code", "description": "Run a program.",
+        "input_schema": {"type": "object"}
+    }));
+    let res = client
+        .post(
+            "/codemode/dry-run?dialect=messages",
+            &body,
+            &[("x-codemode-preset", "code")],
+        )
+        .await;
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["sdk_rendering"], "full", "{v}");
+    assert!(received(&p).await.is_empty(), "a dry run calls no provider");
+}

@@ -194,6 +194,8 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
         assert_eq!(line["completed"], true, "{line}");
         assert_eq!(line["route"], "chat");
         assert_eq!(line["mode"], "code");
+        // A few small tools: `auto` keeps their whole docs.
+        assert_eq!(line["sdk"], "full", "{line}");
         assert_eq!(line["status"], 200);
     }
     // The program started in the first request and ended in the second.

@@ -72,8 +72,13 @@ pub(crate) async fn judged<D: Dialect>(
         selection.mode,
         state.config.runtime,
     )?;
-    if let (Some(c), Some(ledger)) = (plan.client_code, crate::observe::ledger::current()) {
-        ledger.set_client_code(c.client);
+    if let Some(ledger) = crate::observe::ledger::current() {
+        if let Some(c) = plan.client_code {
+            ledger.set_client_code(c.client);
+        }
+        if let Some(rendering) = plan.sdk {
+            ledger.set_sdk(rendering.as_str());
+        }
     }
     let limits = &state.config.limits;
     let programs = plan.runs_code && !route.counting;

@@ -80,6 +80,8 @@ pub struct Context<'a> {
     pub dialect: &'static str,
     /// Its `model`.
     pub model: &'a str,
+    /// How its SDK rendered (`full`, `compact`; empty without one).
+    pub sdk: &'static str,
 }
 
 /// A denial as the ledger reports it.
@@ -200,6 +202,7 @@ impl Inspector {
                     preset: ctx.preset.to_owned(),
                     dialect: ctx.dialect,
                     model: ctx.model.to_owned(),
+                    sdk: ctx.sdk,
                     started_ms: w.created_ms(),
                     code: w.code().to_owned(),
                     ..ProgramRecord::default()
@@ -260,6 +263,7 @@ impl Inspector {
                 preset: ctx.preset.to_owned(),
                 dialect: ctx.dialect,
                 model: ctx.model.to_owned(),
+                sdk: ctx.sdk,
                 tool: d.tool,
                 code: d.code,
                 repair,

@@ -93,6 +93,9 @@ pub struct ProgramRecord {
     pub dialect: &'static str,
     /// The request's `model`.
     pub model: String,
+    /// How the SDK the program was written against rendered (`full`,
+    /// `compact`).
+    pub sdk: &'static str,
     /// When it was created (ms since the epoch).
     pub started_ms: u64,
     /// When it ended.
@@ -182,6 +185,7 @@ impl ProgramRecord {
             "preset": self.preset,
             "dialect": self.dialect,
             "model": self.model,
+            "sdk": self.sdk,
             "state": self.state_at(now_ms, lifetime_ms).as_str(),
             "started_at_ms": self.started_ms,
             "ended_at_ms": self.ended_ms,
@@ -313,6 +317,8 @@ pub struct DenialRecord {
     pub dialect: &'static str,
     /// Its `model`.
     pub model: String,
+    /// How the request's SDK rendered (`full`, `compact`; empty without one).
+    pub sdk: &'static str,
     /// The name the model called.
     pub tool: String,
     /// `UNKNOWN_TOOL`, `INVALID_ARGS` or `ONE_PROGRAM`.
@@ -341,6 +347,7 @@ impl DenialRecord {
             "preset": self.preset,
             "dialect": self.dialect,
             "model": self.model,
+            "sdk": self.sdk,
             "tool": self.tool,
             "code": self.code,
             "repair": repair,

@@ -49,6 +49,7 @@ const CTX: Context<'static> = Context {
     preset: "code",
     dialect: "chat",
     model: "gpt-test",
+    sdk: "compact",
 };
 
 fn program(id: &str) -> Fake {
@@ -80,6 +81,7 @@ fn a_program_is_followed_from_start_to_end() {
     assert_eq!(whole["state"], "finished");
     assert_eq!(whole["scope"], "ci");
     assert_eq!(whole["model"], "gpt-test");
+    assert_eq!(whole["sdk"], "compact");
     assert_eq!(whole["code"], p.code);
     assert_eq!(whole["round_trips_saved"], 1);
     assert_eq!(whole["context_bytes_saved"], 42);

@@ -21,6 +21,7 @@ impl RequestLedger {
             preset,
             dialect: self.route().as_str(),
             model: self.model.get().map_or("", String::as_str),
+            sdk: self.sdk.get().copied().unwrap_or(""),
         }
     }
 
