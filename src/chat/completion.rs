@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, mint_call_id, JudgedCall, Shape};
+use crate::turn::{fate, judge_names, mint_call_id, Edit, Edits, JudgedCall, Shape, Step};
 
 /// The model's turn (choice 0) after judging.
 #[derive(Debug)]
@@ -31,64 +31,115 @@ impl JudgedTurn {
     }
 }
 
-/// Judges every call of `completion` and withholds from it every call that
-/// does not pass (denied ones, and programs the proxy runs itself).
+/// Judges every call of `completion`: the turn, and the edits that
+/// withhold from it every call that does not pass (denied ones, and
+/// programs the proxy runs itself) and give id-less calls their ids.
 ///
 /// Only choice 0 is kept: `n = 1` is enforced wherever a call can be denied,
 /// so another choice is not a turn any client asked for, and one it could
 /// read would be a call nobody judged.
-pub fn judge_completion(completion: &mut Map<String, Value>, plan: &ToolPlan) -> JudgedTurn {
+pub fn judge_completion(completion: &Map<String, Value>, plan: &ToolPlan) -> (JudgedTurn, Edits) {
     let mut turn = JudgedTurn {
         assistant: Value::Null,
         calls: Vec::new(),
     };
-    let Some(choices) = completion.get_mut("choices") else {
-        return turn;
+    let mut edits = Edits::default();
+    let Some(choices) = completion.get("choices") else {
+        return (turn, edits);
     };
-    let Some(choices) = choices.as_array_mut() else {
+    let Some(choices) = choices.as_array() else {
         // Not a list: nothing a client reads as choices.
-        *choices = Value::Array(Vec::new());
-        return turn;
+        edits.push(Edit::Put {
+            at: vec![],
+            key: "choices",
+            value: Value::Array(Vec::new()),
+        });
+        return (turn, edits);
     };
-    choices.truncate(1);
-    let Some(choice) = choices.first_mut().and_then(Value::as_object_mut) else {
-        choices.clear();
-        return turn;
+    let at_choices = vec![Step::Key("choices")];
+    let Some(choice) = choices.first().and_then(Value::as_object) else {
+        if !choices.is_empty() {
+            edits.push(Edit::Truncate {
+                at: at_choices,
+                len: 0,
+            });
+        }
+        return (turn, edits);
     };
-    if choice.get("index").is_some_and(|i| i != &json!(0)) {
-        choice.insert("index".into(), json!(0));
+    if choices.len() > 1 {
+        edits.push(Edit::Truncate {
+            at: at_choices,
+            len: 1,
+        });
     }
-    let Some(message) = choice.get_mut("message").and_then(Value::as_object_mut) else {
-        return turn;
+    let at_choice = vec![Step::Key("choices"), Step::Index(0)];
+    if choice.get("index").is_some_and(|i| i != &json!(0)) {
+        edits.push(Edit::Put {
+            at: at_choice.clone(),
+            key: "index",
+            value: json!(0),
+        });
+    }
+    let Some(message) = choice.get("message").and_then(Value::as_object) else {
+        return (turn, edits);
     };
-    match message.get_mut("tool_calls") {
-        Some(Value::Array(calls)) => calls.iter_mut().for_each(ensure_id),
+    let mut at_message = at_choice;
+    at_message.push(Step::Key("message"));
+    let mut at_calls = at_message.clone();
+    at_calls.push(Step::Key("tool_calls"));
+    // The history keeps what the model wrote, withheld calls included.
+    let mut assistant = message.clone();
+    match assistant.get_mut("tool_calls") {
+        Some(Value::Array(calls)) => {
+            for (i, call) in calls.iter_mut().enumerate() {
+                if let Some(id) = ensure_id(call) {
+                    let mut at = at_calls.clone();
+                    at.push(Step::Index(i));
+                    edits.push(Edit::Put {
+                        at,
+                        key: "id",
+                        value: Value::String(id),
+                    });
+                }
+            }
+        }
         Some(Value::Null) | None => {}
         // A client cannot read a list of calls out of anything else.
         Some(_) => {
-            message.remove("tool_calls");
+            assistant.remove("tool_calls");
+            edits.push(Edit::Remove {
+                at: at_message.clone(),
+                key: "tool_calls",
+            });
         }
     }
-    // The history keeps what the model wrote, withheld calls included.
-    turn.assistant = Value::Object(message.clone());
-    if let Some(Value::Array(calls)) = message.get("tool_calls") {
+    if let Some(Value::Array(calls)) = assistant.get("tool_calls") {
         turn.calls.extend(calls.iter().map(|c| judge_call(c, plan)));
     }
     let listed = turn.calls.len();
-    if let Some(fc) = message.get("function_call").filter(|f| !f.is_null()) {
+    if let Some(fc) = assistant.get("function_call").filter(|f| !f.is_null()) {
         turn.calls.push(judge_legacy(fc, plan));
     }
-    if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
-        let mut keep = turn.calls.iter().map(JudgedCall::passed);
-        calls.retain(|_| keep.next().unwrap_or(false));
-        if calls.is_empty() && listed > 0 {
-            message.remove("tool_calls");
-        }
+    turn.assistant = Value::Object(assistant);
+    let keep: Vec<bool> = turn.calls[..listed]
+        .iter()
+        .map(JudgedCall::passed)
+        .collect();
+    if listed > 0 && !keep.contains(&true) {
+        edits.push(Edit::Remove {
+            at: at_message.clone(),
+            key: "tool_calls",
+        });
+    } else {
+        edits.push(Edit::Retain { at: at_calls, keep });
     }
     if turn.calls[listed..].iter().any(|c| !c.passed()) {
-        message.remove("function_call");
+        edits.push(Edit::Remove {
+            at: at_message,
+            key: "function_call",
+        });
     }
-    turn
+    (turn, edits)
 }
 
 /// Judges one `tool_calls` entry by every name a client could read off it.
@@ -146,17 +197,17 @@ fn call_id(call: &Value) -> String {
         .map_or_else(mint_call_id, str::to_owned)
 }
 
-/// Gives a call without an id one, so its result can be matched later.
-fn ensure_id(call: &mut Value) {
+/// Gives a call without an id one, so its result can be matched later;
+/// the id it minted, if it did.
+fn ensure_id(call: &mut Value) -> Option<String> {
     let missing = call
         .get("id")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty);
-    if missing {
-        if let Some(obj) = call.as_object_mut() {
-            obj.insert("id".into(), Value::String(mint_call_id()));
-        }
-    }
+    let obj = call.as_object_mut().filter(|_| missing)?;
+    let id = mint_call_id();
+    obj.insert("id".into(), Value::String(id.clone()));
+    Some(id)
 }
 
 /// When the proxy gave up on the turn: the client gets the model's text
@@ -212,6 +263,14 @@ mod tests {
         json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
     }
 
+    /// Judges `c` and writes the edits, as the JSON driver does.
+    fn judged(c: &mut Value, plan: &ToolPlan) -> JudgedTurn {
+        let answer = c.as_object_mut().unwrap();
+        let (turn, edits) = judge_completion(answer, plan);
+        edits.apply(answer);
+        turn
+    }
+
     fn fates(turn: &JudgedTurn) -> Vec<(&str, bool)> {
         turn.calls
             .iter()
@@ -222,7 +281,7 @@ mod tests {
     #[test]
     fn all_denied_keeps_the_original_turn_for_repair() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        let turn = judged(&mut c, &plan(Mode::Code));
         assert_eq!(turn.assistant["tool_calls"][0]["function"]["name"], "read");
         assert_eq!(fates(&turn), vec![("read", false)]);
         assert!(c["choices"][0]["message"].get("tool_calls").is_none());
@@ -234,7 +293,7 @@ mod tests {
             call("a", "run_code", "{}"),
             call("b", "read", "{}")
         ]));
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        let turn = judged(&mut c, &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("run_code", true), ("read", false)]);
         assert_eq!(
             c["choices"][0]["message"]["tool_calls"]
@@ -248,7 +307,7 @@ mod tests {
     #[test]
     fn both_mode_passes_native_calls() {
         let mut c = completion(json!([call("a", "read", "{}")]));
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Both));
+        let turn = judged(&mut c, &plan(Mode::Both));
         assert_eq!(fates(&turn), vec![("read", true)]);
     }
 
@@ -257,7 +316,7 @@ mod tests {
         let mut c = completion(
             json!([{"type": "function", "function": {"name": "run_code", "arguments": "{}"}}]),
         );
-        judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        judged(&mut c, &plan(Mode::Code));
         assert!(c["choices"][0]["message"]["tool_calls"][0]["id"]
             .as_str()
             .unwrap()
@@ -269,7 +328,7 @@ mod tests {
         let mut c = json!({"choices": [{"index": 0, "finish_reason": "function_call",
             "message": {"role": "assistant", "content": null,
                         "function_call": {"name": "read", "arguments": "{}"}}}]});
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        let turn = judged(&mut c, &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("read", false)]);
         assert_eq!(turn.calls[0].shape, Shape::Legacy);
         assert!(c["choices"][0]["message"].get("function_call").is_none());
@@ -280,7 +339,7 @@ mod tests {
     fn a_custom_call_is_judged_by_its_name() {
         let mut c = completion(json!([{"id": "a", "type": "custom",
             "custom": {"name": "read", "input": "a.txt"}}]));
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        let turn = judged(&mut c, &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("read", false)]);
         assert_eq!(turn.calls[0].shape, Shape::Custom);
     }
@@ -290,7 +349,7 @@ mod tests {
         let mut c = completion(json!([{"id": "a", "type": "function",
             "function": {"name": "run_code", "arguments": "{}"},
             "custom": {"name": "read", "input": ""}}]));
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        let turn = judged(&mut c, &plan(Mode::Code));
         assert_eq!(fates(&turn), vec![("read", false)]);
     }
 
@@ -299,7 +358,7 @@ mod tests {
         let mut c = json!({"choices": [
             {"index": 0, "message": {"role": "assistant", "content": "hi"}},
             {"index": 1, "message": {"role": "assistant", "tool_calls": [call("b", "read", "{}")]}}]});
-        let turn = judge_completion(c.as_object_mut().unwrap(), &plan(Mode::Code));
+        let turn = judged(&mut c, &plan(Mode::Code));
         assert!(turn.calls.is_empty());
         assert_eq!(c["choices"].as_array().unwrap().len(), 1);
         assert_eq!(c["choices"][0]["message"]["content"], "hi");

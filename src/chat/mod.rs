@@ -24,7 +24,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, JudgedCall, ModelTurn, Shape};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Shape};
 use history::Reader;
 
 pub use request::ChatRequest;
@@ -102,14 +102,15 @@ impl Dialect for Chat {
         }
     }
 
-    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
-        let judged = completion::judge_completion(answer, plan);
-        ModelTurn {
+    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
+        let (judged, edits) = completion::judge_completion(answer, plan);
+        let turn = ModelTurn {
             text: judged.content(),
             replay: judged.assistant,
             calls: judged.calls,
             response_id: None,
-        }
+        };
+        (turn, edits)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

@@ -9,34 +9,56 @@ use serde_json::{json, Map, Value};
 
 use super::parts::{ensure_id, is_call_part, judge_part, text_of, CallIds};
 use crate::plan::ToolPlan;
-use crate::turn::{JudgedCall, ModelTurn};
+use crate::turn::{Edit, Edits, JudgedCall, ModelTurn, Step};
 
-/// Judges a candidate's parts, withholding each call that does not pass;
-/// an id-less call gets one first. The parts as they came (ids given) and
-/// the judged calls.
-pub fn judge_parts(
-    parts: &mut Vec<Value>,
-    plan: &ToolPlan,
-    ids: &mut CallIds,
-) -> (Vec<Value>, Vec<JudgedCall>) {
-    let mut calls = Vec::new();
-    let mut keep = Vec::with_capacity(parts.len());
-    for part in parts.iter_mut() {
+/// A candidate's parts, judged.
+#[derive(Debug)]
+pub struct JudgedParts {
+    /// The parts as they came, each id-less call given its id.
+    pub whole: Vec<Value>,
+    /// The calls, judged, in order.
+    pub calls: Vec<JudgedCall>,
+    /// Which parts reach the client.
+    pub keep: Vec<bool>,
+    /// Each id given: the part's index, the field holding its call, the id.
+    pub minted: Vec<(usize, &'static str, String)>,
+}
+
+impl JudgedParts {
+    /// The parts the client gets: `whole` without the withheld calls.
+    pub fn shown(&self) -> Vec<Value> {
+        self.whole
+            .iter()
+            .zip(&self.keep)
+            .filter(|(_, keep)| **keep)
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+}
+
+/// Judges a candidate's parts; an id-less call gets one first.
+pub fn judge_parts(parts: &[Value], plan: &ToolPlan, ids: &mut CallIds) -> JudgedParts {
+    let mut judged = JudgedParts {
+        whole: parts.to_vec(),
+        calls: Vec::new(),
+        keep: Vec::with_capacity(parts.len()),
+        minted: Vec::new(),
+    };
+    for (i, part) in judged.whole.iter_mut().enumerate() {
         if is_call_part(part) {
-            ensure_id(part, ids);
+            if let Some((field, id)) = ensure_id(part, ids) {
+                judged.minted.push((i, field, id));
+            }
         }
         match judge_part(part, plan) {
             Some(call) => {
-                keep.push(call.passed());
-                calls.push(call);
+                judged.keep.push(call.passed());
+                judged.calls.push(call);
             }
-            None => keep.push(true),
+            None => judged.keep.push(true),
         }
     }
-    let whole = parts.clone();
-    let mut keep = keep.into_iter();
-    parts.retain(|_| keep.next().unwrap_or(false));
-    (whole, calls)
+    judged
 }
 
 /// The parts of candidate `n`'s content, to judge or change.
@@ -47,33 +69,58 @@ pub fn parts_mut(candidate: &mut Value) -> Option<&mut Vec<Value>> {
         .as_array_mut()
 }
 
-/// Judges every call of an answer and withholds from it every call that
-/// does not pass; the turn is the first candidate's.
-pub fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
+/// Judges every call of an answer: the turn (the first candidate's), and
+/// the edits that give id-less calls their ids and withhold every call
+/// that does not pass.
+pub fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
     let mut turn = ModelTurn::default();
+    let mut edits = Edits::default();
     let mut ids = CallIds::new();
-    let Some(Value::Array(candidates)) = answer.get_mut("candidates") else {
+    let Some(Value::Array(candidates)) = answer.get("candidates") else {
         turn.replay = json!({"role": "model", "parts": []});
-        return turn;
+        return (turn, edits);
     };
-    for (n, candidate) in candidates.iter_mut().enumerate() {
-        let Some(parts) = parts_mut(candidate) else {
+    for (n, candidate) in candidates.iter().enumerate() {
+        let Some(parts) = candidate
+            .get("content")
+            .and_then(|c| c.get("parts"))
+            .and_then(Value::as_array)
+        else {
             if n == 0 {
                 turn.replay = json!({"role": "model", "parts": []});
             }
             continue;
         };
-        let (whole, calls) = judge_parts(parts, plan, &mut ids);
+        let judged = judge_parts(parts, plan, &mut ids);
+        let at_parts = vec![
+            Step::Key("candidates"),
+            Step::Index(n),
+            Step::Key("content"),
+            Step::Key("parts"),
+        ];
+        for (i, field, id) in judged.minted {
+            let mut at = at_parts.clone();
+            at.extend([Step::Index(i), Step::Key(field)]);
+            edits.push(Edit::Put {
+                at,
+                key: "id",
+                value: Value::String(id),
+            });
+        }
+        edits.push(Edit::Retain {
+            at: at_parts,
+            keep: judged.keep,
+        });
         if n == 0 {
-            let text = text_of(&whole);
+            let text = text_of(&judged.whole);
             turn.text = (!text.is_empty()).then_some(text);
-            turn.replay = json!({"role": "model", "parts": whole});
-            turn.calls = calls;
-        } else if calls.iter().any(|c| !c.passed()) {
+            turn.replay = json!({"role": "model", "parts": judged.whole});
+            turn.calls = judged.calls;
+        } else if judged.calls.iter().any(|c| !c.passed()) {
             tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");
         }
     }
-    turn
+    (turn, edits)
 }
 
 /// Ends the turn without calls: the model's text stays, and `note` when it
@@ -171,7 +218,7 @@ mod tests {
             {"text": "Reading."},
             {"functionCall": {"name": "read_file", "args": {"path": "a"}}, "thoughtSignature": "s1"}
         ]}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 3}});
-        let turn = judge_answer(answer.as_object_mut().unwrap(), &plan);
+        let turn = crate::test_support::judged::<crate::gemini::Gemini>(&mut answer, &plan);
         assert_eq!(turn.calls.len(), 1);
         assert!(!turn.calls[0].passed());
         assert!(turn.calls[0].id.starts_with("call_cm"));
@@ -201,7 +248,7 @@ mod tests {
         let mut answer: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         let sent = answer.clone();
         let plan = gemini_plan(Mode::Code, Runtime::Client);
-        let turn = judge_answer(answer.as_object_mut().unwrap(), &plan);
+        let turn = crate::test_support::judged::<crate::gemini::Gemini>(&mut answer, &plan);
         assert_eq!(turn.calls.len(), 2);
         assert!(turn.calls.iter().all(|c| !c.passed() && !c.id.is_empty()));
         assert!(!answer.to_string().contains("functionCall"));

@@ -133,24 +133,26 @@ impl Default for CallIds {
 
 /// Gives a `functionCall` part without an id a minted one (the client
 /// echoes it in its answer); an unknown call part is left as it came.
-pub fn ensure_id(part: &mut Value, ids: &mut CallIds) {
-    let Some(p) = part.as_object_mut() else {
-        return;
-    };
+pub fn ensure_id(part: &mut Value, ids: &mut CallIds) -> Option<(&'static str, String)> {
+    let p = part.as_object_mut()?;
     let key = if p.contains_key("functionCall") {
         "functionCall"
     } else {
         "function_call"
     };
-    if let Some(Value::Object(call)) = p.get_mut(key) {
-        if call
-            .get("id")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            call.insert("id".into(), Value::String(ids.mint()));
-        }
+    let Some(Value::Object(call)) = p.get_mut(key) else {
+        return None;
+    };
+    if !call
+        .get("id")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return None;
     }
+    let id = ids.mint();
+    call.insert("id".into(), Value::String(id.clone()));
+    Some((key, id))
 }
 
 /// Judges one part; `None` for a part that is no call.

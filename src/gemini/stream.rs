@@ -153,12 +153,13 @@ impl GeminiJudge {
             }
             // The parts change: each call gets an id, and withheld ones go.
             changed = true;
-            let (whole, calls) = judge_parts(parts, &self.plan, &mut self.ids);
+            let judged = judge_parts(parts, &self.plan, &mut self.ids);
+            *parts = judged.shown();
             if first {
                 self.turn.emitted_text |= !text_of(parts).is_empty();
-                self.turn.round.parts.extend(whole);
-                self.turn.round.calls.extend(calls);
-            } else if calls.iter().any(|c| !c.passed()) {
+                self.turn.round.parts.extend(judged.whole);
+                self.turn.round.calls.extend(judged.calls);
+            } else if judged.calls.iter().any(|c| !c.passed()) {
                 tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");
             }
         }

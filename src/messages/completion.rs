@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::items::{is_call_block, judge_block};
 use crate::plan::ToolPlan;
-use crate::turn::JudgedCall;
+use crate::turn::{Edit, Edits, JudgedCall, Step};
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -32,9 +32,9 @@ impl JudgedMessage {
     }
 }
 
-/// Judges every `tool_use` block of `message` and withholds from its
-/// `content` every call that does not pass.
-pub fn judge_message(message: &mut Map<String, Value>, plan: &ToolPlan) -> JudgedMessage {
+/// Judges every `tool_use` block of `message`: the turn, and the edit that
+/// withholds from its `content` every call that does not pass.
+pub fn judge_message(message: &Map<String, Value>, plan: &ToolPlan) -> (JudgedMessage, Edits) {
     let mut turn = JudgedMessage::default();
     let content = match message.get("content") {
         Some(Value::Array(blocks)) => blocks.clone(),
@@ -51,11 +51,12 @@ pub fn judge_message(message: &mut Map<String, Value>, plan: &ToolPlan) -> Judge
             None => keep.push(true),
         }
     }
-    if let Some(Value::Array(blocks)) = message.get_mut("content") {
-        let mut keep = keep.into_iter();
-        blocks.retain(|_| keep.next().unwrap_or(false));
-    }
-    turn
+    let mut edits = Edits::default();
+    edits.push(Edit::Retain {
+        at: vec![Step::Key("content")],
+        keep,
+    });
+    (turn, edits)
 }
 
 /// Ends the turn without calls: the model's text stays, and a note when

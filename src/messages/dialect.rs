@@ -20,7 +20,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, JudgedCall, ModelTurn};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn};
 
 /// Anthropic's Messages API.
 pub struct Messages;
@@ -92,14 +92,15 @@ impl Dialect for Messages {
         request.push_messages(items);
     }
 
-    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
-        let judged = judge_message(answer, plan);
-        ModelTurn {
+    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
+        let (judged, edits) = judge_message(answer, plan);
+        let turn = ModelTurn {
             text: judged.text(),
             replay: judged.assistant,
             calls: judged.calls,
             response_id: None,
-        }
+        };
+        (turn, edits)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::items::judge_item;
 use crate::plan::ToolPlan;
-use crate::turn::JudgedCall;
+use crate::turn::{Edit, Edits, JudgedCall, Step};
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -40,21 +40,27 @@ pub fn message_text(item: &Value) -> Option<String> {
     )
 }
 
-/// Judges every call item of `response` and withholds from its `output`
-/// every call that does not pass (denied ones, and programs the proxy runs).
-pub fn judge_response(response: &mut Map<String, Value>, plan: &ToolPlan) -> JudgedResponse {
+/// Judges every call item of `response`: the turn, and the edit that
+/// withholds from its `output` every call that does not pass (denied ones,
+/// and programs the proxy runs).
+pub fn judge_response(response: &Map<String, Value>, plan: &ToolPlan) -> (JudgedResponse, Edits) {
     let mut turn = JudgedResponse::default();
-    let Some(output) = response.get_mut("output") else {
-        return turn;
+    let mut edits = Edits::default();
+    let Some(output) = response.get("output") else {
+        return (turn, edits);
     };
-    let Some(items) = output.as_array_mut() else {
+    let Some(items) = output.as_array() else {
         // Not a list: nothing a client reads items out of.
-        *output = Value::Array(Vec::new());
-        return turn;
+        edits.push(Edit::Put {
+            at: vec![],
+            key: "output",
+            value: Value::Array(Vec::new()),
+        });
+        return (turn, edits);
     };
     turn.items = items.clone();
     let mut keep = Vec::with_capacity(items.len());
-    for item in items.iter() {
+    for item in items {
         match judge_item(item, plan) {
             Some(call) => {
                 keep.push(call.passed());
@@ -63,9 +69,11 @@ pub fn judge_response(response: &mut Map<String, Value>, plan: &ToolPlan) -> Jud
             None => keep.push(true),
         }
     }
-    let mut keep = keep.into_iter();
-    items.retain(|_| keep.next().unwrap_or(false));
-    turn
+    edits.push(Edit::Retain {
+        at: vec![Step::Key("output")],
+        keep,
+    });
+    (turn, edits)
 }
 
 /// Ends the turn without calls: the model's text stays, and a note when

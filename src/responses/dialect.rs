@@ -19,7 +19,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, JudgedCall, ModelTurn};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn};
 
 /// The OpenAI Responses API.
 pub struct Responses;
@@ -123,14 +123,15 @@ impl Dialect for Responses {
         request.push_items(items);
     }
 
-    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn {
-        let judged = judge_response(answer, plan);
-        ModelTurn {
+    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
+        let (judged, edits) = judge_response(answer, plan);
+        let turn = ModelTurn {
             text: judged.text(),
             replay: Value::Array(judged.items),
             calls: judged.calls,
             response_id: answer.get("id").and_then(Value::as_str).map(str::to_owned),
-        }
+        };
+        (turn, edits)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

@@ -15,7 +15,7 @@ use crate::test_support::{
     fixtures, judge_pieces, messages_plan, pieces_at, same_at_every_cut, Judged, MessagesJudge,
     RoundEnd,
 };
-use crate::turn::{repair_history, Dialect};
+use crate::turn::repair_history;
 
 /// One content block of a generated turn.
 #[derive(Clone, Debug)]
@@ -243,7 +243,7 @@ proptest! {
         let (bytes, mut message) = turn(&blocks, Quirks { no_end: false, ..q });
         let plan = messages_plan(Mode::Code, Runtime::Client);
         let streamed = judge(&bytes, &[]);
-        let judged = Messages::judge_answer(message.as_object_mut().unwrap(), &plan);
+        let judged = crate::test_support::judged::<Messages>(&mut message, &plan);
         let passed: Vec<(String, Value)> = judged.calls.iter()
             .filter(|c| c.passed())
             .map(|c| call(&c.name, &c.arguments))

@@ -48,6 +48,7 @@ mod messages_props;
 pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;
+mod unchanged_props;
 
 // ---- plans ----
 
@@ -314,6 +315,18 @@ impl RepairTarget for NoNextRound {
 }
 
 /// `bytes` cut at `cuts` (each taken modulo the length, in any order).
+/// Judges a whole answer as dialect `D` and writes the edits into it, as
+/// the JSON driver does: the turn, and `answer` as the client gets it.
+pub fn judged<D: crate::turn::Dialect>(
+    answer: &mut Value,
+    plan: &ToolPlan,
+) -> crate::turn::ModelTurn {
+    let answer = answer.as_object_mut().expect("an answer is an object");
+    let (turn, edits) = D::judge_answer(answer, plan);
+    edits.apply(answer);
+    turn
+}
+
 pub fn pieces_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
     points.sort_unstable();

@@ -15,7 +15,7 @@ use crate::test_support::{
     fixtures, judge_pieces, pieces_at, responses_plan, same_at_every_cut, Judged, ResponsesJudge,
     RoundEnd,
 };
-use crate::turn::{repair_history, Dialect};
+use crate::turn::repair_history;
 
 /// One output item of a generated turn.
 #[derive(Clone, Debug)]
@@ -292,7 +292,7 @@ proptest! {
         let (bytes, mut response) = turn(&items, Quirks { no_terminal: false, ..q });
         let plan = responses_plan(Mode::Code, Runtime::Client);
         let streamed = judge(&bytes, &[]);
-        let judged = Responses::judge_answer(response.as_object_mut().unwrap(), &plan);
+        let judged = crate::test_support::judged::<Responses>(&mut response, &plan);
         let passed: Vec<(String, String)> = judged.calls.iter()
             .filter(|c| c.passed())
             .map(|c| (c.name.clone(), c.arguments.clone()))

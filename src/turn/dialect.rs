@@ -15,7 +15,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{JudgedCall, RoundJudge};
+use super::{Edits, JudgedCall, RoundJudge};
 use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
@@ -127,9 +127,12 @@ pub trait Dialect: Send + Sync + Sized + 'static {
 
     // ----- a whole answer -----
 
-    /// Judges every call of a whole answer (a JSON object) and withholds
-    /// from it every call that does not pass.
-    fn judge_answer(answer: &mut Map<String, Value>, plan: &ToolPlan) -> ModelTurn;
+    /// Judges every call of a whole answer (a JSON object): the turn, and
+    /// the edits that withhold from it every call that does not pass (and
+    /// whatever else the client must not read as it came). The judge only
+    /// reads; [`Edits::apply`] writes, and no edits means the answer goes
+    /// out as the provider's bytes.
+    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits);
     /// The proxy gave up on the turn: the answer keeps the model's words
     /// without calls, and `note` when it has none.
     fn give_up(answer: &mut Map<String, Value>, note: &str);

@@ -26,6 +26,7 @@
 //! the client sends back, as any withheld call of a mixed turn.
 
 mod dialect;
+mod edit;
 pub mod effect;
 mod rounds;
 mod stream;
@@ -40,6 +41,7 @@ use crate::sse::SseEvent;
 
 pub use crate::verdict::{Decision, Fate, JudgedCall, Shape};
 pub use dialect::{Dialect, ModelTurn};
+pub use edit::{Edit, Edits, Step};
 pub use effect::{held_program, repair_history, splice, HeldProgram, RoundEnd};
 pub use rounds::Rounds;
 pub use stream::StreamTurn;

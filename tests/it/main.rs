@@ -44,3 +44,4 @@ mod selection;
 mod stores;
 mod streaming;
 mod timeouts;
+mod unchanged;

@@ -167,11 +167,11 @@ fn call(id: Option<&str>, name: &str, signature: Option<&str>) -> Value {
 /// then `run_code` (passed to the client), as the proxy judges it.
 fn stored_turn(splices: &TenantSplices, plan: &ToolPlan) {
     let mut ids = crate::gemini::parts::CallIds::under("x".into());
-    let mut parts = vec![
+    let parts = vec![
         call(Some("c_read"), "read_file", Some("sig")),
         call(Some("c_run"), "run_code", None),
     ];
-    let (_, calls) = crate::gemini::answer::judge_parts(&mut parts, plan, &mut ids);
+    let calls = crate::gemini::answer::judge_parts(&parts, plan, &mut ids).calls;
     let (keys, splice) = crate::turn::splice::<crate::gemini::Gemini>(&calls).unwrap();
     assert_eq!(keys, ["c_run"]);
     splices.put(

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use http::header::CONTENT_ENCODING;
 use http::Response;
 use serde_json::{Map, Value};
 
@@ -60,13 +61,28 @@ pub(crate) async fn intercepted<D: Dialect>(
         let usage = answer.get(D::USAGE).cloned();
         round.usage(usage.as_ref());
         // Denials are events of the round that made them; the round ends here.
-        let (turn, decision) = round.in_scope(|| {
-            let turn = D::judge_answer(&mut answer, plan);
+        let (turn, edits, decision) = round.in_scope(|| {
+            let (turn, edits) = D::judge_answer(&answer, plan);
             let decision = rounds.decide(&turn.calls, false);
-            (turn, decision)
+            (turn, edits, decision)
         });
         drop(round);
+        let unchanged = edits.is_empty();
+        edits.apply(&mut answer);
         match decision {
+            // The judge asked for no edit, and nothing is to add: the
+            // client gets the provider's bytes, never re-serialised.
+            Decision::Final
+                if unchanged
+                    && rounds.before() == 0
+                    && earlier.is_empty()
+                    && !D::streams(&request) =>
+            {
+                let mut parts = response_parts(parts);
+                parts.headers.remove(CONTENT_ENCODING);
+                let res = respond_with(parts, body);
+                return Ok(tag(res, selection, Some(rounds.repairs)));
+            }
             Decision::Final => {}
             Decision::Splice => {
                 if let Some((keys, splice)) = turn::splice::<D>(&turn.calls) {

@@ -1,0 +1,487 @@
+//! Property: a whole answer whose judge asked for no edit, sent to the
+//! client as the provider's bytes, never carries a call the full path
+//! (judge, then write the edits) would withhold.
+//!
+//! For every dialect, on generated answers (calls of every name, shape and
+//! id-lessness, lists that are not lists, extra choices and candidates,
+//! item and block types no one knows) and on every recorded stream's
+//! objects read as whole answers, in every mode: the calls a lenient
+//! client reads off what it gets are exactly the calls the judge passed,
+//! in order; and no edits means nothing was withheld and the full path
+//! would have sent the same answer.
+
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::chat::Chat;
+use crate::gemini::parts::is_call_part;
+use crate::gemini::Gemini;
+use crate::messages::items::is_call_block;
+use crate::messages::Messages;
+use crate::mode::{Mode, Runtime};
+use crate::plan::ToolPlan;
+use crate::responses::items::is_judged_item;
+use crate::responses::Responses;
+use crate::sse::SseParser;
+use crate::test_support::{agent_plan, fixtures, gemini_plan, messages_plan, responses_plan};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Shape};
+
+/// A lenient client of one dialect.
+#[derive(Clone, Copy, PartialEq)]
+enum Reader {
+    Chat,
+    Responses,
+    Messages,
+    Gemini,
+}
+
+impl Reader {
+    /// Every call a client could execute off an answer, in order, as it
+    /// reads it: every choice or candidate, every list entry the dialect's
+    /// fail-closed rule counts as a call.
+    fn calls(self, answer: &Value) -> Vec<Value> {
+        match self {
+            Reader::Chat => chat_calls(answer),
+            Reader::Responses => responses_calls(answer),
+            Reader::Messages => messages_calls(answer),
+            Reader::Gemini => gemini_calls(answer),
+        }
+    }
+}
+
+fn chat_calls(answer: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for choice in answer["choices"].as_array().into_iter().flatten() {
+        let message = &choice["message"];
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            out.push(call.clone());
+        }
+        let legacy = &message["function_call"];
+        if !legacy.is_null() {
+            out.push(json!({"legacy": legacy["name"].as_str().unwrap_or("")}));
+        }
+    }
+    out
+}
+
+fn responses_calls(answer: &Value) -> Vec<Value> {
+    let items = answer["output"].as_array().into_iter().flatten();
+    items.filter(|i| is_judged_item(i)).cloned().collect()
+}
+
+fn messages_calls(answer: &Value) -> Vec<Value> {
+    let blocks = answer["content"].as_array().into_iter().flatten();
+    blocks.filter(|b| is_call_block(b)).cloned().collect()
+}
+
+fn gemini_calls(answer: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for candidate in answer["candidates"].as_array().into_iter().flatten() {
+        let parts = candidate["content"]["parts"]
+            .as_array()
+            .into_iter()
+            .flatten();
+        out.extend(parts.filter(|p| is_call_part(p)).cloned());
+    }
+    out
+}
+
+/// A passed call as the reader shows it.
+fn shown(call: &JudgedCall) -> Value {
+    match (&call.raw, call.shape) {
+        (_, Shape::Legacy) | (None, _) => json!({"legacy": call.name}),
+        (Some(raw), _) => Value::Object(raw.clone()),
+    }
+}
+
+/// The property for one answer; `Err` says what broke, `Ok(true)` that
+/// the answer went out unedited holding calls.
+fn holds<D: Dialect>(answer: &Value, plan: &ToolPlan, read: Reader) -> Result<bool, String> {
+    let Some(object) = answer.as_object() else {
+        return Ok(false);
+    };
+    let (turn, edits) = D::judge_answer(object, plan);
+    verdict_holds(answer, plan, &turn, edits, read)
+}
+
+/// The property for one answer judged as `turn` with `edits`.
+fn verdict_holds(
+    answer: &Value,
+    plan: &ToolPlan,
+    turn: &ModelTurn,
+    edits: Edits,
+    read: Reader,
+) -> Result<bool, String> {
+    let Some(object) = answer.as_object() else {
+        return Ok(false);
+    };
+    let unchanged = edits.is_empty();
+    let mut full: Map<String, Value> = object.clone();
+    edits.apply(&mut full);
+    let full = Value::Object(full);
+    let passed: Vec<Value> = turn
+        .calls
+        .iter()
+        .filter(|c| c.passed())
+        .map(shown)
+        .collect();
+    // Gemini judges every candidate; the turn is the first one's.
+    let first_only = |v: &Value| -> Value {
+        match v.get("candidates").and_then(Value::as_array) {
+            Some(c) if read == Reader::Gemini => {
+                let mut v = v.clone();
+                v["candidates"] = Value::Array(c.iter().take(1).cloned().collect());
+                v
+            }
+            _ => v.clone(),
+        }
+    };
+    let client = if unchanged { answer } else { &full };
+    let read_off = read.calls(&first_only(client));
+    if read_off != passed {
+        return Err(format!(
+            "the client reads {read_off:?} but the judge passed {passed:?} (unchanged: {unchanged})"
+        ));
+    }
+    if unchanged {
+        if let Some(c) = turn.calls.iter().find(|c| !c.passed()) {
+            return Err(format!("no edits, yet `{}` was withheld", c.name));
+        }
+        if &full != answer {
+            return Err("no edits, yet the full path wrote another answer".into());
+        }
+    }
+    // Later candidates are never the turn: whatever of them the client
+    // reads was judged too, and only passed calls stay.
+    if let Some(later) = full.get("candidates").and_then(Value::as_array) {
+        for candidate in later.iter().skip(1) {
+            for part in gemini_calls(&json!({"candidates": [candidate]})) {
+                let judged = crate::gemini::parts::judge_part(&part, plan);
+                if judged.is_some_and(|c| !c.passed()) {
+                    return Err(format!("a later candidate kept a withheld call: {part}"));
+                }
+            }
+        }
+    }
+    Ok(unchanged && !passed.is_empty())
+}
+
+/// Every mode and runtime a plan is built for.
+fn modes() -> Vec<(Mode, Runtime)> {
+    let mut out = Vec::new();
+    for mode in [Mode::Code, Mode::Both, Mode::Native] {
+        for runtime in [Runtime::Client, Runtime::Embedded] {
+            out.push((mode, runtime));
+        }
+    }
+    out
+}
+
+/// The property in every mode; how many of them sent the answer unedited
+/// with calls in it.
+fn check_everywhere(api: &str, answer: &Value) -> Result<usize, String> {
+    let mut unedited = 0;
+    for (mode, runtime) in modes() {
+        let result = match api {
+            "chat" => holds::<Chat>(answer, &agent_plan(mode), Reader::Chat),
+            "responses" => {
+                holds::<Responses>(answer, &responses_plan(mode, runtime), Reader::Responses)
+            }
+            "messages" => {
+                holds::<Messages>(answer, &messages_plan(mode, runtime), Reader::Messages)
+            }
+            _ => holds::<Gemini>(answer, &gemini_plan(mode, runtime), Reader::Gemini),
+        };
+        unedited += usize::from(
+            result.map_err(|e| format!("{api}, {mode:?} on {runtime:?}: {e}\n{answer}"))?,
+        );
+    }
+    Ok(unedited)
+}
+
+// ---- answers read off the recorded streams ----
+
+/// Every event's data in a recorded stream.
+fn events(bytes: &[u8]) -> Vec<Value> {
+    let mut parser = SseParser::new(1 << 24);
+    let mut all = Vec::new();
+    parser
+        .push(bytes, &mut all)
+        .expect("a recorded stream parses");
+    parser.finish(&mut all);
+    all.iter()
+        .filter_map(|ev| serde_json::from_str::<Value>(ev.data.as_deref()?).ok())
+        .collect()
+}
+
+/// Whole answers made of a recorded stream's objects: Chat's deltas as
+/// messages; Responses' response objects and items; Messages' blocks;
+/// Gemini's chunks (each is a whole answer).
+fn recorded(api: &str, bytes: &[u8]) -> Vec<Value> {
+    let events = events(bytes);
+    match api {
+        "chat" => events
+            .iter()
+            .filter_map(|e| e["choices"].as_array())
+            .flatten()
+            .map(|c| json!({"choices": [{"index": 0, "message": c["delta"]}]}))
+            .collect(),
+        "responses" => {
+            let mut out: Vec<Value> = events
+                .iter()
+                .filter_map(|e| e.get("response").filter(|r| r.is_object()).cloned())
+                .collect();
+            let items: Vec<Value> = events
+                .iter()
+                .filter_map(|e| e.get("item").cloned())
+                .collect();
+            out.push(json!({"output": items}));
+            out
+        }
+        "messages" => {
+            let blocks: Vec<Value> = events
+                .iter()
+                .filter_map(|e| e.get("content_block").cloned())
+                .collect();
+            vec![json!({"role": "assistant", "content": blocks})]
+        }
+        _ => events,
+    }
+}
+
+#[test]
+fn every_recorded_answer_keeps_the_rule_on_both_paths() {
+    let (mut checked, mut unedited) = (0, 0);
+    for (api, dir) in [
+        ("chat", ""),
+        ("responses", "responses"),
+        ("messages", "messages"),
+        ("gemini", "gemini"),
+    ] {
+        for f in fixtures(dir) {
+            for answer in recorded(api, &f.bytes) {
+                match check_everywhere(api, &answer) {
+                    Ok(n) => unedited += n,
+                    Err(e) => panic!("{}: {e}", f.name),
+                }
+                checked += 1;
+            }
+        }
+    }
+    let whole = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/streams/gemini/whole_two_calls.json"
+    );
+    let answer: Value = serde_json::from_slice(&std::fs::read(whole).unwrap()).unwrap();
+    check_everywhere("gemini", &answer).unwrap();
+    assert!(checked > 100, "only {checked} recorded answers");
+    // The fast path is exercised, not only the edited one.
+    assert!(
+        unedited > 20,
+        "only {unedited} went out unedited with calls"
+    );
+}
+
+// ---- generated answers ----
+
+fn name() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("run_code"),
+        Just("read"),
+        Just("Read"),
+        Just("read_file"),
+        Just("exec_command"),
+        Just("bash"),
+        Just("nope"),
+        Just(""),
+        Just("github.x"),
+    ]
+}
+
+fn arguments() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just(r#"{"code":"return 1"}"#),
+        Just("{}"),
+        Just("not json"),
+        Just(r#"{"path":"a"}"#),
+    ]
+}
+
+/// An id, an empty one, or none.
+fn id() -> impl Strategy<Value = Option<&'static str>> {
+    prop_oneof![
+        Just(Some("call_a")),
+        Just(Some("call_b")),
+        Just(Some("")),
+        Just(None)
+    ]
+}
+
+fn with_id(mut v: Value, key: &str, id: Option<&str>) -> Value {
+    if let Some(id) = id {
+        v[key] = json!(id);
+    }
+    v
+}
+
+fn chat_answer() -> impl Strategy<Value = Value> {
+    let call = (name(), arguments(), id(), 0u8..4, name()).prop_map(|(n, a, id, shape, other)| {
+        let call = match shape {
+            0 => json!({"type": "function", "function": {"name": n, "arguments": a}}),
+            1 => json!({"type": "custom", "custom": {"name": n, "input": a}}),
+            // Both readings: a client may take either name.
+            2 => json!({"type": "function", "function": {"name": n, "arguments": a},
+                        "custom": {"name": other, "input": a}}),
+            _ => json!({"function": {"name": n, "arguments": a}}),
+        };
+        with_id(call, "id", id)
+    });
+    let calls = prop_oneof![
+        4 => proptest::collection::vec(call, 0..4).prop_map(Value::Array),
+        1 => Just(Value::Null),
+        1 => Just(json!("not a list")),
+    ];
+    let message = (calls, proptest::option::of((name(), arguments())), any::<bool>()).prop_map(
+        |(calls, legacy, text)| {
+            let mut m = json!({"role": "assistant", "content": if text { json!("Sure.") } else { Value::Null }});
+            if calls != Value::Null {
+                m["tool_calls"] = calls;
+            }
+            if let Some((n, a)) = legacy {
+                m["function_call"] = json!({"name": n, "arguments": a});
+            }
+            m
+        },
+    );
+    (proptest::collection::vec((message, 0u8..3), 0..3), any::<bool>()).prop_map(|(choices, listed)| {
+        let choices: Vec<Value> = choices
+            .into_iter()
+            .map(|(message, index)| json!({"index": index, "message": message, "finish_reason": "tool_calls"}))
+            .collect();
+        let choices = if listed { Value::Array(choices) } else { json!({"0": choices}) };
+        json!({"id": "c", "object": "chat.completion", "choices": choices, "usage": {"prompt_tokens": 1}})
+    })
+}
+
+fn responses_answer() -> impl Strategy<Value = Value> {
+    let item = (name(), arguments(), id(), 0u8..8).prop_map(|(n, a, id, kind)| match kind {
+        0 => json!({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Sure."}]}),
+        1 => json!({"type": "reasoning", "summary": []}),
+        2 => json!({"type": "web_search_call", "status": "completed"}),
+        3 => with_id(
+            json!({"type": "function_call", "name": n, "arguments": a}),
+            "call_id",
+            id,
+        ),
+        4 => with_id(
+            json!({"type": "custom_tool_call", "name": n, "input": a}),
+            "call_id",
+            id,
+        ),
+        5 => with_id(
+            json!({"type": "computer_call", "action": {"type": "click"}}),
+            "call_id",
+            id,
+        ),
+        6 => json!({"type": "brand_new_call", "name": n}),
+        _ => json!({"type": 5}),
+    });
+    (proptest::collection::vec(item, 0..5), any::<bool>()).prop_map(|(items, listed)| {
+        let output = if listed {
+            Value::Array(items)
+        } else {
+            json!({"items": items})
+        };
+        json!({"id": "resp_1", "object": "response", "status": "completed", "output": output})
+    })
+}
+
+fn messages_answer() -> impl Strategy<Value = Value> {
+    let block = (name(), id(), 0u8..7).prop_map(|(n, id, kind)| match kind {
+        0 => json!({"type": "text", "text": "Sure."}),
+        1 => json!({"type": "thinking", "thinking": "Hm.", "signature": "s"}),
+        2 => with_id(
+            json!({"type": "tool_use", "name": n, "input": {"code": "return 1"}}),
+            "id",
+            id,
+        ),
+        3 => json!({"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}}),
+        4 => json!({"type": "web_search_tool_result", "tool_use_id": "srv", "content": []}),
+        5 => json!({"type": "brand_new_block", "name": n}),
+        _ => json!({"type": "tool_use"}),
+    });
+    (proptest::collection::vec(block, 0..5), any::<bool>()).prop_map(|(blocks, listed)| {
+        let content = if listed {
+            Value::Array(blocks)
+        } else {
+            json!("text")
+        };
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content,
+               "stop_reason": "tool_use"})
+    })
+}
+
+fn gemini_answer() -> impl Strategy<Value = Value> {
+    let part = (name(), id(), 0u8..7).prop_map(|(n, id, kind)| match kind {
+        0 => json!({"text": "Sure."}),
+        1 => json!({"text": "Hm.", "thought": true, "thoughtSignature": "s"}),
+        2 => json!({"functionCall": with_id(json!({"name": n, "args": {"code": "return 1"}}), "id", id)}),
+        3 => json!({"function_call": with_id(json!({"name": n, "args": {}}), "id", id)}),
+        4 => json!({"executableCode": {"language": "PYTHON", "code": "print(1)"}}),
+        5 => json!({"brandNewCall": {"name": n}}),
+        _ => json!({"text": "x", "functionCall": {"name": n}}),
+    });
+    let candidate = proptest::collection::vec(part, 0..4).prop_map(|parts| {
+        json!({"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0})
+    });
+    proptest::collection::vec(candidate, 0..3).prop_map(
+        |candidates| json!({"candidates": candidates, "usageMetadata": {"promptTokenCount": 1}}),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn a_chat_answer_without_edits_hides_no_withheld_call(answer in chat_answer()) {
+        check_everywhere("chat", &answer).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn a_responses_answer_without_edits_hides_no_withheld_call(answer in responses_answer()) {
+        check_everywhere("responses", &answer).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn a_messages_answer_without_edits_hides_no_withheld_call(answer in messages_answer()) {
+        check_everywhere("messages", &answer).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn a_gemini_answer_without_edits_hides_no_withheld_call(answer in gemini_answer()) {
+        check_everywhere("gemini", &answer).map_err(TestCaseError::fail)?;
+    }
+}
+
+#[test]
+fn a_judge_that_forgot_an_edit_is_caught() {
+    // The property is only as good as its reader: a judge that withheld a
+    // call but asked for no edit would send it; the property says so.
+    let answer = json!({"choices": [{"index": 0, "message": {"role": "assistant",
+        "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}}]});
+    let plan = agent_plan(Mode::Code);
+    let (turn, edits) = Chat::judge_answer(answer.as_object().unwrap(), &plan);
+    assert!(!turn.calls[0].passed());
+    assert!(verdict_holds(&answer, &plan, &turn, edits, Reader::Chat).is_ok());
+    let forgot = verdict_holds(&answer, &plan, &turn, Edits::default(), Reader::Chat);
+    assert!(forgot.unwrap_err().contains("the client reads"));
+    // And one for a Gemini part whose id was never given.
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "run_code", "args": {"code": "return 1"}}}]}}]});
+    let plan = gemini_plan(Mode::Code, Runtime::Client);
+    let (turn, edits) = Gemini::judge_answer(answer.as_object().unwrap(), &plan);
+    assert!(turn.calls[0].passed());
+    assert!(verdict_holds(&answer, &plan, &turn, edits, Reader::Gemini).is_ok());
+    assert!(verdict_holds(&answer, &plan, &turn, Edits::default(), Reader::Gemini).is_err());
+}
