@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """A scripted model for bench/value.sh, Python 3 standard library only.
 
-It serves the three wire APIs a provider serves, streaming or not:
+It serves the four wire APIs a provider serves, streaming or not:
   POST /v1/messages (+ /count_tokens)   Claude Code
   POST /v1/responses                    Codex
   POST /v1/chat/completions             opencode
+  POST /v1beta/models/M:streamGenerateContent (and :generateContent,
+       :countTokens)                    gemini-cli
 and plays a competent model FAIRLY in each mode. It is a state machine over
 the request it gets: which task (named in the user's prompt, "Task NAME in
 DIR:"), whether it sees the agent's own tools (native) or only `run_code`
@@ -17,9 +19,10 @@ keeps conversation state of its own.
   `Promise.all`, then an answer quoting the program's result.
 
 Every request is logged (one JSON line to --log): its path, body bytes,
-the bytes of the longest prefix of its prompt (tools, system, messages in
-the order a provider renders them, `cache_control` marks left out) shared
-with an earlier request of this process, and the bytes the model wrote.
+the bytes of the longest prefix of its prompt (tools, system, messages or
+contents in the order a provider renders them, `cache_control` marks left
+out) shared with an earlier request of this process, and the bytes the
+model wrote.
 --dump DIR also keeps every request body (to learn an agent's tools).
 
     python3 bench/value_model.py --port-file F --log L [--dump DIR]
@@ -43,6 +46,21 @@ COUNTER = [0]
 # ---------------------------------------------------------------- the tasks
 
 FANOUT_FILES = [f"note{i:02d}.txt" for i in range(1, 21)]
+
+
+def fits(schema):
+    """A small value that fits a JSON schema (OpenAPI's upper-case types too)."""
+    t = str((schema or {}).get("type", "object")).lower()
+    if t == "object":
+        props = schema.get("properties") or {}
+        return {k: fits(props.get(k)) for k in schema.get("required") or props}
+    if t == "array":
+        return []
+    if t in ("integer", "number"):
+        return max(1, schema.get("minimum", 1))
+    if t == "boolean":
+        return False
+    return (schema.get("enum") or ["Bench task"])[0]
 
 
 def task_of(prompt):
@@ -72,7 +90,8 @@ def text_of(content):
 
 class Conv:
     """A request normalised: prompt text, tool names, calls made (id, name,
-    args), results got (id -> text), in order."""
+    args), results got (id -> text), in order; the JSON schema the answer
+    must fit, if any."""
 
     def __init__(self):
         self.prompt = ""
@@ -80,6 +99,7 @@ class Conv:
         self.system = ""
         self.calls = []
         self.results = {}
+        self.schema = None
 
 
 def parse_messages(body):
@@ -147,6 +167,50 @@ def parse_chat(body):
     return c
 
 
+def gemini_result_text(response):
+    """What a functionResponse's `response` says: gemini-cli sends
+    `{output: TEXT}` (or `{error: TEXT}`); anything else as JSON."""
+    if isinstance(response, dict):
+        for k in ("output", "error"):
+            if isinstance(response.get(k), str):
+                return response[k]
+    return response if isinstance(response, str) else json.dumps(response)
+
+
+def parse_gemini(body):
+    c = Conv()
+    for t in body.get("tools") or []:
+        c.tools += [d.get("name") for d in t.get("functionDeclarations") or []]
+    c.system = text_of((body.get("systemInstruction") or {}).get("parts"))
+    gen = body.get("generationConfig") or {}
+    if gen.get("responseMimeType") == "application/json":
+        c.schema = gen.get("responseJsonSchema") or gen.get("responseSchema") or {}
+    turn = []  # the keys of the last model turn's calls, for answers without an id
+    for m in body.get("contents") or []:
+        parts = m.get("parts") or []
+        if m.get("role") == "model":
+            turn = []
+            for p in parts:
+                fc = p.get("functionCall")
+                if fc:
+                    key = fc.get("id") or f"#{len(c.calls)}"
+                    c.calls.append((key, fc.get("name"), fc.get("args") or {}))
+                    turn.append(key)
+            continue
+        answered = 0
+        for p in parts:
+            fr = p.get("functionResponse")
+            if fr:
+                key = fr.get("id")
+                if key not in turn:  # no id, or one the call did not have: by place
+                    key = turn[answered] if answered < len(turn) else key
+                c.results[key] = gemini_result_text(fr.get("response"))
+                answered += 1
+            elif "text" in p and not p.get("thought"):
+                c.prompt += p.get("text") or ""
+    return c
+
+
 # ------------------------------------------------- each agent's native tools
 # (name, args) of a read / an edit / a shell command, per agent, as the
 # installed versions declare them (see the top of bench/value.sh).
@@ -199,7 +263,24 @@ class Codex:
     js_sh = "tools.exec_command({cmd: cmd, workdir: dir})"
 
 
-AGENT_OF = {"messages": Claude, "responses": Codex, "chat": Opencode}
+class Gemini:
+    def read(d, f):
+        return ("read_file", {"file_path": f"{d}/{f}"})
+
+    def edit(d, f, old, new):
+        return ("replace", {"file_path": f"{d}/{f}", "instruction": "Set retries to 5.",
+                            "old_string": old, "new_string": new})
+
+    def sh(d, cmd):
+        return ("run_shell_command", {"command": cmd, "dir_path": d})
+
+    js_read = "tools.read_file({file_path: dir + '/' + f})"
+    js_edit = ("tools.replace({file_path: dir + '/' + f, instruction: 'Set retries to 5.', "
+               "old_string: old, new_string: neu})")
+    js_sh = "tools.run_shell_command({command: cmd, dir_path: dir})"
+
+
+AGENT_OF = {"messages": Claude, "responses": Codex, "chat": Opencode, "gemini": Gemini}
 
 # ------------------------------------------------------------------ deciding
 
@@ -246,10 +327,12 @@ def decide(dialect, c):
     """The model's turn: ("calls", [(name, args)]) or ("text", str)."""
     task, d = task_of(c.prompt)
     if task is None or not c.tools:
-        # An agent's side request (a title, a summary): a short answer.
-        return ("text", "Bench task")
+        # An agent's side request (a title, a summary, gemini-cli's model
+        # router): a short answer, JSON when a schema asks for it (gemini-cli
+        # retries the router for a minute and more until its answer fits).
+        return ("text", json.dumps(fits(c.schema)) if c.schema is not None else "Bench task")
     A = AGENT_OF[dialect]
-    code = "run_code" in c.tools and not any(n in c.tools for n in ("Read", "read", "exec_command", "shell"))
+    code = "run_code" in c.tools and not any(n in c.tools for n in ("Read", "read", "exec_command", "shell", "read_file"))
     if code:
         done = [c.results[i] for (i, n, _) in c.calls if n == "run_code" and i in c.results]
         if not done:
@@ -439,6 +522,24 @@ def chat_reply(body, turn, in_tokens):
     return "text/event-stream", s + "data: [DONE]\n\n"
 
 
+def gemini_reply(body, turn, in_tokens, stream):
+    kind, val = turn
+    if kind == "text":
+        parts = [{"text": val}]
+    else:
+        # No `id` on a call, as Gemini 2.5 answers (the proxy or gemini-cli gives one).
+        parts = [{"functionCall": {"name": n, "args": a}} for n, a in val]
+    out_tokens = max(1, len(json.dumps(parts)) // 4)
+    resp = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": in_tokens, "candidatesTokenCount": out_tokens,
+                              "totalTokenCount": in_tokens + out_tokens},
+            "modelVersion": "gemini-2.5-pro", "responseId": new_id("resp_bench_")}
+    if not stream:
+        return "application/json", json.dumps(resp)
+    # Each event is a whole GenerateContentResponse, as Google sends.
+    return "text/event-stream", f"data: {json.dumps(resp)}\r\n\r\n"
+
+
 # ------------------------------------------------------- cache-prefix model
 
 
@@ -460,6 +561,9 @@ def render(dialect, body):
     elif dialect == "responses":
         parts.append(json.dumps(b.get("instructions"), sort_keys=True))
         parts += [json.dumps(m, sort_keys=True) for m in b.get("input") or []]
+    elif dialect == "gemini":
+        parts.append(json.dumps(b.get("systemInstruction"), sort_keys=True))
+        parts += [json.dumps(m, sort_keys=True) for m in b.get("contents") or []]
     else:
         parts += [json.dumps(m, sort_keys=True) for m in b.get("messages") or []]
     return "\n".join(parts)
@@ -525,19 +629,26 @@ class Handler(BaseHTTPRequestHandler):
                 n = COUNTER[0]
             with open(os.path.join(ARGS.dump, f"req-{n:03d}{path.replace('/', '_')}.json"), "w") as f:
                 json.dump({"path": self.path, "headers": dict(self.headers), "body": body}, f, indent=1)
-        if path == "/v1/messages/count_tokens":
+        method = re.fullmatch(r"/v1beta/models/[^/:]+:(\w+)", path)
+        method = method.group(1) if method else None
+        if path == "/v1/messages/count_tokens" or method == "countTokens":
             self.log(path, raw, None, 0, t0, count_only=True)
-            return self.send(200, "application/json", json.dumps({"input_tokens": len(raw) // 4}))
+            count = {"totalTokens": len(raw) // 4} if method else {"input_tokens": len(raw) // 4}
+            return self.send(200, "application/json", json.dumps(count))
         dialect = {"/v1/messages": "messages", "/v1/responses": "responses",
                    "/v1/chat/completions": "chat"}.get(path)
+        if method in ("streamGenerateContent", "generateContent"):
+            dialect = "gemini"
         if dialect is None:
             return self.send(404, "application/json", json.dumps({"error": {"message": "no route " + path}}))
-        conv = {"messages": parse_messages, "responses": parse_responses, "chat": parse_chat}[dialect](body)
+        conv = {"messages": parse_messages, "responses": parse_responses, "chat": parse_chat,
+                "gemini": parse_gemini}[dialect](body)
         try:
             turn = decide(dialect, conv)
         except Exception as e:  # a bug here must show, not hang the agent
             turn = ("text", f"MODEL ERROR: {e!r}")
-        writer = {"messages": messages_reply, "responses": responses_reply, "chat": chat_reply}[dialect]
+        writer = {"messages": messages_reply, "responses": responses_reply, "chat": chat_reply,
+                  "gemini": lambda b, t, n: gemini_reply(b, t, n, method == "streamGenerateContent")}[dialect]
         ctype, out = writer(body, turn, len(raw) // 4)
         wrote = json.dumps(turn[1])
         self.log(path, raw, body, len(wrote), t0, dialect=dialect, conv=conv, turn=turn)
