@@ -10,10 +10,11 @@
 #   SDK=compact bench/value.sh                       # code mode with the compact SDK (CODEMODE_SDK)
 #
 # - Agents: Claude Code (`claude -p`, Messages), Codex (`codex exec`,
-#   Responses), opencode (`opencode run`, Chat Completions), installed by
+#   Responses), opencode (`opencode run`, Chat Completions), gemini-cli
+#   (`gemini -p`, the Gemini API, model gemini-2.5-pro), installed by
 #   tests/agents/install.sh (pinned in tests/agents/package.json) and driven
-#   by tests/agents/{claude,codex,opencode}.mjs: isolated HOME, offline,
-#   tools run without prompts, in the task's temp workspace.
+#   by tests/agents/{claude,codex,opencode,gemini}.mjs: isolated HOME,
+#   offline, tools run without prompts, in the task's temp workspace.
 # - Tasks: `sequential` (six files of about 1 KB, each naming the next; the
 #   secret is in the last), `fanout` (which of 20 files of about
 #   FANOUT_LINES=60 lines, 3 KB, hold a TODO, and how many), `edit` (read
@@ -27,7 +28,7 @@
 #   code mode writes one run_code program (loops, Promise.all over the SDK's
 #   `tools.<name>`) and answers with its result. It uses each agent's own
 #   tools: Claude Code Read/Edit/Bash, Codex exec_command/apply_patch,
-#   opencode read/edit/bash.
+#   opencode read/edit/bash, gemini-cli read_file/replace/run_shell_command.
 # - Each run gets a fresh model and a fresh proxy (PROXY_BIN, default
 #   ./target/release/codemode-proxy, built only when PROXY_BIN is unset and
 #   the binary is missing) with CODEMODE_MODE=native|code,
@@ -36,8 +37,10 @@
 #
 # Counting rules (also printed under the table):
 # - round trips: model requests the provider received for the task loop;
-#   side requests (opencode's title) are shown in brackets and left out of
-#   the ratio (they run beside the first turn, the same in both modes).
+#   side requests (opencode's title; any request without tools, such as
+#   gemini-cli's model router under `-m auto`) are shown in brackets and
+#   left out of the ratio (they run beside the first turn, the same in both
+#   modes).
 # - prompt bytes: the request bodies the provider received, all requests;
 #   prompt tokens = bytes / 4.
 # - results kept out: the proxy's codemode_context_bytes_saved_total (the
@@ -49,8 +52,12 @@
 #   (1.25x, every uncached token is written: Claude Code marks the last
 #   turn), cache read 0.30 (0.1x), output 15; OpenAI (GPT-5 family, for
 #   Codex and opencode) input 1.25, cached input 0.125 (0.1x; only prefixes
-#   of 1024+ tokens, in 128-token steps), output 10. Output tokens are the
-#   bytes the model wrote / 4.
+#   of 1024+ tokens, in 128-token steps), output 10; Google (Gemini 2.5 Pro,
+#   prompts up to 200k tokens, for gemini-cli) input 1.25, cached input
+#   0.125 (0.1x, implicit caching: no write charge; only prefixes of 2048+
+#   tokens, Google's documented minimum for 2.5 Pro, and whole, as Google
+#   documents no step; Google promises no hit, so this is the best case),
+#   output 10. Output tokens are the bytes the model wrote / 4.
 #
 # The last line reads
 #   value: round trips N.Nx fewer (sequential), prompt tokens NN% fewer (worst of sequential and fan-out)
@@ -59,7 +66,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 T0=$(date +%s)
-AGENTS=${AGENTS:-claude codex opencode}
+AGENTS=${AGENTS:-claude codex opencode gemini}
 TASKS=${TASKS:-sequential fanout edit}
 FANOUT_LINES=${FANOUT_LINES:-60}
 SDK=${SDK:-full}
@@ -158,6 +165,7 @@ run_one() {
     CODEMODE_LISTEN=127.0.0.1:$pport \
         CODEMODE_UPSTREAM=http://127.0.0.1:$mport/v1 \
         CODEMODE_ANTHROPIC_UPSTREAM=http://127.0.0.1:$mport/v1 \
+        CODEMODE_GEMINI_UPSTREAM=http://127.0.0.1:$mport \
         CODEMODE_MODE=$mode CODEMODE_RUNTIME=embedded CODEMODE_SDK=$SDK RUST_LOG=info \
         "$PROXY_BIN" >"$run/proxy.log" 2>&1 &
     local proxy_pid=$!
@@ -165,7 +173,9 @@ run_one() {
     wait_for curl -sf "http://127.0.0.1:$pport/healthz" -o /dev/null \
         || { echo "value: the proxy did not start:" >&2; cat "$run/proxy.log" >&2; exit 1; }
     local base="http://127.0.0.1:$pport/v1"
-    [ "$agent" = claude ] && base="http://127.0.0.1:$pport"
+    # Claude Code and gemini-cli take the server root (they append
+    # /v1/messages and /v1beta/models/...).
+    case $agent in claude | gemini) base="http://127.0.0.1:$pport" ;; esac
     local s e
     s=$(date +%s%N)
     AGENT_BASE_URL=$base AGENT_DIR="$run/ws" AGENT_TIMEOUT_MS=$AGENT_TIMEOUT_MS \
@@ -195,11 +205,12 @@ status=0
 python3 - "$WORK" "$AGENTS" "$TASKS" "$(( $(date +%s) - T0 ))" <<'PY' || status=$?
 import json, os, re, sys
 work, agents, tasks, took = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
-NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "opencode"}
+NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "opencode", "gemini": "gemini-cli"}
 PRICE = {  # $/MTok: input, cache write, cache read, output
     "claude": (3.0, 3.75, 0.30, 15.0),
     "codex": (1.25, 1.25, 0.125, 10.0),
     "opencode": (1.25, 1.25, 0.125, 10.0),
+    "gemini": (1.25, 1.25, 0.125, 10.0),
 }
 
 def metric(text, series):
@@ -215,7 +226,9 @@ def measure(agent, task, mode):
     cost = plain = 0.0
     for r in reqs:
         toks, cached, out = r["bytes"] / 4, r["prefix_bytes"] / 4, r["out_bytes"] / 4
-        if agent != "claude":
+        if agent == "gemini":
+            cached = cached if cached >= 2048 else 0
+        elif agent != "claude":
             cached = (cached // 128) * 128 if cached >= 1024 else 0
         cost += (cached * pr + (toks - cached) * pw + out * pout) / 1e6
         plain += (toks * pin + out * pout) / 1e6
@@ -292,11 +305,12 @@ for a in agents:
     tools = lambda n: f"{n} tool" + ("s" if n != 1 else "")
     print(f"| {NAMES[a]} | {nb:,} B, {tools(nt)} | {cb:,} B, {tools(ct)} | {change} |")
 print()
-print("Round trips: the task loop's model requests (side requests, opencode's title, in brackets).")
+print("Round trips: the task loop's model requests (side requests, opencode's title or any request without tools, in brackets).")
 print("Prompt bytes: request bodies the provider received, every request; prompt tokens = bytes / 4.")
 print("Kept out of context: the proxy's codemode_context_bytes_saved_total (nested results minus the run_code result).")
 print("Cost: each request's prefix shared with an earlier request is cached; Anthropic $/MTok in 3, write 3.75, read 0.30, out 15;")
-print("OpenAI (GPT-5 family) in 1.25, cached 0.125 (prefixes of 1024+ tokens, 128-token steps), out 10.")
+print("OpenAI (GPT-5 family) in 1.25, cached 0.125 (prefixes of 1024+ tokens, 128-token steps), out 10;")
+print("Google (Gemini 2.5 Pro) in 1.25, cached 0.125 (implicit caching, prefixes of 2048+ tokens, best case), out 10.")
 print(f"Took {took} s on {os.cpu_count()} CPUs.")
 for f in fails:
     print(f"value: FAILED {f}", file=sys.stderr)
