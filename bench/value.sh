@@ -7,7 +7,8 @@
 #   PROXY_BIN=/path/to/codemode-proxy bench/value.sh
 #   AGENTS="claude codex" TASKS="sequential" bench/value.sh
 #   KEEP=1 bench/value.sh                            # keep the temp dir (logs, request bodies)
-#   SDK=compact bench/value.sh                       # code mode with the compact SDK (CODEMODE_SDK)
+#   SDK=full bench/value.sh                          # code mode with one SDK rendering (CODEMODE_SDK;
+#                                                    # the proxy's default, auto, unless set)
 #
 # - Agents: Claude Code (`claude -p`, Messages), Codex (`codex exec`,
 #   Responses), opencode (`opencode run`, Chat Completions), gemini-cli
@@ -32,8 +33,8 @@
 # - Each run gets a fresh model and a fresh proxy (PROXY_BIN, default
 #   ./target/release/codemode-proxy, built only when PROXY_BIN is unset and
 #   the binary is missing) with CODEMODE_MODE=native|code,
-#   CODEMODE_RUNTIME=embedded and CODEMODE_SDK=$SDK (full unless set; it
-#   changes code mode only).
+#   CODEMODE_RUNTIME=embedded and CODEMODE_SDK=$SDK (auto, the proxy's
+#   default, unless set; it changes code mode only).
 #
 # Counting rules (also printed under the table):
 # - round trips: model requests the provider received for the task loop;
@@ -69,7 +70,7 @@ T0=$(date +%s)
 AGENTS=${AGENTS:-claude codex opencode gemini}
 TASKS=${TASKS:-sequential fanout edit}
 FANOUT_LINES=${FANOUT_LINES:-60}
-SDK=${SDK:-full}
+SDK=${SDK:-auto}
 AGENT_TIMEOUT_MS=${AGENT_TIMEOUT_MS:-180000}
 
 if [ -z "${PROXY_BIN:-}" ]; then
