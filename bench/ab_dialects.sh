@@ -94,7 +94,7 @@ for line in open(sys.argv[1]):
     us[(d, mode, side)].append(int(cpu) / int(n))
 print("| dialect | mode | A min | B min | A median | B median | paired B/A (median) |")
 print("|---|---|---|---|---|---|---|")
-for d in ("chat", "responses", "messages"):
+for d in ("chat", "responses", "messages", "gemini"):
     for mode in ("native", "code"):
         a, b = us[(d, mode, "A")], us[(d, mode, "B")]
         ratio = median(y / x for x, y in zip(a, b))

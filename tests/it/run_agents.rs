@@ -697,9 +697,9 @@ async fn gemini_under_run_completes_a_program_of_two_reads_and_a_write() {
     }
     let dir = workdir("gemini", &[("a.txt", "alpha-1\n"), ("b.txt", "bravo-2\n")]);
     let (home, work) = (dir.0.join("home"), dir.0.join("work"));
-    // What a read gives the program is the functionResponse's `response`
-    // (`{output}` from gemini-cli); a string is taken as it is.
-    let code = "const text = (r) => typeof r === 'string' ? r : typeof r?.output === 'string' ? r.output : JSON.stringify(r);\n\
+    // A read gives the program its result text, as the SDK says (gemini-cli
+    // answers `{output: TEXT}`; the program gets the text).
+    let code = "const text = (r) => { if (typeof r !== 'string') throw new Error('not text: ' + JSON.stringify(r)); return r; };\n\
                 const a = text(await tools.read_file({file_path: 'a.txt'})).trim();\n\
                 const b = text(await tools.read_file({file_path: 'b.txt'})).trim();\n\
                 await tools.write_file({file_path: 'c.txt', content: a + ' ' + b + '\\n'});\n\
