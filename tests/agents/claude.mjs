@@ -14,10 +14,11 @@
 // Prints one JSON summary on stdout: {agent, final, error, tools, turns}
 // where `tools` lists each tool call Claude Code ran: {name, input, result,
 // is_error}.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+
+import { runStreamJson } from "./stream_json.mjs";
 
 const agentsDir = process.env.CODEMODE_AGENTS_DIR || path.join(os.homedir(), ".cache/codemode-agents");
 const bin = path.join(agentsDir, "node/node_modules/.bin/claude");
@@ -56,34 +57,6 @@ const common = [
   "--model", model,
 ];
 
-// Runs one `claude -p`, handing each stream-json event to `onEvent` as it
-// arrives; the whole process group is killed on timeout.
-function run(args, onEvent) {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const kill = () => { try { process.kill(-child.pid, "SIGKILL"); } catch {} };
-    let buf = "", err = "", timedOut = false;
-    child.stdout.on("data", (d) => {
-      buf += d;
-      let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        let ev;
-        try { ev = JSON.parse(line); } catch { continue; }
-        onEvent(ev);
-      }
-    });
-    child.stderr.on("data", (d) => (err += d));
-    const timer = setTimeout(() => { timedOut = true; kill(); }, Number(process.env.AGENT_TIMEOUT_MS || 90000));
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer);
-      kill();
-      resolve({ code: timedOut ? "timeout" : code ?? signal, err });
-    });
-  });
-}
-
 const turns = [];
 const tools = [];
 let error = null;
@@ -92,7 +65,7 @@ for (const [i, prompt] of prompts.entries()) {
   if (i > 0) args.push("--continue");
   let text = "", session = null, turnError = null;
   const pending = new Map();
-  const { code, err } = await run(args, (ev) => {
+  const { code, err } = await runStreamJson(bin, args, { cwd: dir, env }, (ev) => {
     if (ev.type === "system" && ev.subtype === "init") session = ev.session_id;
     if (ev.type === "assistant") {
       for (const b of ev.message?.content ?? []) {

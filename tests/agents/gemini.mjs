@@ -17,10 +17,11 @@
 // Prints one JSON summary on stdout: {agent, final, error, tools, turns}
 // where `tools` lists each tool call gemini-cli ran: {name, input, result,
 // is_error}.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+
+import { runStreamJson } from "./stream_json.mjs";
 
 const agentsDir = process.env.CODEMODE_AGENTS_DIR || path.join(os.homedir(), ".cache/codemode-agents");
 const bin = path.join(agentsDir, "node/node_modules/.bin/gemini");
@@ -54,35 +55,6 @@ for (const k of ["GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_US
 
 const common = ["--output-format", "stream-json", "--yolo", "--skip-trust", "-m", model];
 
-// Runs one `gemini -p`, handing each stream-json event to `onEvent` as it
-// arrives; the whole process group is killed on timeout (gemini-cli may
-// relaunch itself in a child process).
-function run(args, onEvent) {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const kill = () => { try { process.kill(-child.pid, "SIGKILL"); } catch {} };
-    let buf = "", err = "", timedOut = false;
-    child.stdout.on("data", (d) => {
-      buf += d;
-      let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        let ev;
-        try { ev = JSON.parse(line); } catch { continue; }
-        onEvent(ev);
-      }
-    });
-    child.stderr.on("data", (d) => (err += d));
-    const timer = setTimeout(() => { timedOut = true; kill(); }, Number(process.env.AGENT_TIMEOUT_MS || 90000));
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer);
-      kill();
-      resolve({ code: timedOut ? "timeout" : code ?? signal, err });
-    });
-  });
-}
-
 const turns = [];
 const tools = [];
 let error = null;
@@ -91,7 +63,7 @@ for (const [i, prompt] of prompts.entries()) {
   if (i > 0) args.push("--resume", "latest");
   let text = "", session = null, turnError = null;
   const pending = new Map();
-  const { code, err } = await run(args, (ev) => {
+  const { code, err } = await runStreamJson(bin, args, { cwd: dir, env }, (ev) => {
     if (ev.type === "init") session = ev.session_id;
     // The answer streams as assistant message deltas.
     if (ev.type === "message" && ev.role === "assistant" && typeof ev.content === "string") text += ev.content;
