@@ -12,7 +12,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 mod append;
+mod single_reading;
 pub use append::{append_to_message, join_text};
+pub use single_reading::parse_noting_repeats;
 
 /// A JSON object with its keys in the client's order and its values unparsed.
 #[derive(Clone, Debug, Default)]

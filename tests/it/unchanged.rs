@@ -115,3 +115,27 @@ async fn a_gemini_answer_whose_calls_have_ids_goes_out_as_it_came() {
         "c2ln"
     );
 }
+
+#[tokio::test]
+async fn an_answer_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
+    // Two `tool_calls` keys: the judge reads the last (run_code, passed);
+    // a client keeping the first would run `read`. Such bytes never go out.
+    let repeated = r#"{"id":"c1","object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+      "tool_calls":[{"id":"call_r","type":"function","function":{"name":"read","arguments":"{}"}}],
+      "tool_calls":[{"id":"call_1","type":"function","function":{"name":"run_code","arguments":"{\"code\":\"return 1\"}"}}]}}],
+      "usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}"#;
+    let p = chat_provider(vec![raw(repeated)]).await;
+    let proxy = start(&p, &[("CODEMODE_MODE", "code")]).await;
+    let res = proxy
+        .post("/v1/chat/completions", &chat_request(), &[])
+        .await;
+    assert_eq!(res.status(), 200);
+    let body = res.text().await.unwrap();
+    assert!(!body.contains("\"read\""), "{body}");
+    assert_eq!(body.matches("\"tool_calls\":").count(), 1, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+        "run_code"
+    );
+}

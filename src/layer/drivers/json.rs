@@ -57,7 +57,7 @@ pub(crate) async fn intercepted<D: Dialect>(
             ));
         }
         check_identity(&parts.headers)?;
-        let mut answer = parse_answer::<D>(&body)?;
+        let (mut answer, repeated) = parse_answer::<D>(&body)?;
         let usage = answer.get(D::USAGE).cloned();
         round.usage(usage.as_ref());
         // Denials are events of the round that made them; the round ends here.
@@ -67,7 +67,9 @@ pub(crate) async fn intercepted<D: Dialect>(
             (turn, edits, decision)
         });
         drop(round);
-        let unchanged = edits.is_empty();
+        // One reading only: an answer repeating a key is written anew from
+        // the one the judge read.
+        let unchanged = edits.is_empty() && !repeated;
         edits.apply(&mut answer);
         match decision {
             // The judge asked for no edit, and nothing is to add: the
@@ -136,11 +138,13 @@ pub(crate) async fn intercepted<D: Dialect>(
 }
 
 /// A provider's 2xx body: a JSON object, or a clean 502 that says what it
-/// was instead (no client reads an answer out of `[]` or `1`).
-fn parse_answer<D: Dialect>(body: &[u8]) -> Result<Map<String, Value>, ProxyError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(answer)) => Ok(answer),
-        Ok(other) => Err(ProxyError::UpstreamInvalid(format!(
+/// was instead (no client reads an answer out of `[]` or `1`); and whether
+/// an object in it repeats a key (it then has more than one reading, and
+/// never goes out as its own bytes).
+fn parse_answer<D: Dialect>(body: &[u8]) -> Result<(Map<String, Value>, bool), ProxyError> {
+    match crate::wire::parse_noting_repeats(body) {
+        Ok((Value::Object(answer), repeated)) => Ok((answer, repeated)),
+        Ok((other, _)) => Err(ProxyError::UpstreamInvalid(format!(
             "the {} is not a JSON object but {}",
             D::ANSWER,
             json_kind(&other)
