@@ -26,6 +26,7 @@ use super::Chat;
 use crate::plan::ToolPlan;
 use crate::sse::{data_event as sse_data, SseEvent};
 use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn};
+use crate::wire::parse_noting_repeats;
 
 /// Text of fast-path events kept for a possible repair's history, at most.
 const MAX_DEFERRED_BYTES: usize = 1 << 20;
@@ -143,8 +144,12 @@ impl StreamJudge {
             out.push(ev.raw);
             return;
         }
-        match serde_json::from_str::<Value>(data) {
-            Ok(chunk @ Value::Object(_)) => self.on_chunk(chunk, ev.raw, out),
+        match parse_noting_repeats(data.as_bytes()) {
+            // A chunk repeating a key is read differently by other clients:
+            // it goes out written from the reading judged, never as it came.
+            Ok((chunk @ Value::Object(_), repeated)) => {
+                self.on_chunk(chunk, (!repeated).then_some(ev.raw), out);
+            }
             // Not a JSON object: no client reads a chunk out of it, unless it
             // reads JSON more leniently than serde (NaN, lone surrogates,
             // deep nesting): then it goes out only if no call can be in it.
@@ -155,16 +160,17 @@ impl StreamJudge {
         }
     }
 
-    fn on_chunk(&mut self, mut chunk: Value, raw: Bytes, out: &mut Vec<Bytes>) {
+    /// Judges a chunk read as `chunk`; `raw` is its bytes when they can
+    /// stand for that reading (no repeated key).
+    fn on_chunk(&mut self, mut chunk: Value, raw: Option<Bytes>, out: &mut Vec<Bytes>) {
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             // In-band upstream error: it reaches the client and ends the turn,
             // without any choices it might carry (no call is judged after it).
             self.turn.errored = true;
             let choices = chunk.as_object_mut().and_then(|c| c.remove("choices"));
-            out.push(if choices.is_some() {
-                sse_data(&chunk)
-            } else {
-                raw
+            out.push(match raw {
+                Some(raw) if choices.is_none() => raw,
+                _ => sse_data(&chunk),
             });
             return;
         }
@@ -289,7 +295,10 @@ impl StreamJudge {
         if emptied && !finishing && !has_usage {
             return; // Only withheld calls were in it.
         }
-        out.push(if changed { sse_data(&chunk) } else { raw });
+        out.push(match raw {
+            Some(raw) if !changed => raw,
+            _ => sse_data(&chunk),
+        });
     }
 
     /// The round's calls, judged (arguments as far as they arrived).

@@ -23,6 +23,7 @@ use super::Gemini;
 use crate::plan::ToolPlan;
 use crate::sse::{data_event, SseEvent};
 use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn};
+use crate::wire::parse_noting_repeats;
 
 /// What one upstream round holds so far.
 #[derive(Default)]
@@ -84,8 +85,10 @@ impl GeminiJudge {
         if self.turn.decision.is_some() {
             return;
         }
-        let mut chunk = match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(chunk)) => chunk,
+        // A chunk repeating a key is read differently by other clients: it
+        // goes out written from the reading judged, never as it came.
+        let (mut chunk, repeated) = match parse_noting_repeats(data.as_bytes()) {
+            Ok((Value::Object(chunk), repeated)) => (chunk, repeated),
             _ => {
                 tracing::warn!(target: "codemode::denial", "an upstream Gemini chunk that is not a JSON object was dropped");
                 return;
@@ -97,7 +100,7 @@ impl GeminiJudge {
             // all the same.
             self.turn.failed();
             let (changed, _) = self.judge_chunk(&mut chunk);
-            if changed {
+            if changed || repeated {
                 out.push(data_event(&Value::Object(chunk)));
             } else {
                 out.push(ev.raw);
@@ -119,7 +122,11 @@ impl GeminiJudge {
             return;
         }
         if !changed {
-            out.push(ev.raw);
+            out.push(if repeated {
+                data_event(&Value::Object(chunk))
+            } else {
+                ev.raw
+            });
         } else if has_content(&chunk) {
             out.push(data_event(&Value::Object(chunk)));
         }

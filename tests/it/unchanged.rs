@@ -139,3 +139,158 @@ async fn an_answer_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
         "run_code"
     );
 }
+
+fn sse(body: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/event-stream")
+}
+
+/// A stream event that repeats a key: serde (and the judge) keeps the last,
+/// many clients the first. Whatever the dialect, the first reading's call
+/// (`read`, denied in code mode) must not reach the client in the bytes.
+async fn streamed_through(
+    path_pattern: &str,
+    url: &str,
+    request: Value,
+    stream: &str,
+    after: &str,
+    headers: &[(&str, &str)],
+) -> String {
+    let p = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path_regex(path_pattern))
+        .respond_with(Script::new(vec![sse(stream), sse(after)]))
+        .mount(&p)
+        .await;
+    let upstream = p.uri();
+    // Anthropic's base holds the version, Gemini's does not.
+    let anthropic = format!("{upstream}/v1");
+    let proxy = start(
+        &p,
+        &[
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_GEMINI_UPSTREAM", &upstream),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", &anthropic),
+        ],
+    )
+    .await;
+    let res = proxy.post(url, &request, headers).await;
+    let status = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn a_chat_chunk_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
+    let stream = concat!(
+        r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"}}]}"#,
+        "\n\n",
+        r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_r","type":"function","function":{"name":"read","arguments":"{}"}}],"tool_calls":[]}}]}"#,
+        "\n\n",
+        r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        "\n\ndata: [DONE]\n\n"
+    );
+    let mut request = chat_request();
+    request["stream"] = json!(true);
+    let body = streamed_through(
+        "/v1/chat/completions$",
+        "/v1/chat/completions",
+        request,
+        stream,
+        stream,
+        &[],
+    )
+    .await;
+    assert!(!body.contains("\"read\""), "{body}");
+    assert!(body.contains("\"hi\""), "{body}");
+}
+
+#[tokio::test]
+async fn a_gemini_chunk_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
+    let stream = concat!(
+        r#"data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"g1","name":"read_file","args":{}}}],"parts":[{"text":"hi"}]},"index":0}]}"#,
+        "\r\n\r\n",
+        r#"data: {"candidates":[{"content":{"role":"model","parts":[{"text":"."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"totalTokenCount":4}}"#,
+        "\r\n\r\n"
+    );
+    let request = json!({"contents": [{"role": "user", "parts": [{"text": "go"}]}],
+        "tools": [{"functionDeclarations": [
+            {"name": "read_file", "description": "Reads a file.", "parameters": {"type": "OBJECT"}},
+            {"name": "run_code", "description": "Runs a program.", "parameters": {"type": "OBJECT"}}]}]});
+    let body = streamed_through(
+        ":streamGenerateContent$",
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        request,
+        stream,
+        stream,
+        &[("x-goog-api-key", "k")],
+    )
+    .await;
+    assert!(!body.contains("read_file"), "{body}");
+    assert!(body.contains("\"hi\""), "{body}");
+}
+
+#[tokio::test]
+async fn a_messages_event_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
+    let stream = concat!(
+        "event: message_start\n",
+        r#"data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":1}}}"#,
+        "\n\nevent: content_block_start\n",
+        r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_r","name":"read","input":{}},"content_block":{"type":"text","text":""}}"#,
+        "\n\nevent: content_block_delta\n",
+        r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#,
+        "\n\nevent: content_block_stop\n",
+        r#"data: {"type":"content_block_stop","index":0}"#,
+        "\n\nevent: message_delta\n",
+        r#"data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#,
+        "\n\nevent: message_stop\n",
+        r#"data: {"type":"message_stop"}"#,
+        "\n\n"
+    );
+    let request = json!({"model": "m", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "go"}],
+        "tools": [{"name": "read", "description": "Reads a file.", "input_schema": {"type": "object"}},
+                  {"name": "run_code", "description": "Runs a program.", "input_schema": {"type": "object"}}]});
+    let body = streamed_through(
+        "/v1/messages$",
+        "/v1/messages",
+        request,
+        stream,
+        stream,
+        &[],
+    )
+    .await;
+    assert!(!body.contains("\"read\""), "{body}");
+    assert!(body.contains("\"hi\""), "{body}");
+}
+
+#[tokio::test]
+async fn a_responses_event_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
+    let stream = concat!(
+        "event: response.created\n",
+        r#"data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}"#,
+        "\n\nevent: response.output_item.added\n",
+        r#"data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc_r","call_id":"call_r","name":"read","arguments":"{}","status":"completed"},"item":{"type":"message","id":"msg_1","role":"assistant","status":"in_progress","content":[]}}"#,
+        "\n\nevent: response.output_text.delta\n",
+        r#"data: {"type":"response.output_text.delta","sequence_number":2,"output_index":0,"item_id":"msg_1","content_index":0,"delta":"hi"}"#,
+        "\n\nevent: response.output_item.done\n",
+        r#"data: {"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"hi","annotations":[]}]}}"#,
+        "\n\nevent: response.completed\n",
+        r#"data: {"type":"response.completed","sequence_number":4,"response":{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"hi","annotations":[]}]}],"usage":{"input_tokens":3,"output_tokens":1,"total_tokens":4}}}"#,
+        "\n\n"
+    );
+    let request = json!({"model": "m", "input": "go", "stream": true,
+        "tools": [{"type": "function", "name": "read", "description": "Reads a file.", "parameters": {"type": "object"}},
+                  {"type": "function", "name": "run_code", "description": "Runs a program.", "parameters": {"type": "object"}}]});
+    let body = streamed_through(
+        "/v1/responses$",
+        "/v1/responses",
+        request,
+        stream,
+        stream,
+        &[],
+    )
+    .await;
+    assert!(!body.contains("\"read\""), "{body}");
+    assert!(body.contains("\"hi\""), "{body}");
+}
