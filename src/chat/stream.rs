@@ -161,17 +161,25 @@ impl StreamJudge {
     }
 
     /// Judges a chunk read as `chunk`; `raw` is its bytes when they can
-    /// stand for that reading (no repeated key).
+    /// stand for that reading (no repeated key). The judge edits the chunk
+    /// freely and reports nothing: the bytes go out only when what it made
+    /// equals what it read, so no change can go unreported.
     fn on_chunk(&mut self, mut chunk: Value, raw: Option<Bytes>, out: &mut Vec<Bytes>) {
+        let reading = raw.as_ref().map(|_| chunk.clone());
+        let write = |chunk: &Value, out: &mut Vec<Bytes>| {
+            out.push(match raw {
+                Some(raw) if reading.as_ref() == Some(chunk) => raw,
+                _ => sse_data(chunk),
+            });
+        };
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             // In-band upstream error: it reaches the client and ends the turn,
             // without any choices it might carry (no call is judged after it).
             self.turn.errored = true;
-            let choices = chunk.as_object_mut().and_then(|c| c.remove("choices"));
-            out.push(match raw {
-                Some(raw) if choices.is_none() => raw,
-                _ => sse_data(&chunk),
-            });
+            if let Some(c) = chunk.as_object_mut() {
+                c.remove("choices");
+            }
+            write(&chunk, out);
             return;
         }
         if self.completion_id.is_none() {
@@ -184,11 +192,10 @@ impl StreamJudge {
         if self.turn.round.template.is_none() {
             self.turn.round.template = Some(template_of(&chunk));
         }
-        let mut changed = only_first_choice(&mut chunk);
+        only_first_choice(&mut chunk);
         if self.turn.rounds.before() > 0 {
             if let Some(id) = &self.completion_id {
                 chunk["id"] = json!(id);
-                changed = true;
             }
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
@@ -203,45 +210,28 @@ impl StreamJudge {
                 if opens_paragraph && self.turn.emitted_text {
                     if let Some(Value::String(text)) = delta.get_mut("content") {
                         text.insert_str(0, "\n\n");
-                        changed = true;
                         self.text_before_program = false;
                     }
                 }
                 let mut judged = false;
-                let deltas = match delta.remove("tool_calls") {
-                    Some(Value::Array(d)) if !d.is_empty() => d,
+                match delta.remove("tool_calls") {
+                    Some(Value::Array(deltas)) if !deltas.is_empty() => {
+                        judged = true;
+                        let forwarded: Vec<Value> = deltas
+                            .into_iter()
+                            .filter_map(|d| self.turn.round.calls.on_delta(d, &self.plan))
+                            .collect();
+                        if !forwarded.is_empty() {
+                            delta.insert("tool_calls".into(), Value::Array(forwarded));
+                        }
+                    }
                     // An empty or null `tool_calls` (Groq sends `[]` on text) stays as it was.
                     Some(other @ (Value::Array(_) | Value::Null)) => {
                         delta.insert("tool_calls".into(), other);
-                        Vec::new()
                     }
                     // Anything else is no list of calls a client could read: dropped.
-                    Some(_) => {
-                        judged = true;
-                        changed = true;
-                        Vec::new()
-                    }
-                    None => Vec::new(),
-                };
-                if !deltas.is_empty() {
-                    judged = true;
-                    let count = deltas.len();
-                    let mut altered = false;
-                    let forwarded: Vec<Value> = deltas
-                        .into_iter()
-                        .filter_map(|d| self.turn.round.calls.on_delta(d, &self.plan))
-                        .map(|(d, changed)| {
-                            altered |= changed;
-                            d
-                        })
-                        .collect();
-                    if forwarded.is_empty() {
-                        changed = true;
-                    } else {
-                        // Every delta kept as it came: the original bytes can go out.
-                        changed |= altered || forwarded.len() != count;
-                        delta.insert("tool_calls".into(), Value::Array(forwarded));
-                    }
+                    Some(_) => judged = true,
+                    None => {}
                 }
                 match delta.remove("function_call") {
                     None => {}
@@ -250,12 +240,8 @@ impl StreamJudge {
                     }
                     Some(fc) => {
                         judged = true;
-                        match self.turn.round.calls.on_legacy(fc, &self.plan) {
-                            Some((fc, altered)) => {
-                                changed |= altered;
-                                delta.insert("function_call".into(), fc);
-                            }
-                            None => changed = true,
+                        if let Some(fc) = self.turn.round.calls.on_legacy(fc, &self.plan) {
+                            delta.insert("function_call".into(), fc);
                         }
                     }
                 }
@@ -277,7 +263,6 @@ impl StreamJudge {
                         emptied = false;
                     }
                 }
-                changed = true;
             }
         }
         if self.turn.hides_end() {
@@ -289,16 +274,12 @@ impl StreamJudge {
         {
             let total = self.turn.visible_usage();
             chunk["usage"] = total.unwrap_or(Value::Null);
-            changed = true;
         }
         let has_usage = chunk.get("usage").is_some_and(|u| !u.is_null());
         if emptied && !finishing && !has_usage {
             return; // Only withheld calls were in it.
         }
-        out.push(match raw {
-            Some(raw) if !changed => raw,
-            _ => sse_data(&chunk),
-        });
+        write(&chunk, out);
     }
 
     /// The round's calls, judged (arguments as far as they arrived).

@@ -61,7 +61,12 @@ pub fn judge_parts(parts: &[Value], plan: &ToolPlan, ids: &mut CallIds) -> Judge
     judged
 }
 
-/// The parts of candidate `n`'s content, to judge or change.
+/// A candidate's parts, to judge.
+pub fn parts_of(candidate: &Value) -> Option<&Vec<Value>> {
+    candidate.get("content")?.get("parts")?.as_array()
+}
+
+/// A candidate's parts, to change.
 pub fn parts_mut(candidate: &mut Value) -> Option<&mut Vec<Value>> {
     candidate
         .get_mut("content")?
@@ -81,11 +86,7 @@ pub fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn,
         return (turn, edits);
     };
     for (n, candidate) in candidates.iter().enumerate() {
-        let Some(parts) = candidate
-            .get("content")
-            .and_then(|c| c.get("parts"))
-            .and_then(Value::as_array)
-        else {
+        let Some(parts) = parts_of(candidate) else {
             if n == 0 {
                 turn.replay = json!({"role": "model", "parts": []});
             }

@@ -12,12 +12,13 @@
 //! (with the usage of every round), or a repair or a program follows in
 //! the same client stream.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::answer::{judge_parts, note_candidate, parts_mut};
+use super::answer::{judge_parts, note_candidate, parts_mut, parts_of};
 use super::parts::{is_call_part, text_of, CallIds};
 use super::Gemini;
 use crate::plan::ToolPlan;
@@ -87,31 +88,38 @@ impl GeminiJudge {
         }
         // A chunk repeating a key is read differently by other clients: it
         // goes out written from the reading judged, never as it came.
-        let (mut chunk, repeated) = match parse_noting_repeats(data.as_bytes()) {
+        let (chunk, repeated) = match parse_noting_repeats(data.as_bytes()) {
             Ok((Value::Object(chunk), repeated)) => (chunk, repeated),
             _ => {
                 tracing::warn!(target: "codemode::denial", "an upstream Gemini chunk that is not a JSON object was dropped");
                 return;
             }
         };
+        // The judge reads the chunk and writes only through `to_mut`, which
+        // takes a copy: the provider's bytes go out only while nothing
+        // took one.
+        let mut judged = Cow::Borrowed(&chunk);
         if chunk.contains_key("error") {
             // The provider ended the turn with an error: it reaches the
             // client and no repair follows; calls beside it are judged
             // all the same.
             self.turn.failed();
-            let (changed, _) = self.judge_chunk(&mut chunk);
-            if changed || repeated {
-                out.push(data_event(&Value::Object(chunk)));
-            } else {
-                out.push(ev.raw);
-            }
+            self.judge_chunk(&mut judged);
+            out.push(match judged {
+                Cow::Borrowed(_) if !repeated => ev.raw,
+                judged => data_event(&Value::Object(judged.into_owned())),
+            });
             return;
         }
         if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
             // Running totals: the last chunk's are the round's.
             self.turn.usage = Some(usage.clone());
         }
-        let (changed, finished) = self.judge_chunk(&mut chunk);
+        let finished = self.judge_chunk(&mut judged);
+        let (chunk, changed) = match judged {
+            Cow::Owned(edited) => (edited, true),
+            Cow::Borrowed(_) => (chunk, false),
+        };
         self.turn.round.base = chunk
             .iter()
             .filter(|(k, _)| !matches!(k.as_str(), "candidates" | "usageMetadata"))
@@ -132,25 +140,31 @@ impl GeminiJudge {
         }
     }
 
-    /// Judges the chunk's calls, withholding those that do not pass:
-    /// whether it changed, whether it ends the turn.
-    fn judge_chunk(&mut self, chunk: &mut Map<String, Value>) -> (bool, bool) {
-        let Some(Value::Array(candidates)) = chunk.get_mut("candidates") else {
-            return (false, false);
+    /// Judges the chunk's calls, withholding those that do not pass, and
+    /// says whether it ends the turn. Every change goes through
+    /// `chunk.to_mut()`.
+    fn judge_chunk(&mut self, chunk: &mut Cow<'_, Map<String, Value>>) -> bool {
+        let count = match chunk.get("candidates") {
+            Some(Value::Array(candidates)) => candidates.len(),
+            _ => return false,
         };
-        let (mut changed, mut finished) = (false, false);
-        for candidate in candidates.iter_mut() {
+        let mut finished = false;
+        for n in 0..count {
+            let candidate = &chunk["candidates"][n];
             finished |= candidate.get("finishReason").is_some_and(|f| !f.is_null());
             let first = candidate
                 .get("index")
                 .and_then(Value::as_u64)
                 .is_none_or(|i| i == 0);
-            let Some(parts) = parts_mut(candidate) else {
+            if parts_of(candidate).is_none() {
+                continue;
+            }
+            if first && self.text_before_program && !self.turn.emitted_text {
+                self.open_paragraph(chunk, n);
+            }
+            let Some(parts) = parts_of(&chunk["candidates"][n]) else {
                 continue;
             };
-            if first && self.text_before_program && !self.turn.emitted_text {
-                changed |= self.open_paragraph(parts);
-            }
             if !parts.iter().any(is_call_part) {
                 if first {
                     self.turn.emitted_text |= !text_of(parts).is_empty();
@@ -158,35 +172,48 @@ impl GeminiJudge {
                 }
                 continue;
             }
-            // The parts change: each call gets an id, and withheld ones go.
-            changed = true;
             let judged = judge_parts(parts, &self.plan, &mut self.ids);
-            *parts = judged.shown();
+            let shown = judged.shown();
             if first {
-                self.turn.emitted_text |= !text_of(parts).is_empty();
+                self.turn.emitted_text |= !text_of(&shown).is_empty();
+            }
+            // Each call gets an id, and withheld ones go.
+            if !judged.minted.is_empty() || judged.keep.iter().any(|k| !k) {
+                if let Some(parts) = parts_mut(&mut chunk.to_mut()["candidates"][n]) {
+                    *parts = shown;
+                }
+            }
+            if first {
                 self.turn.round.parts.extend(judged.whole);
                 self.turn.round.calls.extend(judged.calls);
             } else if judged.calls.iter().any(|c| !c.passed()) {
                 tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");
             }
         }
-        (changed, finished)
+        finished
     }
 
-    /// Puts a paragraph break before the first words of `parts`, if any.
-    fn open_paragraph(&mut self, parts: &mut [Value]) -> bool {
-        let words = parts.iter_mut().find(|p| {
+    /// Puts a paragraph break before the first words of candidate `n`,
+    /// if it has any.
+    fn open_paragraph(&mut self, chunk: &mut Cow<'_, Map<String, Value>>, n: usize) {
+        let is_words = |p: &Value| {
             p.get("thought").and_then(Value::as_bool) != Some(true)
                 && p.get("text")
                     .and_then(Value::as_str)
                     .is_some_and(|t| !t.is_empty())
-        });
-        let Some(Value::String(text)) = words.and_then(|p| p.get_mut("text")) else {
-            return false;
+        };
+        let Some(at) = parts_of(&chunk["candidates"][n]).and_then(|p| p.iter().position(is_words))
+        else {
+            return;
+        };
+        let Some(Value::String(text)) = parts_mut(&mut chunk.to_mut()["candidates"][n])
+            .and_then(|p| p.get_mut(at))
+            .and_then(|p| p.get_mut("text"))
+        else {
+            return;
         };
         text.insert_str(0, "\n\n");
         self.text_before_program = false;
-        true
     }
 
     /// The held end of a round that the client does not see end: what

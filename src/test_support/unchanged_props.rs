@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::chat::Chat;
 use crate::gemini::parts::is_call_part;
+use crate::gemini::stream::GeminiJudge;
 use crate::gemini::Gemini;
 use crate::messages::items::is_call_block;
 use crate::messages::Messages;
@@ -23,7 +24,9 @@ use crate::plan::ToolPlan;
 use crate::responses::items::is_judged_item;
 use crate::responses::Responses;
 use crate::sse::SseParser;
-use crate::test_support::{agent_plan, fixtures, gemini_plan, messages_plan, responses_plan};
+use crate::test_support::{
+    agent_plan, fixtures, gemini_plan, judge_pieces, messages_plan, responses_plan,
+};
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Shape};
 
 /// A lenient client of one dialect.
@@ -440,6 +443,39 @@ fn gemini_answer() -> impl Strategy<Value = Value> {
     )
 }
 
+/// A Gemini chunk the stream judge sends as the provider's bytes is one
+/// the whole-answer judge asks no edit of (so, by the property above, one
+/// holding no withheld call), in every mode.
+fn gemini_stream_holds(answer: &Value) -> Result<(), String> {
+    let mut chunk = answer.clone();
+    // A chunk with a finishReason is held to the turn's end and written
+    // then: only earlier chunks can go out as they came.
+    for candidate in chunk["candidates"].as_array_mut().into_iter().flatten() {
+        if let Some(c) = candidate.as_object_mut() {
+            c.remove("finishReason");
+        }
+    }
+    let own = format!("data: {chunk}\r\n\r\n");
+    let stop = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
+                                      "finishReason": "STOP", "index": 0}]});
+    let bytes = format!("{own}data: {stop}\r\n\r\n");
+    for (mode, runtime) in modes() {
+        let plan = gemini_plan(mode, runtime);
+        let run = judge_pieces(GeminiJudge::new(plan.clone(), 1), &[bytes.as_bytes()]);
+        let as_came = run.client.windows(own.len()).any(|w| w == own.as_bytes());
+        let Some(object) = chunk.as_object() else {
+            continue;
+        };
+        let (_, edits) = Gemini::judge_answer(object, &plan);
+        if as_came && !edits.is_empty() {
+            return Err(format!(
+                "{mode:?} on {runtime:?}: the stream sent as it came a chunk the whole-answer judge edits: {edits:?}\n{chunk}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -461,6 +497,11 @@ proptest! {
     #[test]
     fn a_gemini_answer_without_edits_hides_no_withheld_call(answer in gemini_answer()) {
         check_everywhere("gemini", &answer).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn a_gemini_chunk_sent_as_it_came_is_one_no_judge_edits(answer in gemini_answer()) {
+        gemini_stream_holds(&answer).map_err(TestCaseError::fail)?;
     }
 }
 

@@ -7,6 +7,13 @@
 //! what the client reads without saying so, and an answer whose edits are
 //! empty can go out as the provider's bytes, never parsed into a tree the
 //! client gets re-serialised (the JSON driver does that).
+//!
+//! Stream events hold the same rule by other means, each one that cannot
+//! forget a change: a chat chunk goes out as it came only when the chunk
+//! the judge made equals the chunk it read; a Gemini chunk is judged
+//! through a `Cow` that copies on the first write; Responses and Messages
+//! pass only continuation events read through typed views, and write the
+//! rest. An event repeating a key is always written anew.
 
 use serde_json::{Map, Value};
 

@@ -114,8 +114,8 @@ impl CallTracker {
     }
 
     /// Applies one upstream `tool_calls` delta; returns the delta to forward,
-    /// if any, and whether it differs from what the upstream sent.
-    pub fn on_delta(&mut self, delta: Value, plan: &ToolPlan) -> Option<(Value, bool)> {
+    /// if any.
+    pub fn on_delta(&mut self, delta: Value, plan: &ToolPlan) -> Option<Value> {
         // A client reads no call out of anything but an object.
         let Value::Object(mut delta) = delta else {
             return None;
@@ -171,7 +171,7 @@ impl CallTracker {
                     && names.len() == 1
                     && args.len() == call.arguments.len();
                 if complete {
-                    return Some((Value::Object(delta), false));
+                    return Some(Value::Object(delta));
                 }
                 delta.remove(other);
                 delta.insert("index".into(), json!(client_index));
@@ -184,35 +184,27 @@ impl CallTracker {
                 body.insert("name".into(), json!(call.name));
                 body.insert(args_key.into(), json!(call.arguments));
                 delta.insert(body_key.into(), Value::Object(body));
-                Some((Value::Object(delta), true))
+                Some(Value::Object(delta))
             }
             Some(v) if v.is_denied() || call.held => None,
             Some(_) => {
                 let (client_index, client_id) = call.client.as_ref()?;
                 // Only the name the call was judged by ever reaches the client:
                 // a later name would be appended, or replace it.
-                let renamed = strip_names(&mut delta);
-                let same_index = index == Some(i64::from(*client_index));
-                let same_id = match delta.get("id") {
-                    None => true,
-                    Some(v) => v.as_str() == Some(client_id.as_str()),
-                };
-                if same_index && same_id && !renamed {
-                    return Some((Value::Object(delta), false));
-                }
+                strip_names(&mut delta);
                 delta.insert("index".into(), json!(client_index));
                 if delta.contains_key("id") {
                     delta.insert("id".into(), json!(client_id));
                 }
-                Some((Value::Object(delta), true))
+                Some(Value::Object(delta))
             }
         }
     }
 
     /// Applies one upstream legacy `function_call` delta (one such call per
     /// turn, no index, no id); returns what to forward as the client's
-    /// `function_call`, and whether it differs from what the upstream sent.
-    pub fn on_legacy(&mut self, fc: Value, plan: &ToolPlan) -> Option<(Value, bool)> {
+    /// `function_call`.
+    pub fn on_legacy(&mut self, fc: Value, plan: &ToolPlan) -> Option<Value> {
         let Value::Object(mut fc) = fc else {
             return None;
         };
@@ -247,16 +239,15 @@ impl CallTracker {
                 }
                 // Legacy calls take no client index; ids are the proxy's own.
                 call.client = Some((u32::MAX, mint_call_id()));
-                if whole {
-                    return Some((Value::Object(fc), false));
+                if !whole {
+                    fc.insert("arguments".into(), json!(call.arguments));
                 }
-                fc.insert("arguments".into(), json!(call.arguments));
-                Some((Value::Object(fc), true))
+                Some(Value::Object(fc))
             }
             Some(v) if v.is_denied() || call.held => None,
             Some(_) => {
-                let renamed = fc.remove("name").is_some();
-                Some((Value::Object(fc), renamed))
+                fc.remove("name");
+                Some(Value::Object(fc))
             }
         }
     }
@@ -393,14 +384,12 @@ fn fragment(delta: &Map<String, Value>) -> String {
 }
 
 /// Removes the names a continuation delta carries; true when there were any.
-fn strip_names(delta: &mut Map<String, Value>) -> bool {
-    let mut stripped = false;
+fn strip_names(delta: &mut Map<String, Value>) {
     for k in ["function", "custom"] {
         if let Some(Value::Object(f)) = delta.get_mut(k) {
-            stripped |= f.remove("name").is_some();
+            f.remove("name");
         }
     }
-    stripped
 }
 
 fn non_empty(v: Option<&Value>) -> Option<&str> {

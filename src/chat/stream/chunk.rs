@@ -99,26 +99,24 @@ pub(super) fn forward_inert(data: &str, raw: Bytes, out: &mut Vec<Bytes>) {
 /// Keeps only the first choice of a chunk, as choice 0, without a whole
 /// `message` holding calls. `n = 1` is enforced wherever a call can be
 /// denied, so any other choice is nothing a client asked for; forwarded, it
-/// would be a call nobody judged. True when the chunk changed.
-pub(super) fn only_first_choice(chunk: &mut Value) -> bool {
+/// would be a call nobody judged.
+pub(super) fn only_first_choice(chunk: &mut Value) {
     let Some(obj) = chunk.as_object_mut() else {
-        return false;
+        return;
     };
     let choices = match obj.get_mut("choices") {
-        None | Some(Value::Null) => return false,
+        None | Some(Value::Null) => return,
         Some(Value::Array(choices)) => choices,
         Some(_) => {
             obj.remove("choices");
-            return true;
+            return;
         }
     };
-    let mut changed = choices.len() > 1;
     choices.truncate(1);
     match choices.first_mut() {
         Some(Value::Object(choice)) => {
             if choice.get("index").is_some_and(|i| i != &json!(0)) {
                 choice.insert("index".into(), json!(0));
-                changed = true;
             }
             // A whole `message` in a chunk is no delta the judge follows; a
             // client that reads one must not find calls in it.
@@ -127,16 +125,11 @@ pub(super) fn only_first_choice(chunk: &mut Value) -> bool {
                 .is_some_and(|m| m.get("tool_calls").is_some() || m.get("function_call").is_some());
             if holds_calls {
                 choice.remove("message");
-                changed = true;
             }
         }
-        Some(_) => {
-            choices.clear();
-            changed = true;
-        }
+        Some(_) => choices.clear(),
         None => {}
     }
-    changed
 }
 
 /// The fields of a chunk the fast path reads, borrowed from its text.

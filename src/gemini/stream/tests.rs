@@ -161,6 +161,41 @@ fn parallel_calls_with_one_signature_splice_the_denied_one() {
 }
 
 #[test]
+fn a_passed_call_with_its_id_goes_out_as_the_providers_bytes() {
+    let call = chunk(
+        json!([{"functionCall": {"id": "g1", "name": "run_code", "args": {"code": "return 1"}},
+                "thoughtSignature": "s"}]),
+        None,
+        7,
+        3,
+    );
+    let bytes = sse(&[
+        call.clone(),
+        chunk(json!([{"text": ""}]), Some("STOP"), 7, 4),
+    ]);
+    let run = same_at_every_cut("id", &bytes, judge(Mode::Code, Runtime::Client));
+    // Nothing to change in it: the judge took no copy to write.
+    assert!(run.client.starts_with(&sse(&[call])), "{run:?}");
+    // Without its id, the chunk is written anew with the one the proxy gives.
+    let bare = chunk(
+        json!([{"functionCall": {"name": "run_code", "args": {"code": "return 1"}}}]),
+        None,
+        7,
+        3,
+    );
+    let bytes = sse(&[
+        bare.clone(),
+        chunk(json!([{"text": ""}]), Some("STOP"), 7, 4),
+    ]);
+    let run = same_at_every_cut("no id", &bytes, judge(Mode::Code, Runtime::Client));
+    assert!(!run.client.starts_with(&sse(&[bare])));
+    assert_eq!(
+        parts_of(&chunks(&run))[0]["functionCall"]["id"],
+        "call_cmT_1"
+    );
+}
+
+#[test]
 fn past_the_repair_bound_the_client_gets_the_note_and_a_stop() {
     let bytes = sse(&[chunk(
         json!([{"functionCall": {"name": "read_file", "args": {"path": "a"}}}]),
