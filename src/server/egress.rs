@@ -393,22 +393,58 @@ impl hyper::rt::Write for EgressStream {
     }
 }
 
+// ===== SharedConnector =====
+
+/// The TLS connector behind one reference count.
+///
+/// The pool clones its connector for every request, to have a connection
+/// started should no idle one come back in time, and drops the clone when
+/// one does (nearly always): a bare `HttpsConnector` is four reference
+/// counts to take and give back per request, this is one. The parts are
+/// cloned only for a connection that is really opened.
+#[derive(Clone)]
+pub struct SharedConnector(Arc<HttpsConnector<EgressConnector>>);
+
+type Tls = <HttpsConnector<EgressConnector> as Service<Uri>>::Response;
+
+impl SharedConnector {
+    pub fn new(connector: HttpsConnector<EgressConnector>) -> Self {
+        SharedConnector(Arc::new(connector))
+    }
+}
+
+impl Service<Uri> for SharedConnector {
+    type Response = Tls;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Tls, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // Readiness is asked of the copy that connects, below.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let mut connector = HttpsConnector::clone(&self.0);
+        Box::pin(async move {
+            std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
+            connector.call(dst).await
+        })
+    }
+}
+
 // ===== EgressClient =====
 
 /// The pooled upstream client; adds `Proxy-Authorization` to requests a
 /// forwarding proxy carries (a tunnel carries it on `CONNECT` only).
 #[derive(Clone)]
 pub struct EgressClient {
-    client: Client<HttpsConnector<EgressConnector>, ProxyBody>,
+    client: Client<SharedConnector, ProxyBody>,
     routes: Arc<Routes>,
 }
 
 impl EgressClient {
     /// `client` must connect through an [`EgressConnector`] over the same `routes`.
-    pub fn new(
-        client: Client<HttpsConnector<EgressConnector>, ProxyBody>,
-        routes: Arc<Routes>,
-    ) -> Self {
+    pub fn new(client: Client<SharedConnector, ProxyBody>, routes: Arc<Routes>) -> Self {
         EgressClient { client, routes }
     }
 }

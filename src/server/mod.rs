@@ -40,7 +40,7 @@ pub fn http_client(config: &Config) -> io::Result<HttpClient> {
         .wrap_connector(tcp);
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
-        .build(https);
+        .build(egress::SharedConnector::new(https));
     Ok(egress::EgressClient::new(client, routes))
 }
 
@@ -75,7 +75,9 @@ pub async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let activity = guard::Activity::new();
-                let conn = builder.serve_connection_with_upgrades(
+                // No upgrade support: nothing here answers one (`Upgrade` is
+                // hop-by-hop, dropped before forwarding).
+                let conn = builder.serve_connection(
                     TokioIo::new(guard::WatchedIo::new(stream, activity.clone())),
                     TowerToHyperService::new(guard::Watched::new(service.clone(), activity.clone(), Some(peer))),
                 );
