@@ -4,11 +4,15 @@
 //! verdicts to the JSON: withholding denied calls, building the repair
 //! round's messages, and summing usage over rounds.
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, mint_call_id, Edit, Edits, JudgedCall, Shape, Step};
+use crate::turn::{
+    fate, judge_names, mint_call_id, probe, Edit, Edits, Field, JudgedCall, Nothing, Obj, Quiet,
+    Shape, Step,
+};
 
 /// The model's turn (choice 0) after judging.
 #[derive(Debug)]
@@ -232,6 +236,46 @@ pub fn give_up(completion: &mut Map<String, Value>, note: &str) {
         }
     }
     choice.insert("finish_reason".into(), Value::String("stop".into()));
+}
+
+/// The completion as [`judge_completion`] would pass it untouched with no
+/// call, read without a tree (`crate::turn::quiet`): at most one choice,
+/// at index 0, whose message has no `tool_calls` entry and no
+/// `function_call`.
+pub fn quiet(body: &[u8]) -> Option<Quiet> {
+    #[derive(Deserialize)]
+    struct Completion {
+        #[serde(default)]
+        choices: Field<Vec<Obj<Choice>>>,
+        #[serde(default)]
+        usage: Field<Value>,
+    }
+    #[allow(dead_code)] // `message` is read for its shape
+    #[derive(Deserialize)]
+    struct Choice {
+        #[serde(default)]
+        index: Field<u64>,
+        #[serde(default)]
+        message: Field<Obj<Message>>,
+    }
+    #[allow(dead_code)] // read for its shape: a message holding a call fails
+    #[derive(Deserialize)]
+    struct Message {
+        #[serde(default)]
+        tool_calls: Option<Vec<Nothing>>,
+        #[serde(default)]
+        function_call: Option<Nothing>,
+    }
+    let completion: Completion = probe(body)?;
+    let quiet = match &completion.choices {
+        Field::Absent => true,
+        Field::Present(choices) => match choices.as_slice() {
+            [] => true,
+            [Obj(choice)] => matches!(choice.index, Field::Absent | Field::Present(0)),
+            _ => false,
+        },
+    };
+    quiet.then(|| completion.usage.usage())
 }
 
 #[cfg(test)]

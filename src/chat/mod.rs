@@ -24,7 +24,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Shape};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Shape};
 use history::Reader;
 
 pub use request::ChatRequest;
@@ -111,6 +111,10 @@ impl Dialect for Chat {
             response_id: None,
         };
         (turn, edits)
+    }
+
+    fn quiet_answer(body: &[u8]) -> Option<Quiet> {
+        completion::quiet(body)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

@@ -5,11 +5,15 @@
 //! candidate gets one; should a provider send more, the calls of every
 //! candidate are judged and the withheld ones never reach the client.
 
+use std::fmt;
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::parts::{ensure_id, is_call_part, judge_part, text_of, CallIds};
+use super::parts::{ensure_id, is_call_part, is_safe_key, judge_part, text_of, CallIds};
 use crate::plan::ToolPlan;
-use crate::turn::{Edit, Edits, JudgedCall, ModelTurn, Step};
+use crate::turn::{probe, Edit, Edits, Field, JudgedCall, ModelTurn, Obj, Quiet, Step};
 
 /// A candidate's parts, judged.
 #[derive(Debug)]
@@ -203,6 +207,63 @@ pub fn open_with(answer: &mut Map<String, Value>, earlier: &[Value]) {
     match words.and_then(|p| p.get_mut("text")) {
         Some(Value::String(text)) => text.insert_str(0, &format!("{joined}\n\n")),
         _ => parts.insert(0, json!({"text": joined})),
+    }
+}
+
+/// The answer as [`judge_answer`] would pass it untouched with no call,
+/// read without a tree (`crate::turn::quiet`): `candidates` absent or a
+/// list of candidates whose parts hold only fields that are no call.
+pub fn quiet(body: &[u8]) -> Option<Quiet> {
+    #[allow(dead_code)] // `candidates` is read for its shape
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(default)]
+        candidates: Field<Vec<Obj<Candidate>>>,
+        #[serde(default, rename = "usageMetadata")]
+        usage: Field<Value>,
+    }
+    #[allow(dead_code)] // read for its shape, as `Content` is
+    #[derive(Deserialize)]
+    struct Candidate {
+        #[serde(default)]
+        content: Field<Obj<Content>>,
+    }
+    #[allow(dead_code)] // a part that may be a call fails the probe
+    #[derive(Deserialize)]
+    struct Content {
+        #[serde(default)]
+        parts: Field<Vec<WordsOnly>>,
+    }
+    let answer: Answer = probe(body)?;
+    Some(answer.usage.usage())
+}
+
+/// A part whose every field is no call, whatever its value (its words,
+/// its thinking); reading any other part fails.
+struct WordsOnly;
+
+impl<'de> Deserialize<'de> for WordsOnly {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = WordsOnly;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a part of words")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WordsOnly, A::Error> {
+                // A key with an escape is not borrowed, and fails: rare enough.
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    if !is_safe_key(key) {
+                        return Err(serde::de::Error::custom("a part that may be a call"));
+                    }
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Ok(WordsOnly)
+            }
+        }
+        d.deserialize_map(Fields)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet};
 
 /// Google's Gemini API.
 pub struct Gemini;
@@ -116,6 +116,10 @@ impl Dialect for Gemini {
 
     fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
         answer::judge_answer(answer, plan)
+    }
+
+    fn quiet_answer(body: &[u8]) -> Option<Quiet> {
+        answer::quiet(body)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

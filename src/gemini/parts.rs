@@ -56,9 +56,13 @@ fn is_provider_tool(value: &Value) -> bool {
 
 /// Whether a field of a part is no call a client executes.
 fn is_safe_field(key: &str, value: &Value) -> bool {
-    let name = camel(key);
-    SAFE_FIELDS.contains(&name.as_ref())
-        || (matches!(name.as_ref(), "toolCall" | "toolResponse") && is_provider_tool(value))
+    is_safe_key(key)
+        || (matches!(camel(key).as_ref(), "toolCall" | "toolResponse") && is_provider_tool(value))
+}
+
+/// Whether a field of a part is no call whatever its value.
+pub fn is_safe_key(key: &str) -> bool {
+    SAFE_FIELDS.contains(&camel(key).as_ref())
 }
 
 /// The names a client could read a call by off a part: each

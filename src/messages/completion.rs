@@ -1,11 +1,14 @@
 //! A whole (non-streamed) Messages response, judged: the same rule as a
 //! chat completion, on content blocks.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::items::{is_call_block, judge_block};
+use super::items::{is_call_block, is_safe_block, judge_block};
 use crate::plan::ToolPlan;
-use crate::turn::{Edit, Edits, JudgedCall, Step};
+use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step};
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -73,4 +76,28 @@ pub fn give_up(message: &mut Map<String, Value>, note: &str) {
         }
     }
     message.insert("stop_reason".into(), json!("end_turn"));
+}
+
+/// The message as [`judge_message`] would pass it untouched with no call,
+/// read without a tree (`crate::turn::quiet`): `content` absent or a list
+/// of blocks of the types that are no call.
+pub fn quiet(body: &[u8]) -> Option<Quiet> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(default, borrow)]
+        content: Field<Vec<Obj<Block<'a>>>>,
+        #[serde(default)]
+        usage: Field<Value>,
+    }
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+    }
+    let message: Message = probe(body)?;
+    let quiet = match &message.content {
+        Field::Absent => true,
+        Field::Present(blocks) => blocks.iter().all(|Obj(b)| is_safe_block(&b.kind)),
+    };
+    quiet.then(|| message.usage.usage())
 }

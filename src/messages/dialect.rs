@@ -20,7 +20,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet};
 
 /// Anthropic's Messages API.
 pub struct Messages;
@@ -101,6 +101,10 @@ impl Dialect for Messages {
             response_id: None,
         };
         (turn, edits)
+    }
+
+    fn quiet_answer(body: &[u8]) -> Option<Quiet> {
+        super::completion::quiet(body)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

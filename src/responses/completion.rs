@@ -1,11 +1,14 @@
 //! A whole (non-streamed) Responses response, judged: the same rule as a
 //! chat completion, on output items.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::items::judge_item;
+use super::items::{is_safe_type, judge_item};
 use crate::plan::ToolPlan;
-use crate::turn::{Edit, Edits, JudgedCall, Step};
+use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step};
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -98,4 +101,32 @@ pub fn note_message(text: &str) -> Value {
     json!({"type": "message", "id": format!("msg_cm{}", crate::tenant::unguessable()),
            "status": "completed", "role": "assistant",
            "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+/// The response as [`judge_response`] would pass it untouched with no
+/// call, read without a tree (`crate::turn::quiet`): `output` absent or a
+/// list of items of the types that are no call, none run by the client.
+pub fn quiet(body: &[u8]) -> Option<Quiet> {
+    #[derive(Deserialize)]
+    struct Response<'a> {
+        #[serde(default, borrow)]
+        output: Field<Vec<Obj<Item<'a>>>>,
+        #[serde(default)]
+        usage: Field<Value>,
+    }
+    #[derive(Deserialize)]
+    struct Item<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+        #[serde(default, borrow)]
+        execution: Option<Cow<'a, str>>,
+    }
+    let response: Response = probe(body)?;
+    let quiet = match &response.output {
+        Field::Absent => true,
+        Field::Present(items) => items
+            .iter()
+            .all(|Obj(i)| is_safe_type(&i.kind) && i.execution.as_deref() != Some("client")),
+    };
+    quiet.then(|| response.usage.usage())
 }

@@ -19,7 +19,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet};
 
 /// The OpenAI Responses API.
 pub struct Responses;
@@ -132,6 +132,10 @@ impl Dialect for Responses {
             response_id: answer.get("id").and_then(Value::as_str).map(str::to_owned),
         };
         (turn, edits)
+    }
+
+    fn quiet_answer(body: &[u8]) -> Option<Quiet> {
+        super::completion::quiet(body)
     }
 
     fn give_up(answer: &mut Map<String, Value>, note: &str) {

@@ -45,6 +45,7 @@ mod gemini_fixtures;
 pub mod messages_client;
 mod messages_fixtures;
 mod messages_props;
+mod quiet_props;
 pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;

@@ -170,7 +170,7 @@ fn verdict_holds(
 }
 
 /// Every mode and runtime a plan is built for.
-fn modes() -> Vec<(Mode, Runtime)> {
+pub(super) fn modes() -> Vec<(Mode, Runtime)> {
     let mut out = Vec::new();
     for mode in [Mode::Code, Mode::Both, Mode::Native] {
         for runtime in [Runtime::Client, Runtime::Embedded] {
@@ -220,7 +220,7 @@ fn events(bytes: &[u8]) -> Vec<Value> {
 /// Whole answers made of a recorded stream's objects: Chat's deltas as
 /// messages; Responses' response objects and items; Messages' blocks;
 /// Gemini's chunks (each is a whole answer).
-fn recorded(api: &str, bytes: &[u8]) -> Vec<Value> {
+pub(super) fn recorded(api: &str, bytes: &[u8]) -> Vec<Value> {
     let events = events(bytes);
     match api {
         "chat" => events
@@ -327,7 +327,7 @@ fn with_id(mut v: Value, key: &str, id: Option<&str>) -> Value {
     v
 }
 
-fn chat_answer() -> impl Strategy<Value = Value> {
+pub(super) fn chat_answer() -> impl Strategy<Value = Value> {
     let call = (name(), arguments(), id(), 0u8..4, name()).prop_map(|(n, a, id, shape, other)| {
         let call = match shape {
             0 => json!({"type": "function", "function": {"name": n, "arguments": a}}),
@@ -366,7 +366,7 @@ fn chat_answer() -> impl Strategy<Value = Value> {
     })
 }
 
-fn responses_answer() -> impl Strategy<Value = Value> {
+pub(super) fn responses_answer() -> impl Strategy<Value = Value> {
     let item = (name(), arguments(), id(), 0u8..8).prop_map(|(n, a, id, kind)| match kind {
         0 => json!({"type": "message", "role": "assistant",
                     "content": [{"type": "output_text", "text": "Sure."}]}),
@@ -400,7 +400,7 @@ fn responses_answer() -> impl Strategy<Value = Value> {
     })
 }
 
-fn messages_answer() -> impl Strategy<Value = Value> {
+pub(super) fn messages_answer() -> impl Strategy<Value = Value> {
     let block = (name(), id(), 0u8..7).prop_map(|(n, id, kind)| match kind {
         0 => json!({"type": "text", "text": "Sure."}),
         1 => json!({"type": "thinking", "thinking": "Hm.", "signature": "s"}),
@@ -425,7 +425,7 @@ fn messages_answer() -> impl Strategy<Value = Value> {
     })
 }
 
-fn gemini_answer() -> impl Strategy<Value = Value> {
+pub(super) fn gemini_answer() -> impl Strategy<Value = Value> {
     let part = (name(), id(), 0u8..7).prop_map(|(n, id, kind)| match kind {
         0 => json!({"text": "Sure."}),
         1 => json!({"text": "Hm.", "thought": true, "thoughtSignature": "s"}),

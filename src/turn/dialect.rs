@@ -15,7 +15,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{Edits, JudgedCall, RoundJudge};
+use super::{Edits, JudgedCall, Quiet, RoundJudge};
 use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
@@ -133,6 +133,13 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// reads; [`Edits::apply`] writes, and no edits means the answer goes
     /// out as the provider's bytes.
     fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits);
+    /// A whole answer with nothing to judge, found without building its
+    /// tree: `Some` only when [`Self::judge_answer`] would find no call
+    /// and ask no edit, and no key repeats (`super::quiet`); `None` sends
+    /// the answer the full way.
+    fn quiet_answer(_body: &[u8]) -> Option<Quiet> {
+        None
+    }
     /// The proxy gave up on the turn: the answer keeps the model's words
     /// without calls, and `note` when it has none.
     fn give_up(answer: &mut Map<String, Value>, note: &str);

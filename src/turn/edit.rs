@@ -6,7 +6,9 @@
 //! read further. Only [`Edits::apply`] writes. So a judge cannot change
 //! what the client reads without saying so, and an answer whose edits are
 //! empty can go out as the provider's bytes, never parsed into a tree the
-//! client gets re-serialised (the JSON driver does that).
+//! client gets re-serialised (the JSON driver does that). The commonest
+//! such answer, one with nothing to judge, is found before any tree is
+//! built (`super::quiet`).
 //!
 //! Stream events hold the same rule by other means, each one that cannot
 //! forget a change: a chat chunk goes out as it came only when the chunk

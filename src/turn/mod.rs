@@ -28,6 +28,7 @@
 mod dialect;
 mod edit;
 pub mod effect;
+mod quiet;
 mod rounds;
 mod stream;
 
@@ -43,6 +44,8 @@ pub use crate::verdict::{Decision, Fate, JudgedCall, Shape};
 pub use dialect::{Dialect, ModelTurn};
 pub use edit::{Edit, Edits, Step};
 pub use effect::{held_program, repair_history, splice, HeldProgram, RoundEnd};
+pub use quiet::Quiet;
+pub(crate) use quiet::{probe, Field, Nothing, Obj};
 pub use rounds::Rounds;
 pub use stream::StreamTurn;
 

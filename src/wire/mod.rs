@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 mod append;
 mod single_reading;
 pub use append::{append_to_message, join_text};
-pub use single_reading::parse_noting_repeats;
+pub use single_reading::{parse_noting_repeats, repeats_no_key};
 
 /// A JSON object with its keys in the client's order and its values unparsed.
 #[derive(Clone, Debug, Default)]

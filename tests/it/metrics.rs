@@ -9,7 +9,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// The metrics text.
-async fn scrape(proxy: &Proxy) -> String {
+pub(crate) async fn scrape(proxy: &Proxy) -> String {
     let res = proxy.http.get(proxy.url("/metrics")).send().await.unwrap();
     assert_eq!(res.status(), 200);
     let content_type = res.headers()["content-type"].to_str().unwrap().to_owned();
@@ -31,7 +31,7 @@ fn sample(text: &str, series: &str) -> f64 {
 }
 
 /// How much each of `series` moved between two scrapes.
-fn moved(before: &str, after: &str, series: &str) -> f64 {
+pub(crate) fn moved(before: &str, after: &str, series: &str) -> f64 {
     sample(after, series) - sample(before, series)
 }
 

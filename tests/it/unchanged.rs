@@ -140,6 +140,87 @@ async fn an_answer_repeating_a_key_is_written_from_the_reading_the_judge_saw() {
     );
 }
 
+#[tokio::test]
+async fn a_text_answer_of_every_dialect_goes_out_as_it_came_and_its_usage_counts() {
+    // Spelled as no serialiser here would: a tree built and written again
+    // could not give these bytes back.
+    let cases = [
+        (
+            "/v1/chat/completions",
+            chat_request(),
+            r#"{ "id":"c3", "choices" : [ {"index":0, "message":{"role":"assistant","content":"Done.\u0021"}, "finish_reason":"stop"} ],
+  "usage" : {"prompt_tokens":7, "completion_tokens":1, "total_tokens":8} }"#,
+            (7, 1),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "m", "input": "go", "tools": [
+                {"type": "function", "name": "read", "parameters": {"type": "object"}}]}),
+            r#"{ "id":"resp_3", "object":"response", "status":"completed",
+  "output":[ {"type":"reasoning","id":"rs_1","summary":[]}, {"type":"message","id":"m1","role":"assistant","content":[{"type":"output_text","text":"Done."}]} ],
+  "usage":{ "input_tokens":11, "output_tokens":2 } }"#,
+            (11, 2),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "go"}],
+                   "tools": [{"name": "read", "input_schema": {"type": "object"}}]}),
+            r#"{"id":"msg_3","type":"message","role":"assistant", "content":[ {"type":"text","text":"Done."} ],
+  "stop_reason":"end_turn", "usage":{"input_tokens":13,"output_tokens":3}}"#,
+            (13, 3),
+        ),
+        (
+            "/v1beta/models/gemini-2.5-pro:generateContent",
+            json!({"contents": [{"role": "user", "parts": [{"text": "go"}]}],
+                   "tools": [{"functionDeclarations": [{"name": "read_file", "parameters": {"type": "OBJECT"}}]}]}),
+            r#"{"candidates": [ {"content": {"role": "model", "parts": [{"text": "Done."}]}, "finishReason": "STOP", "index": 0} ],
+  "usageMetadata": {"promptTokenCount": 17, "candidatesTokenCount": 4, "totalTokenCount": 21}}"#,
+            (17, 4),
+        ),
+    ];
+    let p = MockServer::start().await;
+    for (route, _, answer, _) in &cases {
+        Mock::given(method("POST"))
+            .and(path(*route))
+            .respond_with(raw(answer))
+            .mount(&p)
+            .await;
+    }
+    let upstream = p.uri();
+    let anthropic = format!("{upstream}/v1");
+    let proxy = start(
+        &p,
+        &[
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", &anthropic),
+            ("CODEMODE_GEMINI_UPSTREAM", &upstream),
+        ],
+    )
+    .await;
+    let headers = [
+        ("x-goog-api-key", "k"),
+        ("x-api-key", "k"),
+        ("anthropic-version", "2023-06-01"),
+    ];
+    for (route, request, answer, (input, output)) in &cases {
+        let before = crate::metrics::scrape(&proxy).await;
+        let res = proxy.post(route, request, &headers).await;
+        assert_eq!(res.status(), 200, "{route}");
+        assert_eq!(res.headers()["x-codemode-mode"], "code", "{route}");
+        assert_eq!(&res.text().await.unwrap(), answer, "{route}");
+        let after = crate::metrics::scrape(&proxy).await;
+        for (kind, n) in [("input", input), ("output", output)] {
+            let series = format!(r#"codemode_upstream_tokens_total{{type="{kind}"}}"#);
+            assert_eq!(
+                crate::metrics::moved(&before, &after, &series),
+                f64::from(*n),
+                "{route}: {series}"
+            );
+        }
+    }
+}
+
 fn sse(body: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/event-stream")
 }

@@ -57,6 +57,20 @@ pub(crate) async fn intercepted<D: Dialect>(
             ));
         }
         check_identity(&parts.headers)?;
+        // Nothing to add and nothing of this answer's own to judge: no tree
+        // is built, the client gets the provider's bytes.
+        let first = rounds.before() == 0 && earlier.is_empty() && !D::streams(&request);
+        if let Some(quiet) = first.then(|| D::quiet_answer(&body)).flatten() {
+            round.usage(quiet.usage.as_ref());
+            let decision = round.in_scope(|| rounds.decide(&[], false));
+            debug_assert_eq!(decision, Decision::Final);
+            drop(round);
+            return Ok(tag(
+                as_it_came(parts, body),
+                selection,
+                Some(rounds.repairs),
+            ));
+        }
         let (mut answer, repeated) = parse_answer::<D>(&body)?;
         let usage = answer.get(D::USAGE).cloned();
         round.usage(usage.as_ref());
@@ -74,16 +88,12 @@ pub(crate) async fn intercepted<D: Dialect>(
         match decision {
             // The judge asked for no edit, and nothing is to add: the
             // client gets the provider's bytes, never re-serialised.
-            Decision::Final
-                if unchanged
-                    && rounds.before() == 0
-                    && earlier.is_empty()
-                    && !D::streams(&request) =>
-            {
-                let mut parts = response_parts(parts);
-                parts.headers.remove(CONTENT_ENCODING);
-                let res = respond_with(parts, body);
-                return Ok(tag(res, selection, Some(rounds.repairs)));
+            Decision::Final if unchanged && first => {
+                return Ok(tag(
+                    as_it_came(parts, body),
+                    selection,
+                    Some(rounds.repairs),
+                ));
             }
             Decision::Final => {}
             Decision::Splice => {
@@ -135,6 +145,14 @@ pub(crate) async fn intercepted<D: Dialect>(
         let res = respond::<D>(response_parts(parts), &request, &Value::Object(answer));
         return Ok(tag(res, selection, Some(rounds.repairs)));
     }
+}
+
+/// The provider's answer as it came (its body already read whole and
+/// without encoding).
+fn as_it_came(parts: http::response::Parts, body: bytes::Bytes) -> Response<ProxyBody> {
+    let mut parts = response_parts(parts);
+    parts.headers.remove(CONTENT_ENCODING);
+    respond_with(parts, body)
 }
 
 /// A provider's 2xx body: a JSON object, or a clean 502 that says what it
