@@ -8,6 +8,7 @@
 #   bench/instructions.sh                        # this tree, code mode, RUST_LOG=warn
 #   MODE=native LOG=info bench/instructions.sh   # native mode, access log on
 #   bench/instructions.sh /tmp/old-proxy ./target/release/codemode-proxy
+#   EXTRA_TOOLS=60 bench/instructions.sh         # an agent-sized tool set (bench/request.py)
 #
 # Each binary serves 3 s of warm-up, then counts over 10 s of 4 connections.
 set -euo pipefail

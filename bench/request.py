@@ -5,8 +5,10 @@ Writes DIR/body.json, DIR/stream.json (the same with "stream": true) and
 DIR/post.lua (wrk posting body.json).
 
     python3 bench/request.py DIR
+    EXTRA_TOOLS=60 python3 bench/request.py DIR   # an agent-sized tool set (about 22 KB more)
 """
 import json
+import os
 import sys
 
 out = sys.argv[1]
@@ -16,6 +18,12 @@ tools = [
     tool("write", "Write a file, replacing its contents.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
     tool("bash", "Run a shell command and return its output.", {"command": {"type": "string"}, "timeout_ms": {"type": "integer", "default": 120000}}, ["command"]),
     tool("run_code", "Run a JavaScript program that calls the tools above.", {"code": {"type": "string"}}, ["code"]),
+]
+tools[3:3] = [
+    tool(f"tool_{i}", f"Tool number {i}: does a useful thing with files and returns text.",
+         {"path": {"type": "string", "description": "Absolute path"}, "mode": {"type": "string", "enum": ["a", "b", "c"]},
+          "limit": {"type": "integer", "default": 100}}, ["path"])
+    for i in range(int(os.environ.get("EXTRA_TOOLS", "0")))
 ]
 messages = [
     {"role": "system", "content": "You are a careful coding agent working in a repository. Prefer small, verifiable steps. " * 4},

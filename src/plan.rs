@@ -281,8 +281,9 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
 /// collision is a miss, never a wrong plan. Hashing runs on every request: SipHash costs
 /// a fraction of a cryptographic digest of the same text.
 pub struct PlanCache {
-    cache: moka::sync::Cache<u64, Arc<CachedPlan>>,
-    hasher: std::collections::hash_map::RandomState,
+    cache: moka::sync::Cache<u64, Arc<CachedPlan>, foldhash::fast::RandomState>,
+    /// Hashes the key: the whole tools text, on every request.
+    hasher: foldhash::fast::RandomState,
 }
 
 struct CachedPlan {
@@ -301,8 +302,8 @@ impl PlanCache {
             cache: moka::sync::Cache::builder()
                 .max_capacity(budget_bytes.max(1))
                 .weigher(|_: &u64, c: &Arc<CachedPlan>| crate::cache::weight(cached_bytes(c)))
-                .build(),
-            hasher: std::collections::hash_map::RandomState::new(),
+                .build_with_hasher(foldhash::fast::RandomState::default()),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 
