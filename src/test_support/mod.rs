@@ -33,6 +33,7 @@ pub use crate::messages::stream::MessagesJudge;
 pub use crate::responses::stream::ResponsesJudge;
 pub use crate::turn::{RoundEnd, RoundJudge};
 
+mod answers;
 /// What an OpenAI SDK makes of a chat stream: the same file the
 /// integration tests read (`tests/it/common/sse_client.rs`), so there is one
 /// copy of it.

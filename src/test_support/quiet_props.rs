@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::unchanged_props::{
+use super::answers::{
     chat_answer, gemini_answer, messages_answer, modes, recorded, responses_answer,
 };
 use crate::chat::Chat;
