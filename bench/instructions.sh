@@ -9,6 +9,7 @@
 #   MODE=native LOG=info bench/instructions.sh   # native mode, access log on
 #   bench/instructions.sh /tmp/old-proxy ./target/release/codemode-proxy
 #   EXTRA_TOOLS=60 bench/instructions.sh         # an agent-sized tool set (bench/request.py)
+#   EXTRA_TURNS=40 bench/instructions.sh         # an agent-sized history
 #
 # Each binary serves 3 s of warm-up, then counts over 10 s of 4 connections.
 set -euo pipefail

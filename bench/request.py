@@ -6,6 +6,7 @@ DIR/post.lua (wrk posting body.json).
 
     python3 bench/request.py DIR
     EXTRA_TOOLS=60 python3 bench/request.py DIR   # an agent-sized tool set (about 22 KB more)
+    EXTRA_TURNS=40 python3 bench/request.py DIR   # a history of 40 read calls (about 25 KB more)
 """
 import json
 import os
@@ -29,6 +30,13 @@ messages = [
     {"role": "system", "content": "You are a careful coding agent working in a repository. Prefer small, verifiable steps. " * 4},
     {"role": "user", "content": "How many lines does src/main.rs have? Answer with one sentence."},
 ]
+for i in range(int(os.environ.get("EXTRA_TURNS", "0"))):
+    messages[-1:-1] = [
+        {"role": "user", "content": f"Step {i}: look at the next file."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{i}", "type": "function",
+            "function": {"name": "read", "arguments": json.dumps({"path": f"src/file_{i}.rs"})}}]},
+        {"role": "tool", "tool_call_id": f"call_{i}", "content": "fn main() {\n    println!(\"hello\");\n}\n" * 8},
+    ]
 base = {"model": "gpt-4.1", "messages": messages, "tools": tools, "temperature": 0}
 open(out + "/body.json", "w").write(json.dumps(base))
 open(out + "/stream.json", "w").write(json.dumps(dict(base, stream=True)))

@@ -5,7 +5,9 @@
 //! the results a turn returns) is in `crate::runtime::history`.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
+use memchr::memmem;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -110,12 +112,17 @@ impl<'a> Reader<'a> {
 
 /// Whether `text` may hold a minted call id, whole (`"cm_`) or shortened
 /// (`"cm` and letters or digits).
+///
+/// Run on every message of every request: memchr's searcher, built once,
+/// not `match_indices`, whose searcher is set up anew for each message and
+/// was 16% of a request's instructions with a 40-call history.
 fn may_name_minted(text: &str) -> bool {
+    static QUOTE_CM: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"cm"));
     let bytes = text.as_bytes();
-    text.match_indices("\"cm").any(|(i, _)| {
+    QUOTE_CM.find_iter(bytes).any(|i| {
         bytes
-            .get(i + 3..)
-            .and_then(|rest| rest.first())
+            .get(i + 3)
             .is_some_and(|b| *b == b'_' || b.is_ascii_alphanumeric())
     })
 }
