@@ -275,11 +275,12 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
 
 /// Plans by tool set, preset, SDK rendering, mode and runtime; bounded by bytes.
 ///
-/// Keyed by a SipHash of the five under a key random per process (so no
-/// client can aim collisions); a hit is used only when the stored tools
-/// text, preset, rendering, mode and runtime are the request's own, so a
-/// collision is a miss, never a wrong plan. Hashing runs on every request: SipHash costs
-/// a fraction of a cryptographic digest of the same text.
+/// Keyed by a foldhash of the five, seeded per process; a hit is used only
+/// when the stored tools text, preset, rendering, mode and runtime are the
+/// request's own, so a collision is a miss, never a wrong plan (and an aimed
+/// one buys a client no more than sending distinct tool sets does). Hashing
+/// runs on every request over the whole tools text: foldhash reads it about
+/// eight times as fast as SipHash.
 pub struct PlanCache {
     cache: moka::sync::Cache<u64, Arc<CachedPlan>, foldhash::fast::RandomState>,
     /// Hashes the key: the whole tools text, on every request.
