@@ -63,6 +63,19 @@ impl Endpoint {
     }
 }
 
+/// Requests by method and path: the path's segments as
+/// `crate::route::normalise` reads them (lower case), a segment `*` for
+/// any one, `{name}` for one without a `:`, `*:name` for one ending in
+/// `:name` (a Gemini method), `a|b` for either, and a final `**` for any
+/// number, none included.
+#[derive(Debug)]
+pub struct Paths {
+    /// The methods; empty for every method.
+    pub methods: &'static [&'static str],
+    /// The segments.
+    pub pattern: &'static [&'static str],
+}
+
 /// A route an API's dialect judges (its folder lists them; `crate::route`
 /// matches a request path to one).
 #[derive(Debug)]
@@ -88,6 +101,8 @@ pub struct Route {
 /// and the operator's key the configuration holds for it, and the header
 /// that key goes in (docs/configuration.md, "Variables").
 pub struct Provider {
+    /// Who it is and the variable of its base URL, for messages.
+    pub(crate) name: &'static str,
     /// The base URL requests go to (`CODEMODE_UPSTREAM`, ...).
     pub(crate) base: fn(&crate::config::Config) -> &crate::config::UpstreamBase,
     /// Whether the base URL holds the API's version (`.../v1`: the proxy's
@@ -109,9 +124,20 @@ pub struct Provider {
     /// `?key=`): dropped when the operator's key is sent.
     pub(crate) key_param: Option<&'static str>,
     /// Whether a request no judged route serves is for this provider, by
-    /// its head (Anthropic: `anthropic-version`); a request no provider
-    /// claims goes to the first API's.
-    pub(crate) claims: fn(&http::HeaderMap) -> bool,
+    /// its head or query (Anthropic: `anthropic-version`; Google: its key);
+    /// a request no provider claims goes to the first API's.
+    pub(crate) claims: fn(&http::HeaderMap, Option<&str>) -> bool,
+    /// The first path segments only this provider serves (Google's
+    /// `v1beta`): a request under one goes to it, whatever its head says.
+    pub(crate) roots: &'static [&'static str],
+    /// The headers it reads a client's credential from; a credential in
+    /// any other provider's header never reaches it (docs/security.md,
+    /// "Whose key goes where").
+    pub(crate) credentials: &'static [&'static str],
+    /// The routes it serves that declare no tools and return no model's
+    /// calls: under the lock, the only ones passed through unjudged
+    /// (docs/security.md, "Routes").
+    pub(crate) open: &'static [Paths],
     /// How its answers name their token counts, which the proxy reads on
     /// the side of every body (docs/operations.md, "Metrics").
     pub(crate) usage: &'static crate::observe::usage::Shape,

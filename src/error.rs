@@ -15,9 +15,9 @@ use crate::store_error::StoreError;
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
     /// The body is not JSON, or not a JSON object.
-    #[error("the request body is not valid JSON ({0}); send a chat-completions JSON object")]
+    #[error("the request body is not valid JSON ({0}); send the request as one JSON object")]
     InvalidJson(String),
-    /// The body is JSON but not a usable chat-completions request.
+    /// The body is JSON but not a usable request of its route's API.
     #[error("{0}")]
     InvalidRequest(String),
     /// The client's body could not be read.
@@ -137,6 +137,24 @@ pub enum ProxyError {
     /// A judged request whose body is not JSON by its content type.
     #[error("a model request is JSON: send it with `content-type: application/json` (got `{0}`)")]
     UnsupportedMediaType(String),
+    /// A judged request whose body comes with a `content-encoding`: the
+    /// proxy reads what the provider would act on, and does not decode.
+    #[error("a model request is read as it is sent: send it without `content-encoding` (got `{0}`), as plain JSON")]
+    UnsupportedEncoding(String),
+    /// A request that would carry one provider's credential, or head, to
+    /// another (docs/security.md, "Whose key goes where").
+    #[error(
+        "the request carries {what}, which {goes_to} does not read, and it goes there: a key \
+         reaches only its own provider. Send Gemini requests under /v1beta (its key in \
+         `x-goog-api-key` or `?key=`), Anthropic's with `anthropic-version` (its key in \
+         `x-api-key`), OpenAI's with `Authorization: Bearer`"
+    )]
+    CredentialElsewhere {
+        /// What the request carries that is another provider's.
+        what: String,
+        /// The provider it would reach, as `Provider::name` says.
+        goes_to: &'static str,
+    },
     /// A pass-through route asked for without a credential of the
     /// caller's own while the proxy holds the operator's key, which it
     /// spends only on what it judges (docs/security.md, "Whose key pays").
@@ -162,8 +180,9 @@ pub enum ProxyError {
          where the operator allows it), or send it to the provider directly"
     )]
     LockedRoute {
-        /// The route, as `SideRoute::what` names it.
-        what: &'static str,
+        /// The route, as `SideRoute::what` names it or as the request
+        /// named it.
+        what: std::borrow::Cow<'static, str>,
         /// The request's mode.
         mode: Mode,
     },
@@ -190,6 +209,7 @@ impl ProxyError {
             | ProxyError::MissingRunCode(_)
             | ProxyError::UnsupportedN(_)
             | ProxyError::DuplicateKey(_)
+            | ProxyError::CredentialElsewhere { .. }
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } | ProxyError::StoreRecordTooLarge(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
@@ -197,7 +217,9 @@ impl ProxyError {
             ProxyError::SelectionDenied(_)
             | ProxyError::LockedRoute { .. }
             | ProxyError::CallerRefused(_) => StatusCode::FORBIDDEN,
-            ProxyError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ProxyError::UnsupportedMediaType(_) | ProxyError::UnsupportedEncoding(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             ProxyError::AdminUnauthorized(_) | ProxyError::OwnCredentialRequired { .. } => {
                 StatusCode::UNAUTHORIZED
             }
@@ -268,6 +290,8 @@ impl ProxyError {
             ProxyError::CallerRefused(_) => "caller_refused",
             ProxyError::OwnCredentialRequired { .. } => "own_credential_required",
             ProxyError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ProxyError::UnsupportedEncoding(_) => "unsupported_content_encoding",
+            ProxyError::CredentialElsewhere { .. } => "credential_elsewhere",
         }
     }
 

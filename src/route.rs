@@ -15,7 +15,7 @@
 
 use http::Method;
 
-pub use crate::api::{Endpoint, Route};
+pub use crate::api::{Endpoint, Paths, Route};
 
 use crate::api::Api;
 use crate::error::ProxyError;
@@ -23,13 +23,14 @@ use crate::select::split_preset_path;
 
 /// A model API the proxy does not judge, whose requests declare tools or
 /// whose answers carry a model's calls: refused in a mode that can deny
-/// (docs/security.md, "Routes"), passed through in native mode.
+/// (docs/security.md, "Routes"), passed through in native mode. Under the
+/// lock every route off its provider's open list is refused; these say
+/// why in the refusal.
 #[derive(Debug)]
 pub struct SideRoute {
     /// The methods it covers; empty for every method.
     pub methods: &'static [&'static str],
-    /// Its path as segments, its API's version first: `*` is one segment,
-    /// a final `**` any number (none included).
+    /// Its path as segments (see [`Paths`]).
     pub pattern: &'static [&'static str],
     /// What it is, as an error message names it.
     pub what: &'static str,
@@ -74,7 +75,7 @@ pub const SIDE_ROUTES: &[SideRoute] = &[
     },
     SideRoute {
         methods: &["GET"],
-        pattern: &["v1", "responses", "*"],
+        pattern: &["v1", "responses", "*", "**"],
         what: "retrieving a response (a background or stored response holds the model's calls as it made them)",
     },
     SideRoute {
@@ -83,56 +84,79 @@ pub const SIDE_ROUTES: &[SideRoute] = &[
         what: "cancelling a response (the answer holds the model's calls as it made them)",
     },
     SideRoute {
-        methods: &["GET"],
-        pattern: &["v1", "conversations", "*", "items", "**"],
-        what: "a conversation's items (they hold the model's calls as it made them)",
+        methods: &[],
+        pattern: &["v1", "conversations", "**"],
+        what: "a conversation the provider keeps (its items hold the model's calls as it made them)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["v1beta", "cachedContents", "**"],
+        pattern: &["v1beta|v1alpha|v1", "cachedcontents", "**"],
         what: "Gemini's cached contents (they declare tools the proxy never sees)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["v1beta", "batches", "**"],
+        pattern: &["v1beta|v1alpha", "batches", "**"],
         what: "Gemini's Batch API (its requests run model turns the proxy never sees)",
     },
     SideRoute {
         methods: &[],
-        pattern: &["v1beta", "interactions", "**"],
-        what: "Gemini's Interactions API (its turns declare tools and hand out calls the proxy never sees)",
+        pattern: &["v1beta|v1alpha|v1", "interactions", "**"],
+        what: "Google's Interactions API (its turns declare tools and hand out calls the proxy never sees)",
     },
     SideRoute {
-        methods: &["POST"],
-        pattern: &["v1beta", "**"],
-        what: "a Gemini API method the proxy does not judge (batchGenerateContent, tuned models, ...: their turns may declare tools and hand out calls)",
-    },
-    SideRoute {
-        methods: &["POST"],
-        pattern: &["v1", "models", "**"],
-        what: "Gemini's v1 API (the proxy judges Gemini on /v1beta: send it there)",
+        methods: &[],
+        pattern: &["v1beta|v1alpha|v1", "tunedmodels", "**"],
+        what: "Gemini's tuned models (their turns declare tools and hand out calls the proxy never sees)",
     },
 ];
 
-/// The side route `method` and `path` (what follows a `/preset/NAME`
-/// prefix) fall on, read as leniently as [`normalise`] reads a path.
-pub fn side_route(method: &Method, path: &str) -> Option<&'static SideRoute> {
-    let segments = normalise(path);
-    SIDE_ROUTES.iter().find(|r| {
-        (r.methods.is_empty() || r.methods.contains(&method.as_str()))
-            && matches(r.pattern, &segments)
-    })
+/// The side route `method` and `segments` (a path as [`normalise`] reads
+/// it) fall on.
+pub fn side_route(method: &Method, segments: &[String]) -> Option<&'static SideRoute> {
+    SIDE_ROUTES
+        .iter()
+        .find(|r| fits(r.methods, r.pattern, method, segments))
 }
 
-/// Whether `segments` fit `pattern` (see [`SideRoute::pattern`]).
+impl Paths {
+    /// Whether a request of `method` on `segments` (a path as
+    /// [`normalise`] reads it) is one of these.
+    pub fn fits(&self, method: &Method, segments: &[String]) -> bool {
+        fits(self.methods, self.pattern, method, segments)
+    }
+}
+
+fn fits(methods: &[&str], pattern: &[&str], method: &Method, segments: &[String]) -> bool {
+    (methods.is_empty() || methods.contains(&method.as_str())) && matches(pattern, segments)
+}
+
+/// Whether `segments` fit `pattern` (see [`Paths`]).
 fn matches(pattern: &[&str], segments: &[String]) -> bool {
     match (pattern.split_first(), segments.split_first()) {
         (Some((&"**", _)), _) => true,
         (None, None) => true,
-        (Some((&p, pattern)), Some((s, segments))) if p == "*" || p == s => {
+        (Some((&p, pattern)), Some((s, segments))) if p.split('|').any(|p| fits_one(p, s)) => {
             matches(pattern, segments)
         }
         _ => false,
+    }
+}
+
+/// Whether normalised segment `s` is pattern segment `p`: `*`, `{name}`
+/// (one without a `:`, which starts a Gemini method), `*:name` (a name,
+/// then `:name`), or the same text in any case.
+fn fits_one(p: &str, s: &str) -> bool {
+    if p == "{name}" {
+        return !s.contains(':');
+    }
+    match p.strip_prefix('*') {
+        Some("") => true,
+        Some(method) => {
+            s.len() > method.len()
+                && s.is_char_boundary(s.len() - method.len())
+                && s[s.len() - method.len()..].eq_ignore_ascii_case(method)
+        }
+        None => p.eq_ignore_ascii_case(s),
     }
 }
 
@@ -142,11 +166,10 @@ fn matches(pattern: &[&str], segments: &[String]) -> bool {
 /// one's data. Every other pass-through route (files, batches, fine-tuning,
 /// stored completions, deletes, embeddings...) is unjudged, so it goes
 /// with the caller's own credential (docs/security.md, "Whose key pays").
-pub fn spends_operator_key(method: &Method, path: &str) -> bool {
-    let segments = normalise(path);
+pub fn spends_operator_key(method: &Method, segments: &[String]) -> bool {
     let listing = matches!(
         segments.iter().map(String::as_str).collect::<Vec<_>>()[..],
-        ["v1" | "v1beta", "models"] | ["v1" | "v1beta", "models", _]
+        ["v1" | "v1beta" | "v1alpha", "models"] | ["v1" | "v1beta" | "v1alpha", "models", _]
     );
     listing && (method == Method::GET || method == Method::HEAD)
 }
@@ -651,7 +674,8 @@ mod tests {
     #[test]
     fn side_routes_are_found_by_method_and_any_spelling() {
         let on = |method: &str, path: &str| {
-            side_route(&method.parse().unwrap(), path).map(|r| r.what.split(' ').nth(1).unwrap())
+            side_route(&method.parse().unwrap(), &normalise(path))
+                .map(|r| r.what.split(' ').nth(1).unwrap())
         };
         for (method, path) in [
             ("POST", "/v1/batches"),
@@ -672,6 +696,15 @@ mod tests {
             ("GET", "/v1/conversations/conv_1/items"),
             ("GET", "/v1//Threads/t_1/runs/"),
             ("POST", "/v1/%62atches"),
+            ("GET", "/v1/responses/resp_1/input_items"),
+            ("POST", "/v1/conversations"),
+            // Written in camelCase, matched on the folded path.
+            ("GET", "/v1beta/cachedContents/c_1"),
+            ("PATCH", "/v1beta/cachedContents/c_1"),
+            ("DELETE", "/v1beta/cachedcontents/c_1"),
+            ("POST", "/v1/interactions"),
+            ("POST", "/v1beta/interactions"),
+            ("PUT", "/v1beta/tunedModels/t:generateContent"),
         ] {
             assert!(on(method, path).is_some(), "{method} {path}");
         }
@@ -679,7 +712,6 @@ mod tests {
             ("GET", "/v1/batches/batch_1"),
             ("GET", "/v1/models"),
             ("POST", "/v1/files"),
-            ("GET", "/v1/responses/resp_1/input_items"),
             ("DELETE", "/v1/responses/resp_1"),
             ("HEAD", "/v1/chat/completions"),
             ("POST", "/v1/embeddings"),
@@ -687,6 +719,31 @@ mod tests {
         ] {
             assert_eq!(on(method, path), None, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn a_pattern_segment_takes_any_case_alternatives_and_a_method_suffix() {
+        let open = Paths {
+            methods: &["POST"],
+            pattern: &["v1beta|v1", "models", "*:embedContent"],
+        };
+        let post = Method::POST;
+        for path in [
+            "/v1beta/models/text-embedding-004:embedContent",
+            "/v1/models/e:EMBEDCONTENT",
+        ] {
+            assert!(open.fits(&post, &normalise(path)), "{path}");
+        }
+        for path in [
+            "/v1beta/models/:embedContent",
+            "/v1beta/models/e:embedContents",
+            "/v1alpha/models/e:embedContent",
+            "/v1beta/models/e:embedContent/x",
+            "/v1beta/models",
+        ] {
+            assert!(!open.fits(&post, &normalise(path)), "{path}");
+        }
+        assert!(!open.fits(&Method::GET, &normalise("/v1/models/e:embedContent")));
     }
 
     #[test]

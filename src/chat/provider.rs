@@ -4,12 +4,13 @@
 
 use http::header::AUTHORIZATION;
 
-use crate::api::{Api, Endpoint, Errors, Provider, Route};
+use crate::api::{Api, Endpoint, Errors, Paths, Provider, Route};
 use crate::error::ProxyError;
 
 /// OpenAI, or any provider that speaks its API: the operator's key goes as
 /// the `Authorization` value the configuration holds (`Bearer KEY`).
 pub(crate) static OPENAI: Provider = Provider {
+    name: "the OpenAI-compatible provider (CODEMODE_UPSTREAM)",
     base: |c| &c.upstream,
     base_holds_version: true,
     key: |c| c.upstream_api_key.as_ref(),
@@ -19,9 +20,52 @@ pub(crate) static OPENAI: Provider = Provider {
     key_param: None,
     replaces: &[],
     // The default: what no other provider claims.
-    claims: |_| false,
+    claims: |_, _| false,
+    roots: &[],
+    // Azure's `api-key`, and gateways that take Anthropic's header.
+    credentials: &["authorization", "api-key", "x-api-key"],
+    open: OPEN,
     usage: &crate::observe::usage::USAGE,
 };
+
+/// OpenAI's routes that declare no tools and return no model's calls
+/// (docs/security.md, "Routes").
+const OPEN: &[Paths] = &[
+    Paths {
+        methods: &["GET", "HEAD"],
+        pattern: &["v1", "models"],
+    },
+    Paths {
+        methods: &["GET", "HEAD", "DELETE"],
+        pattern: &["v1", "models", "*"],
+    },
+    Paths {
+        methods: &["POST"],
+        pattern: &["v1", "embeddings"],
+    },
+    Paths {
+        methods: &["POST"],
+        pattern: &["v1", "moderations"],
+    },
+    Paths {
+        methods: &[],
+        pattern: &[
+            "v1",
+            "files|uploads|audio|images|videos|vector_stores|fine_tuning",
+            "**",
+        ],
+    },
+    // A stored response is deleted, never read, here.
+    Paths {
+        methods: &["DELETE"],
+        pattern: &["v1", "responses", "*"],
+    },
+    // A batch's state; its results are files.
+    Paths {
+        methods: &["GET", "HEAD"],
+        pattern: &["v1", "batches", "**"],
+    },
+];
 
 /// Chat Completions' route.
 pub(crate) const ROUTES: &[Route] = &[Route {

@@ -7,7 +7,7 @@ use http::header::AUTHORIZATION;
 use http::HeaderName;
 use serde_json::{json, Value};
 
-use crate::api::{Api, Endpoint, Errors, Provider, Route};
+use crate::api::{Api, Endpoint, Errors, Paths, Provider, Route};
 use crate::error::ProxyError;
 use crate::observe::usage::Shape;
 
@@ -51,6 +51,7 @@ pub(crate) static USAGE: Shape = Shape {
 /// client's `?key=` is dropped from the query when the operator's is sent
 /// ([`super::Gemini`]'s request path).
 pub(crate) static GOOGLE: Provider = Provider {
+    name: "Google's Gemini API (CODEMODE_GEMINI_UPSTREAM)",
     base: |c| &c.gemini_upstream,
     base_holds_version: false,
     key: |c| c.gemini_api_key.as_ref(),
@@ -60,9 +61,51 @@ pub(crate) static GOOGLE: Provider = Provider {
     key_param: Some("key"),
     replaces: &[AUTHORIZATION],
     // docs/agents.md, "gemini-cli and the Gemini API".
-    claims: |client| client.contains_key("x-goog-api-key"),
+    claims: |client, query| {
+        client.contains_key("x-goog-api-key") || crate::api::has_param(query, "key")
+    },
+    // Google's own API versions, and its upload path.
+    roots: &["v1beta", "v1alpha", "upload"],
+    // `authorization` holds an OAuth token, for tuned models and Vertex.
+    credentials: &["x-goog-api-key", "authorization"],
+    open: OPEN,
     usage: &USAGE,
 };
+
+/// The Gemini API's routes that declare no tools and return no model's
+/// calls, in every version Google serves (docs/security.md, "Routes").
+const OPEN: &[Paths] = &[
+    Paths {
+        methods: &["GET", "HEAD"],
+        pattern: &["v1beta|v1alpha|v1", "models"],
+    },
+    // A model, not a method called on it.
+    Paths {
+        methods: &["GET", "HEAD"],
+        pattern: &["v1beta|v1alpha|v1", "models", "{name}"],
+    },
+    Paths {
+        methods: &["POST"],
+        pattern: &[
+            "v1beta|v1alpha|v1",
+            "models",
+            "*:embedContent|*:batchEmbedContents|*:predict|*:predictLongRunning",
+        ],
+    },
+    Paths {
+        methods: &[],
+        pattern: &["v1beta|v1alpha|v1", "files|fileSearchStores", "**"],
+    },
+    Paths {
+        methods: &[],
+        pattern: &[
+            "upload",
+            "v1beta|v1alpha|v1",
+            "files|fileSearchStores",
+            "**",
+        ],
+    },
+];
 
 /// `{"error": {"code", "message", "status", "details"}}`, whole or as a
 /// stream's final `data:` event; the proxy's own code is the `reason` of

@@ -69,13 +69,13 @@ pub(crate) fn provider(api: Api) -> &'static Provider {
     }
 }
 
-/// The API whose provider a request's head names (Anthropic's
-/// `anthropic-version`), for a request no judged route serves, the shape
+/// The API whose provider a request's head or query names (Anthropic's
+/// `anthropic-version`, Google's key), for a request no judged route serves, the shape
 /// of its errors and a dry-run's dialect.
-pub(crate) fn claiming(headers: &http::HeaderMap) -> Option<Api> {
+pub(crate) fn claiming(headers: &http::HeaderMap, query: Option<&str>) -> Option<Api> {
     Api::ALL
         .into_iter()
-        .find(|&api| (provider(api).claims)(headers))
+        .find(|&api| (provider(api).claims)(headers, query))
 }
 
 /// The API a body sent with none named is written in (a dry-run's): the

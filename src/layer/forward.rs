@@ -53,8 +53,9 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// The headers sent to `provider` for a client request.
 ///
-/// `rewritten` drops the body's length and asks for `accept-encoding:
-/// identity`: the proxy must be able to read what comes back.
+/// `rewritten` drops the body's length and coding (the proxy writes it
+/// anew, uncompressed) and asks for `accept-encoding: identity`: the proxy
+/// must be able to read what comes back.
 /// `operator_key`: whether the operator's key stands in for the client's
 /// credential (judged routes), or the client's own goes (pass-through).
 pub(crate) fn provider_headers(
@@ -70,6 +71,7 @@ pub(crate) fn provider_headers(
         (rewritten
             && (name == header::CONTENT_LENGTH
                 || name == header::ACCEPT_ENCODING
+                || name == header::CONTENT_ENCODING
                 || name == header::CONTENT_TYPE))
             || (key.is_some() && (*name == provider.key_header || provider.replaces.contains(name)))
     };
@@ -227,17 +229,21 @@ pub(crate) fn respond_with(mut parts: http::response::Parts, body: Bytes) -> Res
 }
 
 /// Any other `/v1/*` request: both bodies stream through unchanged.
+///
+/// `api`'s provider gets it (`super::destination::passthrough`); `segments`
+/// are its path as the provider reads it.
 pub(crate) async fn passthrough(
     state: &State,
     inner: Upstream,
+    api: crate::api::Api,
+    segments: &[String],
     path: String,
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
-    let api = super::dialects::claiming(&parts.headers).unwrap_or(crate::api::Api::ALL[0]);
     let (provider, errors) = (super::dialects::provider(api), super::dialects::errors(api));
     reads_usage_of(provider);
-    let spends = crate::route::spends_operator_key(&parts.method, &path);
+    let spends = crate::route::spends_operator_key(&parts.method, segments);
     let held = (provider.key)(&state.config).is_some();
     // A pre-flight never carries a credential; the provider answers it.
     if held

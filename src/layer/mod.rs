@@ -16,6 +16,7 @@
 
 mod admin;
 mod callers;
+pub(crate) mod destination;
 mod dialects;
 pub(crate) mod drivers;
 mod forward;

@@ -10,7 +10,7 @@ use http::{header, HeaderValue, Method, Request, Response};
 
 use super::admin::{dry_run, endpoints as admin, inspector};
 use super::drivers::entry::Route as Judged;
-use super::{dialects, forward, State, Upstream};
+use super::{destination, dialects, forward, State, Upstream};
 use crate::api::{Api, Errors};
 use crate::body::{boxed, BoxError, ProxyBody};
 use crate::error::ProxyError;
@@ -136,7 +136,7 @@ async fn route(
         Some((name, rest)) => (Some(name), rest),
         None => (None, full_path.as_str()),
     };
-    let is_api = dialects::routes().under_api_root(path);
+    let is_api = dialects::routes().under_api_root(path) || destination::owning_raw(path).is_some();
     match (req.method(), path) {
         (&Method::GET, "/healthz") if path_preset.is_none() => {
             ledger.set_route(Route::Admin);
@@ -180,23 +180,25 @@ async fn route(
                 state.config.client_select,
             )?;
             ledger.select(&selection);
-            if let Some(side) = crate::route::side_route(req.method(), path) {
-                if selection.mode == Mode::Code || selection.preset.restricts_tools() {
-                    return Err(ProxyError::LockedRoute {
-                        what: side.what,
-                        mode: selection.mode,
-                    });
-                }
+            let segments = crate::route::normalise(path);
+            let (headers, query) = (req.headers(), req.uri().query());
+            let api = destination::passthrough(&segments, headers, query)?;
+            destination::check_credential(dialects::provider(api), headers, query)?;
+            if selection.mode == Mode::Code || selection.preset.restricts_tools() {
+                destination::check_open(api, req.method(), &segments, headers, selection.mode)?;
             }
-            if dialects::routes().is_judged_path(path) && has_body(req.headers()) {
+            if dialects::routes().is_judged_path(path) {
                 // A read on a judged route: a body there could be served as a
                 // model turn by a gateway that honours a method override.
-                return Err(ProxyError::InvalidRequest(format!(
-                    "{} {path} takes no body; send the request as POST {path}",
-                    req.method()
-                )));
+                if has_body(headers) {
+                    return Err(ProxyError::InvalidRequest(format!(
+                        "{} {path} takes no body; send the request as POST {path}",
+                        req.method()
+                    )));
+                }
+                destination::check_no_override(req.method(), headers)?;
             }
-            forward::passthrough(&state, inner, path.to_owned(), req).await
+            forward::passthrough(&state, inner, api, &segments, path.to_owned(), req).await
         }
         _ => Err(ProxyError::NotFound(format!(
             "{} {full_path}",
@@ -206,7 +208,7 @@ async fn route(
 }
 
 /// Whether a request's head announces a body.
-fn has_body(headers: &http::HeaderMap) -> bool {
+pub(crate) fn has_body(headers: &http::HeaderMap) -> bool {
     headers.contains_key(header::TRANSFER_ENCODING)
         || headers
             .get(header::CONTENT_LENGTH)
@@ -222,12 +224,15 @@ fn minted_response(path: &str) -> bool {
 }
 
 /// The shapes a request's client reads errors in: those of the provider
-/// its head names, whatever the path (an `anthropic-version` header is
-/// Anthropic's); else those of the judged route its path names or lies
-/// under; else the first API's.
+/// whose own path it is on (Gemini's `/v1beta`); else those of the judged
+/// route its path names or lies under; else of the provider its head or
+/// query names (an `anthropic-version` header is Anthropic's); else the
+/// first API's.
 fn errors_for<B>(req: &Request<B>) -> &'static Errors {
-    let api = dialects::claiming(req.headers())
-        .or_else(|| dialects::routes().api_under(req.uri().path()));
+    let path = req.uri().path();
+    let api = destination::owning_raw(split_preset_path(path).map_or(path, |(_, rest)| rest))
+        .or_else(|| dialects::routes().api_under(path))
+        .or_else(|| dialects::claiming(req.headers(), req.uri().query()));
     dialects::errors(api.unwrap_or(Api::ALL[0]))
 }
 

@@ -7,7 +7,7 @@ use http::header::AUTHORIZATION;
 use http::HeaderName;
 use serde_json::{json, Value};
 
-use crate::api::{Api, Endpoint, Errors, Provider, Route};
+use crate::api::{Api, Endpoint, Errors, Paths, Provider, Route};
 use crate::error::{anthropic_stream_error_type, ProxyError};
 use crate::sse::named_event;
 
@@ -31,6 +31,7 @@ pub(crate) const ROUTES: &[Route] = &[
 /// Anthropic: the operator's key goes in `x-api-key` and stands in for a
 /// client's `Authorization` too (Claude Code sends either).
 pub(crate) static ANTHROPIC: Provider = Provider {
+    name: "Anthropic's Messages API (CODEMODE_ANTHROPIC_UPSTREAM)",
     base: |c| &c.anthropic_upstream,
     base_holds_version: true,
     key: |c| c.anthropic_api_key.as_ref(),
@@ -40,7 +41,19 @@ pub(crate) static ANTHROPIC: Provider = Provider {
     key_param: None,
     replaces: &[AUTHORIZATION],
     // docs/agents.md, "Claude Code and the Messages API".
-    claims: |client| client.contains_key("anthropic-version"),
+    claims: |client, _| client.contains_key("anthropic-version"),
+    roots: &[],
+    credentials: &["x-api-key", "authorization"],
+    open: &[
+        Paths {
+            methods: &["GET", "HEAD"],
+            pattern: &["v1", "models", "**"],
+        },
+        Paths {
+            methods: &[],
+            pattern: &["v1", "files", "**"],
+        },
+    ],
     usage: &crate::observe::usage::USAGE,
 };
 

@@ -24,6 +24,7 @@ mod gemini;
 mod headers;
 mod inspector;
 mod inspector_browser;
+mod locked_routes;
 mod logs;
 mod messages;
 mod metrics;

@@ -198,14 +198,15 @@ async fn a_text_answer_of_every_dialect_goes_out_as_it_came_and_its_usage_counts
         ],
     )
     .await;
-    let headers = [
-        ("x-goog-api-key", "k"),
-        ("x-api-key", "k"),
-        ("anthropic-version", "2023-06-01"),
-    ];
+    // Each provider's own credential: a key reaches only its provider.
+    let headers = |route: &str| match route {
+        "/v1/messages" => vec![("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
+        r if r.starts_with("/v1beta/") => vec![("x-goog-api-key", "k")],
+        _ => vec![("authorization", "Bearer k")],
+    };
     for (route, request, answer, (input, output)) in &cases {
         let before = crate::metrics::scrape(&proxy).await;
-        let res = proxy.post(route, request, &headers).await;
+        let res = proxy.post(route, request, &headers(route)).await;
         assert_eq!(res.status(), 200, "{route}");
         assert_eq!(res.headers()["x-codemode-mode"], "code", "{route}");
         assert_eq!(&res.text().await.unwrap(), answer, "{route}");

@@ -111,7 +111,7 @@ fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, Pr
                 ))
             });
     }
-    if let Some(api) = crate::layer::dialects::claiming(headers) {
+    if let Some(api) = crate::layer::dialects::claiming(headers, None) {
         return Ok(api);
     }
     // A body that is not JSON is refused by the dialect's own reading.

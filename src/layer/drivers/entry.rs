@@ -41,6 +41,8 @@ pub(crate) async fn judged<D: Dialect>(
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
     crate::layer::callers::check_json(&parts.headers)?;
+    crate::layer::destination::check_credential(D::PROVIDER, &parts.headers, parts.uri.query())?;
+    crate::layer::destination::check_no_override(&parts.method, &parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let uri = D::PROVIDER.uri(&state.config, &route.path, parts.uri.query(), true)?;
     reads_usage_of(D::PROVIDER);
@@ -57,6 +59,20 @@ pub(crate) async fn judged<D: Dialect>(
         return Ok(tag(relay(res, D::ERRORS), &selection, None));
     }
 
+    // The proxy reads the bytes the provider would act on; it does not
+    // decode them, and never sends them on labelled as something they are
+    // not.
+    if let Some(coding) = parts
+        .headers
+        .get(http::header::CONTENT_ENCODING)
+        .filter(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        let coding = String::from_utf8_lossy(coding.as_bytes())
+            .chars()
+            .take(40)
+            .collect();
+        return Err(ProxyError::UnsupportedEncoding(coding));
+    }
     let mut request = D::parse(&bytes, &route.path)?;
     if crate::observe::ledger::inspecting() {
         if let Value::String(model) = D::model(&request) {
