@@ -12,30 +12,43 @@ use crate::error::ProxyError;
 use crate::observe::usage::Shape;
 
 /// The Gemini API's routes: a model request, streamed or whole, and its
-/// token count. A model's name is a path segment; the stream's `?alt=sse`
-/// stays in the query, forwarded as it came.
+/// token count, in each version Google serves (its SDKs call `/v1beta` or
+/// `/v1` by default, `/v1alpha` for preview features). A model's name is a
+/// path segment; the stream's `?alt=sse` stays in the query, forwarded as
+/// it came, and the path goes to Google as it came, version included.
 pub(crate) const ROUTES: &[Route] = &[
+    turn("/v1beta/models/{model}:generateContent"),
+    turn("/v1beta/models/{model}:streamGenerateContent"),
+    count("/v1beta/models/{model}:countTokens"),
+    turn("/v1/models/{model}:generateContent"),
+    turn("/v1/models/{model}:streamGenerateContent"),
+    count("/v1/models/{model}:countTokens"),
+    turn("/v1alpha/models/{model}:generateContent"),
+    turn("/v1alpha/models/{model}:streamGenerateContent"),
+    count("/v1alpha/models/{model}:countTokens"),
+];
+
+/// A model request at `path`.
+const fn turn(path: &'static str) -> Route {
     Route {
-        path: "/v1beta/models/{model}:generateContent",
+        path,
         endpoint: Some(Endpoint::turn(Api::Gemini)),
         passes: &["HEAD", "OPTIONS"],
         // A Vertex AI path (`/v1/projects/P/locations/L/publishers/google/
         // models/M:generateContent`) ends the same way: refused, not passed.
         any_prefix: true,
-    },
+    }
+}
+
+/// A token count at `path`.
+const fn count(path: &'static str) -> Route {
     Route {
-        path: "/v1beta/models/{model}:streamGenerateContent",
-        endpoint: Some(Endpoint::turn(Api::Gemini)),
-        passes: &["HEAD", "OPTIONS"],
-        any_prefix: true,
-    },
-    Route {
-        path: "/v1beta/models/{model}:countTokens",
+        path,
         endpoint: Some(Endpoint::count(Api::Gemini)),
         passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
-    },
-];
+    }
+}
 
 /// How a Gemini answer names its token counts (running totals on every
 /// streamed chunk; the last one holds the round's).

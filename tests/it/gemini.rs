@@ -229,6 +229,56 @@ async fn a_stream_hides_the_repaired_round_and_ends_with_every_rounds_usage() {
     assert!(seen.iter().all(|(p, _)| p == STREAM), "{seen:?}");
 }
 
+/// Google's SDKs call `/v1` (or `/v1alpha`) by default: judged there as on
+/// `/v1beta`, whole and streamed, and the path reaches Google as it came.
+#[tokio::test]
+async fn every_version_googles_sdks_call_is_judged_as_v1beta_is() {
+    for version in ["v1", "v1alpha"] {
+        let generate = format!("/{version}/models/gemini-2.5-pro:generateContent");
+        let stream = format!("/{version}/models/gemini-2.5-pro:streamGenerateContent?alt=sse");
+        for at in [&generate, &stream] {
+            let server = gemini_provider(vec![
+                answer(json!([call("read_file", json!({"path": "a.txt"}))])),
+                answer(json!([{"text": "Done."}])),
+            ])
+            .await;
+            let proxy = gemini_proxy(
+                &server,
+                &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+            )
+            .await;
+            let res = proxy
+                .post(
+                    at,
+                    &request(json!([user("read a.txt")])),
+                    &[("x-goog-api-key", "k")],
+                )
+                .await;
+            assert_eq!(res.status(), 200, "{at}");
+            let text = res.text().await.unwrap();
+            assert!(!text.contains("read_file"), "{at}: {text}");
+            assert!(text.contains("Done."), "{at}: {text}");
+            let seen = bodies(&server).await;
+            assert_eq!(seen.len(), 2, "{at}");
+            assert!(seen.iter().all(|(p, _)| p == at), "{at}: {seen:?}");
+            assert_eq!(wire_names(&seen[0].1), ["run_code"], "{at}");
+        }
+        // Native mode: transparent, on the version the client chose.
+        let server = gemini_provider(vec![answer(json!([call("read_file", json!({}))]))]).await;
+        let proxy = gemini_proxy(&server, &[("CODEMODE_MODE", "native")]).await;
+        let res = proxy
+            .post(
+                &generate,
+                &request(json!([user("hi")])),
+                &[("x-goog-api-key", "k")],
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        assert!(res.text().await.unwrap().contains("read_file"));
+        assert_eq!(bodies(&server).await[0].0, generate);
+    }
+}
+
 /// The embedded runtime hands a program's calls to the client with minted
 /// ids and the signature placeholder; a client that answers without ids
 /// (by name and order) resumes the program, and the model sees one
@@ -362,7 +412,6 @@ async fn googles_routes_the_proxy_cannot_judge_are_refused_in_code_mode_in_googl
         ("/v1beta/cachedContents", 403),
         ("/v1beta/models/gemini-2.5-pro:batchGenerateContent", 403),
         ("/v1beta/tunedModels/t1:generateContent", 403),
-        ("/v1/models/gemini-2.5-pro:generateContent", 400),
         (
             "/v1/projects/p/locations/l/publishers/google/models/gemini-2.5-pro:generateContent",
             400,
