@@ -186,6 +186,15 @@ fn without_param(query: &str, param: &str) -> String {
         .join("&")
 }
 
+/// The first non-empty value of `param` in `query`, as it came.
+pub(crate) fn param_value<'q>(query: Option<&'q str>, param: &str) -> Option<&'q str> {
+    query?.split('&').find_map(|pair| {
+        pair.split_once('=')
+            .filter(|(k, v)| *k == param && !v.is_empty())
+            .map(|(_, v)| v)
+    })
+}
+
 /// Whether `query` holds a non-empty `param`.
 pub(crate) fn has_param(query: Option<&str>, param: &str) -> bool {
     query.is_some_and(|q| {

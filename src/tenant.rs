@@ -23,11 +23,18 @@ use std::fmt;
 use http::HeaderMap;
 use ring::digest::{Context, SHA256};
 
+/// Every header a provider reads a client's credential from (each
+/// provider's card lists its own: docs/security.md, "Whose key goes
+/// where"). Google's clients send `x-goog-api-key`, Azure's `api-key`:
+/// without them every such client of a scope would be one tenant.
+const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "x-api-key", "x-goog-api-key", "api-key"];
+
 /// The owner of executions and stored denials.
 ///
-/// A SHA-256 (unkeyed, domain-separated) of the client's `Authorization`
-/// and `x-api-key` header values and the scope; a client that sends
-/// neither is the scope's anonymous tenant. The credential itself is never
+/// A SHA-256 (unkeyed, domain-separated) of the client's credentials
+/// (the values of every header a provider reads one from, and a key in the
+/// query) and the scope; a client that sends none is the scope's anonymous
+/// tenant. The credential itself is never
 /// kept. No key is involved, so the same client is the same tenant across
 /// restarts and replicas.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,14 +43,26 @@ pub struct Tenant([u8; 32]);
 impl Tenant {
     /// The tenant of a request with these headers, in `scope`.
     pub fn of(headers: &HeaderMap, scope: &str) -> Tenant {
+        Tenant::with_query_key(headers, None, scope)
+    }
+
+    /// The tenant of a request with these headers and, when its provider
+    /// reads one there, the key in its query (Google's `?key=`), in `scope`.
+    pub fn with_query_key(headers: &HeaderMap, query_key: Option<&str>, scope: &str) -> Tenant {
         let mut h = Context::new(&SHA256);
         h.update(b"codemode-proxy tenant v1\0");
-        for name in [http::header::AUTHORIZATION.as_str(), "x-api-key"] {
+        // A header absent adds nothing, so a client's tenant stays what it
+        // was before a name joined this list.
+        for name in CREDENTIAL_HEADERS {
             // Every value, length-prefixed, so no two header sets hash alike.
             for value in headers.get_all(name) {
                 field(&mut h, name.as_bytes());
                 field(&mut h, value.as_bytes());
             }
+        }
+        if let Some(key) = query_key {
+            field(&mut h, b"?key");
+            field(&mut h, key.as_bytes());
         }
         field(&mut h, b"scope");
         field(&mut h, scope.as_bytes());
@@ -179,6 +198,17 @@ mod tests {
         assert_ne!(a, Tenant::of(&with("authorization", "Bearer b"), "s"));
         assert_ne!(a, Tenant::of(&with("x-api-key", "Bearer a"), "s"));
         assert_ne!(a, Tenant::of(&with("authorization", "Bearer a"), "t"));
+        let g = Tenant::of(&with("x-goog-api-key", "g1"), "s");
+        assert_ne!(g, Tenant::of(&with("x-goog-api-key", "g2"), "s"));
+        assert_ne!(g, Tenant::anonymous("s"));
+        assert_ne!(
+            Tenant::of(&with("api-key", "z1"), "s"),
+            Tenant::of(&with("api-key", "z2"), "s")
+        );
+        let q = |k| Tenant::with_query_key(&HeaderMap::new(), Some(k), "s");
+        assert_ne!(q("g1"), q("g2"));
+        assert_ne!(q("g1"), Tenant::anonymous("s"));
+        assert_ne!(q("g1"), g, "a key in the query is not the same header");
         assert_ne!(a, Tenant::anonymous("s"));
         assert_eq!(Tenant::anonymous("s"), Tenant::of(&HeaderMap::new(), "s"));
     }

@@ -358,6 +358,62 @@ async fn a_program_resumes_on_answers_that_carry_no_id() {
         .contains("AB"));
 }
 
+/// A program belongs to the key that started it, in `x-goog-api-key` or
+/// `?key=`: another key naming its calls gets the 400 an id the proxy never
+/// minted gets, and the program is still its owner's.
+#[tokio::test]
+async fn a_gemini_program_belongs_to_the_key_that_started_it() {
+    let program = "return await tools.read_file({path: 'a'});";
+    for (owner, other) in [
+        (("x-goog-api-key", "key-a"), ("x-goog-api-key", "key-b")),
+        (("?key", "key-a"), ("?key", "key-b")),
+    ] {
+        let server = gemini_provider(vec![
+            answer(json!([{"functionCall": {"name": "run_code", "args": {"code": program}}}])),
+            answer(json!([{"text": "A it is."}])),
+        ])
+        .await;
+        let proxy = gemini_proxy(
+            &server,
+            &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+        )
+        .await;
+        let send = |who: (&'static str, &'static str), contents: Value| {
+            let (at, headers) = match who {
+                ("?key", k) => (format!("{GENERATE}?key={k}"), vec![]),
+                (h, k) => (GENERATE.to_owned(), vec![(h, k)]),
+            };
+            let proxy = &proxy;
+            async move { proxy.post(&at, &request(contents), &headers).await }
+        };
+        let mut contents = vec![user("read a")];
+        let res = send(owner, json!(contents)).await;
+        assert_eq!(res.status(), 200);
+        let got: Value = res.json().await.unwrap();
+        let model = got["candidates"][0]["content"].clone();
+        let id = model["parts"][0]["functionCall"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(id.starts_with("cm_"), "{id}");
+        contents.push(model);
+        contents.push(json!({"role": "user", "parts": [{"functionResponse": {
+            "id": id, "name": "read_file", "response": {"output": "A"}}}]}));
+        let res = send(other, json!(contents)).await;
+        assert_eq!(res.status(), 400, "{other:?}");
+        let err: Value = res.json().await.unwrap();
+        assert_eq!(err["error"]["status"], "INVALID_ARGUMENT", "{err}");
+        assert_eq!(
+            bodies(&server).await.len(),
+            1,
+            "the model was not asked for {other:?}"
+        );
+        let res = send(owner, json!(contents)).await;
+        assert_eq!(res.status(), 200, "{owner:?}");
+        assert!(res.text().await.unwrap().contains("A it is."));
+    }
+}
+
 #[tokio::test]
 async fn the_operators_key_stands_in_for_the_clients_header_and_query_key() {
     let server = gemini_provider(vec![answer(json!([{"text": "hi"}]))]).await;

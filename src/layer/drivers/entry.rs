@@ -80,7 +80,11 @@ pub(crate) async fn judged<D: Dialect>(
         }
     }
     // Executions and stored denials belong to the client's credential and scope.
-    let stores = RequestStores::new(state, Tenant::of(&parts.headers, &selection.scope));
+    let query_key = D::PROVIDER
+        .key_param
+        .and_then(|p| crate::api::param_value(parts.uri.query(), p));
+    let tenant = Tenant::with_query_key(&parts.headers, query_key, &selection.scope);
+    let stores = RequestStores::new(state, tenant);
     let plan = state.plans.get_or_build_for(
         D::TOOLS,
         D::declared_tools(&request)?.as_deref(),
