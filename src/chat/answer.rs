@@ -162,6 +162,43 @@ pub fn zero_usage() -> Value {
     json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
 }
 
+/// The deltas that stream `calls` as OpenAI streams them, one call at a
+/// time: its index, id, type and name with empty arguments, then its
+/// arguments (fixtures/streams/openai_parallel_calls_usage_chunk.sse).
+/// Clients that read one call per chunk (llama-index) miss the rest of a
+/// chunk holding several.
+pub fn call_deltas(calls: &[Value]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(calls.len() * 2);
+    for (i, call) in calls.iter().enumerate() {
+        let function = call.get("function");
+        let name = function.and_then(|f| f.get("name")).cloned();
+        let arguments = function
+            .and_then(|f| f.get("arguments"))
+            .cloned()
+            .unwrap_or_else(|| json!(""));
+        let mut head = Map::new();
+        head.insert("index".into(), json!(i));
+        if let Some(id) = call.get("id") {
+            head.insert("id".into(), id.clone());
+        }
+        head.insert(
+            "type".into(),
+            call.get("type")
+                .cloned()
+                .unwrap_or_else(|| json!("function")),
+        );
+        head.insert(
+            "function".into(),
+            json!({"name": name.unwrap_or(Value::Null), "arguments": ""}),
+        );
+        out.push(json!({"tool_calls": [head]}));
+        if arguments.as_str() != Some("") {
+            out.push(json!({"tool_calls": [{"index": i, "function": {"arguments": arguments}}]}));
+        }
+    }
+    out
+}
+
 /// A whole completion as the SSE stream a streaming client expects.
 pub fn completion_as_sse(completion: &Value, include_usage: bool) -> Bytes {
     let head = |choices: Value| {
@@ -178,18 +215,11 @@ pub fn completion_as_sse(completion: &Value, include_usage: bool) -> Bytes {
         json!([{"index": 0, "delta": first, "finish_reason": null}]),
     )));
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-        let deltas: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut d = c.clone();
-                d["index"] = json!(i);
-                d
-            })
-            .collect();
-        out.extend_from_slice(&data_event(&head(
-            json!([{"index": 0, "delta": {"tool_calls": deltas}, "finish_reason": null}]),
-        )));
+        for delta in call_deltas(calls) {
+            out.extend_from_slice(&data_event(&head(
+                json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+            )));
+        }
     }
     let finish = completion["choices"][0]["finish_reason"].clone();
     out.extend_from_slice(&data_event(&head(
@@ -204,4 +234,37 @@ pub fn completion_as_sse(completion: &Value, include_usage: bool) -> Bytes {
     }
     out.extend_from_slice(b"data: [DONE]\n\n");
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_turn_streams_one_call_per_chunk_as_openai_does() {
+        let completion = json!({"id": "c", "created": 1, "model": "m", "choices": [{
+            "index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+            "content": null, "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}},
+                {"id": "call_b", "type": "function", "function": {"name": "bash", "arguments": ""}}]}}]});
+        let bytes = completion_as_sse(&completion, false);
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let deltas: Vec<Value> = text
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter_map(|c| c.pointer("/choices/0/delta/tool_calls").cloned())
+            .collect();
+        assert_eq!(
+            deltas,
+            [
+                json!([{"index": 0, "id": "call_a", "type": "function",
+                        "function": {"name": "read", "arguments": ""}}]),
+                json!([{"index": 0, "function": {"arguments": "{\"path\":\"a\"}"}}]),
+                // Empty arguments are not sent twice.
+                json!([{"index": 1, "id": "call_b", "type": "function",
+                        "function": {"name": "bash", "arguments": ""}}]),
+            ]
+        );
+    }
 }

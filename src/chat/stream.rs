@@ -375,21 +375,14 @@ impl RoundJudge for StreamJudge {
     /// tool-call turn (same completion id).
     fn hand_off(&mut self, turn: &Value, out: &mut Vec<Bytes>) {
         let mut chunk = self.chunk_template();
-        let deltas: Vec<Value> = turn
+        let calls = turn
             .pointer("/choices/0/message/tool_calls")
             .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut d = c.clone();
-                d["index"] = json!(i);
-                d
-            })
-            .collect();
-        chunk["choices"] =
-            json!([{"index": 0, "delta": {"tool_calls": deltas}, "finish_reason": null}]);
-        out.push(sse_data(&chunk));
+            .map_or(&[][..], Vec::as_slice);
+        for delta in super::answer::call_deltas(calls) {
+            chunk["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": null}]);
+            out.push(sse_data(&chunk));
+        }
         chunk["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]);
         out.push(sse_data(&chunk));
         if let Some(total) = &self.turn.rounds.usage {

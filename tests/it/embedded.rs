@@ -248,6 +248,73 @@ async fn streaming_clients_get_text_as_it_comes_and_the_nested_turn_in_the_same_
     assert_eq!(m[m.len() - 1]["content"], "Result: \"hello\"");
 }
 
+/// A program's parallel calls reach a streaming client as OpenAI streams
+/// calls: one call per chunk, its id, type and name with empty arguments
+/// first, then its arguments. Clients that read one call a chunk
+/// (llama-index) would otherwise run only the first.
+#[tokio::test]
+async fn a_programs_parallel_calls_stream_one_call_per_chunk() {
+    let program = json!({"code": "const [a, b, c] = await Promise.all(['a', 'b', 'c'].map(path => tools.read({path}))); return a + b + c;"}).to_string();
+    {
+        let p = wiremock::MockServer::start().await;
+        let first = wiremock::ResponseTemplate::new(200).set_body_raw(
+            sse_call_turn("s1", "", "run_code", &program, 10),
+            "text/event-stream",
+        );
+        wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions"))
+            .respond_with(Script::new([first]))
+            .mount(&p)
+            .await;
+        let proxy = proxy_for(&p, &[]).await;
+        let body = json!({"model": "m", "messages": conversation("go"), "tools": fs_tools(),
+                          "stream": true});
+        let bytes = proxy.chat(&body, &[]).await.bytes().await.unwrap();
+        let chunks: Vec<Value> = common::sse_client::payloads(&bytes)
+            .iter()
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect();
+        let deltas: Vec<&Value> = chunks
+            .iter()
+            .filter_map(|c| c.pointer("/choices/0/delta/tool_calls"))
+            .collect();
+        assert_eq!(
+            deltas.len(),
+            6,
+            "two deltas a call: {}",
+            String::from_utf8_lossy(&bytes)
+        );
+        for (n, delta) in deltas.iter().enumerate() {
+            let calls = delta.as_array().unwrap();
+            assert_eq!(calls.len(), 1, "one call a chunk: {delta}");
+            let call = &calls[0];
+            assert_eq!(call["index"], n / 2, "{delta}");
+            if n % 2 == 0 {
+                assert!(call["id"].as_str().unwrap().starts_with("cm_"), "{delta}");
+                assert_eq!(call["type"], "function");
+                assert_eq!(call["function"]["name"], "read");
+                assert_eq!(call["function"]["arguments"], "", "{delta}");
+            } else {
+                assert!(call.get("id").is_none() && call["function"].get("name").is_none());
+            }
+        }
+        let view = common::sse_client::reassemble(&bytes);
+        let args: Vec<Value> = view
+            .calls
+            .iter()
+            .map(|c| serde_json::from_str(&c.arguments).unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                json!({"path": "a"}),
+                json!({"path": "b"}),
+                json!({"path": "c"})
+            ]
+        );
+        assert_eq!(view.finish_reasons, vec!["tool_calls"]);
+    }
+}
+
 #[tokio::test]
 async fn a_streamed_program_that_calls_no_tool_continues_the_same_stream() {
     let program = json!({"code": "return 6 * 7;"}).to_string();
