@@ -141,6 +141,11 @@ pub enum ProxyError {
     /// proxy reads what the provider would act on, and does not decode.
     #[error("a model request is read as it is sent: send it without `content-encoding` (got `{0}`), as plain JSON")]
     UnsupportedEncoding(String),
+    /// A Messages request continuing a thread Anthropic keeps, in a mode
+    /// that can deny: the code is the one clients answer by resending the
+    /// turn whole, without a thread (docs/agents.md).
+    #[error("`{0}` keeps the conversation at Anthropic, out of codemode-proxy's reading in this tool mode; resend the whole conversation in `messages`, without `thread` or `previous_message_id`")]
+    ThreadUnsupported(&'static str),
     /// A request that would carry one provider's credential, or head, to
     /// another (docs/security.md, "Whose key goes where").
     #[error(
@@ -210,6 +215,7 @@ impl ProxyError {
             | ProxyError::UnsupportedN(_)
             | ProxyError::DuplicateKey(_)
             | ProxyError::CredentialElsewhere { .. }
+            | ProxyError::ThreadUnsupported(_)
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
             ProxyError::BodyTooLarge { .. } | ProxyError::StoreRecordTooLarge(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
@@ -292,6 +298,7 @@ impl ProxyError {
             ProxyError::UnsupportedMediaType(_) => "unsupported_media_type",
             ProxyError::UnsupportedEncoding(_) => "unsupported_content_encoding",
             ProxyError::CredentialElsewhere { .. } => "credential_elsewhere",
+            ProxyError::ThreadUnsupported(_) => "thread_unsupported_request",
         }
     }
 
@@ -310,7 +317,12 @@ impl ProxyError {
     /// `{"type": "error", "error": {"type", "message"}}`.
     pub fn anthropic_body(&self) -> Bytes {
         let kind = anthropic_type(self.status());
-        let v = json!({"type": "error", "error": {"type": kind, "message": self.to_string()}});
+        let mut v = json!({"type": "error", "error": {"type": kind, "message": self.to_string()}});
+        // Where Anthropic's clients act on the error's code, it is where
+        // they read it.
+        if let ProxyError::ThreadUnsupported(_) = self {
+            v["error"]["details"] = json!({"error_code": self.code()});
+        }
         Bytes::from(v.to_string())
     }
 

@@ -58,6 +58,22 @@ impl Dialect for Messages {
         request.stream
     }
 
+    /// A message thread (`thread`, `previous_message_id`) keeps the
+    /// conversation at Anthropic, out of the proxy's reading: the model
+    /// would see turns the proxy never judged, and programs could not be
+    /// resumed. Refused with the code clients answer by resending the
+    /// whole conversation without a thread.
+    fn check(request: &MessagesRequest) -> Result<(), ProxyError> {
+        let set = |key| request.field(key).is_some_and(|v| v.get() != "null");
+        match ["thread", "previous_message_id"]
+            .into_iter()
+            .find(|k| set(k))
+        {
+            Some(field) => Err(ProxyError::ThreadUnsupported(field)),
+            None => Ok(()),
+        }
+    }
+
     fn to_bytes(request: &MessagesRequest) -> Bytes {
         request.to_bytes()
     }

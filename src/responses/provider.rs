@@ -8,7 +8,9 @@ use crate::api::{Api, Endpoint, Errors, Route};
 use crate::error::ProxyError;
 use crate::sse::named_event;
 
-/// The Responses API's routes: a model request, and its token count.
+/// The Responses API's routes: a model request, its token count, and a
+/// compaction (Codex's, when its context fills): a model turn over the
+/// same body, whose answer replaces the history, so judged as one.
 pub(crate) const ROUTES: &[Route] = &[
     Route {
         path: "/v1/responses",
@@ -19,6 +21,12 @@ pub(crate) const ROUTES: &[Route] = &[
     Route {
         path: "/v1/responses/input_tokens",
         endpoint: Some(Endpoint::count(Api::Responses)),
+        passes: &["HEAD", "OPTIONS"],
+        any_prefix: true,
+    },
+    Route {
+        path: "/v1/responses/compact",
+        endpoint: Some(Endpoint::turn(Api::Responses)),
         passes: &["HEAD", "OPTIONS"],
         any_prefix: true,
     },

@@ -127,8 +127,29 @@ impl ResponsesRequest {
     }
 
     /// Refuses what the proxy cannot judge: a background response is
-    /// fetched later, on a route the judge never sees.
+    /// fetched later, on a route the judge never sees; a conversation or a
+    /// stored prompt the provider keeps holds turns or tools the proxy
+    /// never reads.
     pub fn check(&self) -> Result<(), ProxyError> {
+        let set = |key| self.field(key).is_some_and(|v| v.get() != "null");
+        if set("conversation") {
+            return Err(ProxyError::InvalidRequest(
+                "`conversation` is refused in this tool mode: the provider keeps that \
+                 conversation's items, which the proxy never reads, so the model could see and \
+                 repeat calls nobody judged. Send the conversation as `input` (or continue it \
+                 with `previous_response_id`), or use native mode"
+                    .into(),
+            ));
+        }
+        if set("prompt") {
+            return Err(ProxyError::InvalidRequest(
+                "`prompt` (a stored prompt) is refused in this tool mode: a stored prompt can \
+                 declare tools the proxy never sees, so the model's calls to them would reach \
+                 your tools unchecked. Send its instructions and tools in the request, or use \
+                 native mode"
+                    .into(),
+            ));
+        }
         if self
             .field("background")
             .is_some_and(|b| b.get().trim() == "true")

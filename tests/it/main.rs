@@ -29,6 +29,7 @@ mod logs;
 mod messages;
 mod metrics;
 mod otel;
+mod provider_state;
 mod python_client;
 mod real_agents;
 mod replicas;
