@@ -5,7 +5,10 @@
 //!
 //! A `functionResponse` names its call by `id`; one without (or with an id
 //! of the client's own) is placed by name and position in the model turn
-//! before it ([`super::parts::answered_ids`]).
+//! before it ([`super::parts::answered_ids`]). The API makes a call's id
+//! optional, and clients drop the ones the proxy gave (`langchain-google-
+//! genai`, agno, pi): a model turn whose calls carry none of the proxy's
+//! ids is found by what it calls ([`crate::runtime::batch_key`]).
 
 use std::collections::BTreeMap;
 
@@ -14,9 +17,11 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::embedded::{pair, UNSIGNED};
-use super::parts::{answered_ids, called, function_response, response_text};
+use super::parts::{answered_ids, called, function_call, function_response, response_text};
 use crate::runtime::history::{interrupted, missing_text, Trailing};
-use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
+use crate::runtime::{
+    batch_key, parse_call_id, resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -65,11 +70,15 @@ impl<'a> ContentReader<'a> {
         let mut calls: Vec<(String, String)> = Vec::new();
         let mut after_nested = false;
         for raw in contents {
-            // Only a content naming a minted id, or answering a turn that
-            // does (by name and place), is read.
-            let view = (after_nested || raw.get().contains("\"cm"))
-                .then(|| serde_json::from_str::<ContentView>(raw.get()).ok())
-                .flatten();
+            // Only a content naming a minted id, answering a turn that does
+            // (by name and place), or calling without ids, is read.
+            let text = raw.get();
+            let view = (after_nested
+                || text.contains("\"cm")
+                || text.contains("unctionCall")
+                || text.contains("unction_call"))
+            .then(|| serde_json::from_str::<ContentView>(raw.get()).ok())
+            .flatten();
             let Some(c) = view else {
                 calls.clear();
                 after_nested = false;
@@ -78,7 +87,13 @@ impl<'a> ContentReader<'a> {
             };
             if c.role.as_deref() == Some("model") {
                 calls = called(&c.parts);
-                let kind = self.nested(&calls);
+                let mut kind = self.nested(&calls);
+                if matches!(kind, Kind::Other) {
+                    if let Some(found) = self.by_content(&c.parts, &calls) {
+                        kind = self.nested(&found);
+                        calls = found;
+                    }
+                }
                 after_nested = matches!(kind, Kind::Nested(..));
                 kinds.push(kind);
             } else {
@@ -102,6 +117,49 @@ impl<'a> ContentReader<'a> {
             }
         }
         exec.map_or(Kind::Other, |e| Kind::Nested(e, mine))
+    }
+
+    /// The calls of a model turn that names none of the proxy's ids, with
+    /// the ids of the batch it echoes, when one of the tenant's programs
+    /// handed out exactly these calls (names and arguments, in order).
+    fn by_content(
+        &self,
+        parts: &[Value],
+        calls: &[(String, String)],
+    ) -> Option<Vec<(String, String)>> {
+        // The model's own turn (its `run_code`) is no program's batch.
+        let own = |(id, name): &(String, String)| {
+            id.starts_with(MINTED_PREFIX) || name == crate::mode::RUN_CODE
+        };
+        if calls.is_empty() || calls.iter().any(own) {
+            return None;
+        }
+        let args: Vec<(String, String)> = parts
+            .iter()
+            .filter_map(function_call)
+            .map(|c| {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+                let args = c
+                    .get("args")
+                    .map_or_else(|| "{}".to_owned(), Value::to_string);
+                (name.to_owned(), args)
+            })
+            .collect();
+        let key = batch_key(args.iter().map(|(n, a)| (n.as_str(), a.as_str())))?;
+        let first = self.store.alias(self.tenant, &key)?;
+        let (exec_id, start) = parse_call_id(&first)?;
+        let exec = self.store.get(self.tenant, exec_id)?;
+        let batch = exec.calls.get(start..start + calls.len())?;
+        let fits = batch
+            .iter()
+            .zip(calls)
+            .all(|(c, (_, name))| &c.name == name);
+        fits.then(|| {
+            (start..start + calls.len())
+                .zip(calls)
+                .map(|(n, (_, name))| (exec.call_id(n), name.clone()))
+                .collect()
+        })
     }
 
     fn results(&self, calls: &[(String, String)], parts: Vec<Value>) -> Kind {
@@ -162,7 +220,11 @@ impl<'a> ContentReader<'a> {
     /// turn and its result; a program the conversation moved past before
     /// it finished is recorded as interrupted.
     pub fn rewrite(&self, contents: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        if !contents.iter().any(|m| m.get().contains("\"cm")) {
+        let may_hold = |m: &RawValue| {
+            let text = m.get();
+            text.contains("\"cm") || text.contains("unctionCall") || text.contains("unction_call")
+        };
+        if !contents.iter().any(|m| may_hold(m)) {
             return;
         }
         let kinds = self.kinds(contents);

@@ -122,6 +122,11 @@ pub struct Execution {
     /// program at once cannot both move it on.
     #[serde(default)]
     pub revision: u64,
+    /// Where each batch of calls handed to the client together starts, in
+    /// `calls`: a batch echoed back without its ids is found again by what
+    /// it calls ([`batch_key`]).
+    #[serde(default)]
+    pub batches: Vec<usize>,
 }
 
 /// Programs one request may run back to back before the model must answer.
@@ -159,6 +164,7 @@ impl Execution {
             upstream_response: None,
             denials: Vec::new(),
             revision: 0,
+            batches: Vec::new(),
         }
     }
 
@@ -170,6 +176,17 @@ impl Execution {
     /// a batch apart and find the call again ([`ExecutionStore::alias`]).
     pub fn call_id(&self, n: usize) -> String {
         call_id(&self.id, n)
+    }
+
+    /// Each batch's [`batch_key`], with the id of its first call: what a
+    /// store keeps so that a batch echoed without ids is found again.
+    pub fn batch_keys(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.batches.iter().enumerate().filter_map(|(b, &start)| {
+            let end = self.batches.get(b + 1).copied().unwrap_or(self.calls.len());
+            let batch = self.calls.get(start..end)?;
+            let key = batch_key(batch.iter().map(|c| (c.name.as_str(), c.args.as_str())))?;
+            Some((key, self.call_id(start)))
+        })
     }
 
     /// Whether the execution outlived `lifetime`.
@@ -245,6 +262,59 @@ pub fn call_id(exec_id: &str, n: usize) -> String {
     let alias = call_alias(exec_id, n);
     let alias = std::str::from_utf8(&alias).unwrap_or_default();
     format!("{MINTED_PREFIX}{alias}_{exec_id}_{n}")
+}
+
+/// The key a batch of calls is found by when a client echoes it without
+/// the ids the proxy gave them (the Gemini API makes a call's id optional,
+/// and `langchain-google-genai`, agno and pi drop it): its calls' names
+/// and arguments, in order, the arguments read as JSON with keys sorted
+/// (a client may write them back in another order or spacing). `cb:` and
+/// 32 hex digits; no call id's alias has a `:`. `None` for no calls.
+///
+/// Two of a tenant's programs that hand out the same batch share the key;
+/// the one saved last keeps it (the batch a client echoes now is the one
+/// it was handed last), and a result that does not fit the program it
+/// reaches is refused there as any other.
+pub fn batch_key<'a>(calls: impl Iterator<Item = (&'a str, &'a str)>) -> Option<String> {
+    let mut h = ring::digest::Context::new(&ring::digest::SHA256);
+    h.update(b"codemode-proxy batch v1\0");
+    let mut any = false;
+    for (name, args) in calls {
+        any = true;
+        let args = serde_json::from_str::<serde_json::Value>(args)
+            .map_or_else(|_| args.to_owned(), |v| canonical(&v));
+        for field in [name, &args] {
+            h.update(&(field.len() as u64).to_be_bytes());
+            h.update(field.as_bytes());
+        }
+    }
+    let digest = h.finish();
+    let hex: String = digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    any.then(|| format!("cb:{hex}"))
+}
+
+/// `value` as JSON text with every object's keys sorted.
+fn canonical(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Letters in a call's alias.
@@ -390,6 +460,7 @@ pub async fn step(
     Ok(match outcome {
         RunOutcome::Blocked { calls, .. } => {
             let start = exec.calls.len();
+            exec.batches.push(start);
             exec.calls.extend(calls);
             let end = exec.calls.len();
             (exec, Step::Waiting(start..end))

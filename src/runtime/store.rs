@@ -115,6 +115,10 @@ impl ExecutionLookup for MemoryExecutionStore {
                 self.aliases.insert(key, id.into());
             }
         }
+        // The last program saved with a batch keeps its key (`batch_key`).
+        for (key, id) in exec.batch_keys() {
+            self.aliases.insert((exec.tenant, key.into()), id.into());
+        }
         let key: Key = (exec.tenant, exec.id.as_str().into());
         let large = execution_bytes(&exec) >= crate::cache::LARGE_BYTES;
         let cache = if exec.outcome.is_some() {

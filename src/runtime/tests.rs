@@ -612,3 +612,36 @@ fn describe_returns_a_tools_declaration_without_a_call() {
     };
     assert_eq!(calls[0].name, "describe");
 }
+
+#[test]
+fn a_batch_is_keyed_by_its_calls_whatever_order_or_spacing_its_arguments_come_in() {
+    let key = |calls: &[(&str, &str)]| batch_key(calls.iter().copied()).unwrap();
+    let a = key(&[
+        ("read", r#"{"path":"a","limit":5}"#),
+        ("bash", r#"{"cmd":"ls"}"#),
+    ]);
+    assert!(a.starts_with("cb:") && a.len() == 35, "{a}");
+    assert_eq!(
+        a,
+        key(&[
+            ("read", r#"{ "limit": 5, "path": "a" }"#),
+            ("bash", r#"{"cmd": "ls"}"#)
+        ])
+    );
+    assert_ne!(
+        a,
+        key(&[
+            ("bash", r#"{"cmd":"ls"}"#),
+            ("read", r#"{"path":"a","limit":5}"#)
+        ])
+    );
+    assert_ne!(
+        a,
+        key(&[
+            ("read", r#"{"path":"a","limit":6}"#),
+            ("bash", r#"{"cmd":"ls"}"#)
+        ])
+    );
+    assert_ne!(key(&[("read", "{}")]), key(&[("reads", "{}")]));
+    assert_eq!(batch_key(std::iter::empty()), None);
+}

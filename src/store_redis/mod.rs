@@ -280,7 +280,7 @@ impl RedisStore {
             self.lifetime
         };
         let alias_ttl = ttl_ms(self.lifetime.max(self.keep));
-        let aliases: Vec<redis::Cmd> = (0..exec.calls.len())
+        let mut aliases: Vec<redis::Cmd> = (0..exec.calls.len())
             .map(|n| {
                 let id = exec.call_id(n);
                 let mut set = redis::cmd("SET");
@@ -292,6 +292,15 @@ impl RedisStore {
                 set
             })
             .collect();
+        // A batch's key is the last saved program's (`batch_key`): no NX.
+        aliases.extend(exec.batch_keys().map(|(key, id)| {
+            let mut set = redis::cmd("SET");
+            set.arg(self.keys.alias(&exec.tenant, &key))
+                .arg(id)
+                .arg("PX")
+                .arg(alias_ttl);
+            set
+        }));
         if !aliases.is_empty() {
             self.with_conn("did not save an execution's call ids", |conn| {
                 try_join_all(aliases.iter().map(move |set| {

@@ -358,6 +358,81 @@ async fn a_program_resumes_on_answers_that_carry_no_id() {
         .contains("AB"));
 }
 
+/// `langchain-google-genai`, agno and pi echo the calls they were handed
+/// and their responses without the ids (the API makes them optional): the
+/// program is found by what the turn calls, resumes, and the model sees
+/// its `run_code` turn and one result, never a call it did not make.
+#[tokio::test]
+async fn a_program_resumes_when_the_client_drops_every_id_it_was_given() {
+    let program = "const a = await tools.read_file({path: 'a', limit: 5}); \
+                   const [b, c] = await Promise.all([tools.read_file({path: 'b'}), tools.read_file({path: 'c'})]); \
+                   return a + b + c;";
+    let server = gemini_provider(vec![
+        answer(json!([{"functionCall": {"name": "run_code", "args": {"code": program}}}])),
+        answer(json!([{"text": "ABC it is."}])),
+    ])
+    .await;
+    let proxy = gemini_proxy(
+        &server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await;
+    let key = [("x-goog-api-key", "k")];
+    let mut contents = vec![user("join a, b and c")];
+    let mut batches = 0;
+    let final_text = loop {
+        let res = proxy.post(GENERATE, &request(json!(contents)), &key).await;
+        assert_eq!(res.status(), 200);
+        let got: Value = res.json().await.unwrap();
+        let mut model = got["candidates"][0]["content"].clone();
+        let parts = model["parts"].as_array_mut().unwrap();
+        if parts.iter().all(|p| p.get("functionCall").is_none()) {
+            break parts[0]["text"].as_str().map(str::to_owned);
+        }
+        batches += 1;
+        assert!(batches <= 2, "{got}");
+        let mut answers = Vec::new();
+        for part in parts.iter_mut() {
+            // As the client keeps it: no id, no signature, arguments
+            // written back in its own order.
+            let call = part["functionCall"].as_object_mut().unwrap();
+            call.remove("id");
+            let args = call["args"].clone();
+            let mut reordered = serde_json::Map::new();
+            for (k, v) in args.as_object().unwrap().iter().rev() {
+                reordered.insert(k.clone(), v.clone());
+            }
+            call.insert("args".into(), Value::Object(reordered));
+            part.as_object_mut().unwrap().remove("thoughtSignature");
+            let path = args["path"].as_str().unwrap().to_uppercase();
+            answers.push(json!({"functionResponse": {"name": "read_file",
+                "response": {"output": path}}}));
+        }
+        contents.push(model);
+        contents.push(json!({"role": "user", "parts": answers}));
+    };
+    assert_eq!(final_text.as_deref(), Some("ABC it is."));
+    assert_eq!(batches, 2);
+    let seen = bodies(&server).await;
+    assert_eq!(
+        seen.len(),
+        2,
+        "the model is asked once more, after the program"
+    );
+    let replay = seen[1].1["contents"].as_array().unwrap();
+    assert_eq!(replay.len(), 3, "{replay:?}");
+    assert!(
+        !seen[1].1.to_string().contains("read_file\",\"args"),
+        "{replay:?}"
+    );
+    let result = &replay[2]["parts"][0]["functionResponse"];
+    assert_eq!(result["name"], "run_code");
+    assert!(result["response"]["output"]
+        .as_str()
+        .unwrap()
+        .contains("ABC"));
+}
+
 /// A program belongs to the key that started it, in `x-goog-api-key` or
 /// `?key=`: another key naming its calls gets the 400 an id the proxy never
 /// minted gets, and the program is still its owner's.
