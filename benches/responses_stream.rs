@@ -135,7 +135,7 @@ fn turn<J: RoundJudge>(judge: &mut J, stream: &[Vec<u8>]) -> usize {
     for piece in stream {
         parser.push(black_box(piece), &mut events).unwrap();
         for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
+            judge.on_event(ev, &mut out).expect("a readable event");
         }
         sent += out.drain(..).map(|b| b.len()).sum::<usize>();
     }
@@ -173,13 +173,13 @@ fn per_event(c: &mut Criterion) {
         for piece in &responses[..4] {
             parser.push(piece, &mut events).unwrap();
             for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
+                judge.on_event(ev, &mut out).expect("a readable event");
             }
         }
         b.iter(|| {
             parser.push(black_box(&delta), &mut events).unwrap();
             for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
+                judge.on_event(ev, &mut out).expect("a readable event");
             }
             out.clear();
         })
@@ -202,7 +202,7 @@ fn per_event(c: &mut Criterion) {
         b.iter(|| {
             parser.push(black_box(&text), &mut events).unwrap();
             for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
+                judge.on_event(ev, &mut out).expect("a readable event");
             }
             out.clear();
         })

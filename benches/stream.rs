@@ -59,7 +59,7 @@ fn per_chunk(c: &mut Criterion) {
         b.iter(|| {
             parser.push(black_box(&text), &mut events).unwrap();
             for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
+                judge.on_event(ev, &mut out).expect("a readable event");
             }
             out.clear();
         })
@@ -74,12 +74,12 @@ fn per_chunk(c: &mut Criterion) {
         let first = chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "run_code", "arguments": ""}}]}));
         parser.push(&first, &mut events).unwrap();
         for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
+            judge.on_event(ev, &mut out).expect("a readable event");
         }
         b.iter(|| {
             parser.push(black_box(&args), &mut events).unwrap();
             for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
+                judge.on_event(ev, &mut out).expect("a readable event");
             }
             out.clear();
         })

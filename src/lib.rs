@@ -140,7 +140,7 @@ pub mod internals {
         pub use crate::splice::{MemorySpliceStore, TenantSplices};
     }
     pub mod sse {
-        pub use crate::sse::SseParser;
+        pub use crate::sse::{SseEvent, SseParser};
     }
     pub mod store_redis {
         pub use crate::store_redis::{encode_execution, Keys, RecordLimits, RedisStore};

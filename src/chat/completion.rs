@@ -11,7 +11,7 @@ use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
 use crate::turn::{
     fate, judge_names, mint_call_id, probe, Edit, Edits, Field, JudgedCall, Nothing, Obj, Quiet,
-    Shape, Step,
+    Shape, Step, Unreadable,
 };
 
 /// The model's turn (choice 0) after judging.
@@ -42,14 +42,17 @@ impl JudgedTurn {
 /// Only choice 0 is kept: `n = 1` is enforced wherever a call can be denied,
 /// so another choice is not a turn any client asked for, and one it could
 /// read would be a call nobody judged.
-pub fn judge_completion(completion: &Map<String, Value>, plan: &ToolPlan) -> (JudgedTurn, Edits) {
+pub fn judge_completion(
+    completion: &Map<String, Value>,
+    plan: &ToolPlan,
+) -> Result<(JudgedTurn, Edits), Unreadable> {
     let mut turn = JudgedTurn {
         assistant: Value::Null,
         calls: Vec::new(),
     };
     let mut edits = Edits::default();
     let Some(choices) = completion.get("choices") else {
-        return (turn, edits);
+        return Ok((turn, edits));
     };
     let Some(choices) = choices.as_array() else {
         // Not a list: nothing a client reads as choices.
@@ -58,7 +61,7 @@ pub fn judge_completion(completion: &Map<String, Value>, plan: &ToolPlan) -> (Ju
             key: "choices",
             value: Value::Array(Vec::new()),
         });
-        return (turn, edits);
+        return Ok((turn, edits));
     };
     let at_choices = vec![Step::Key("choices")];
     let Some(choice) = choices.first().and_then(Value::as_object) else {
@@ -68,7 +71,7 @@ pub fn judge_completion(completion: &Map<String, Value>, plan: &ToolPlan) -> (Ju
                 len: 0,
             });
         }
-        return (turn, edits);
+        return Ok((turn, edits));
     };
     if choices.len() > 1 {
         edits.push(Edit::Truncate {
@@ -85,7 +88,7 @@ pub fn judge_completion(completion: &Map<String, Value>, plan: &ToolPlan) -> (Ju
         });
     }
     let Some(message) = choice.get("message").and_then(Value::as_object) else {
-        return (turn, edits);
+        return Ok((turn, edits));
     };
     let mut at_message = at_choice;
     at_message.push(Step::Key("message"));
@@ -143,7 +146,7 @@ pub fn judge_completion(completion: &Map<String, Value>, plan: &ToolPlan) -> (Ju
             key: "function_call",
         });
     }
-    (turn, edits)
+    Ok((turn, edits))
 }
 
 /// Judges one `tool_calls` entry by every name a client could read off it.
@@ -310,7 +313,7 @@ mod tests {
     /// Judges `c` and writes the edits, as the JSON driver does.
     fn judged(c: &mut Value, plan: &ToolPlan) -> JudgedTurn {
         let answer = c.as_object_mut().unwrap();
-        let (turn, edits) = judge_completion(answer, plan);
+        let (turn, edits) = judge_completion(answer, plan).unwrap();
         edits.apply(answer);
         turn
     }

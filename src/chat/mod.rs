@@ -24,7 +24,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Shape};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Shape, Unreadable};
 use history::Reader;
 
 pub use request::ChatRequest;
@@ -102,15 +102,18 @@ impl Dialect for Chat {
         }
     }
 
-    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
-        let (judged, edits) = completion::judge_completion(answer, plan);
+    fn judge_answer(
+        answer: &Map<String, Value>,
+        plan: &ToolPlan,
+    ) -> Result<(ModelTurn, Edits), Unreadable> {
+        let (judged, edits) = completion::judge_completion(answer, plan)?;
         let turn = ModelTurn {
             text: judged.content(),
             replay: judged.assistant,
             calls: judged.calls,
             response_id: None,
         };
-        (turn, edits)
+        Ok((turn, edits))
     }
 
     fn quiet_answer(body: &[u8]) -> Option<Quiet> {

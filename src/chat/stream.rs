@@ -25,7 +25,9 @@ use super::answer::assistant_turn;
 use super::Chat;
 use crate::plan::ToolPlan;
 use crate::sse::{data_event as sse_data, SseEvent};
-use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn};
+use crate::turn::{
+    self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn, Unreadable,
+};
 use crate::wire::parse_noting_repeats;
 
 /// Text of fast-path events kept for a possible repair's history, at most.
@@ -343,8 +345,9 @@ impl StreamJudge {
 }
 
 impl RoundJudge for StreamJudge {
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
         self.judge_event(ev, out);
+        Ok(())
     }
 
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {

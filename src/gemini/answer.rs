@@ -11,9 +11,12 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::parts::{ensure_id, is_call_part, is_safe_key, judge_part, text_of, CallIds};
+use super::parts::{
+    check_part, ensure_id, is_call_part, is_safe_key, judge_part, text_of, CallIds,
+};
 use crate::plan::ToolPlan;
-use crate::turn::{probe, Edit, Edits, Field, JudgedCall, ModelTurn, Obj, Quiet, Step};
+use crate::turn::shape;
+use crate::turn::{probe, Edit, Edits, Field, JudgedCall, ModelTurn, Obj, Quiet, Step, Unreadable};
 
 /// A candidate's parts, judged.
 #[derive(Debug)]
@@ -78,22 +81,61 @@ pub fn parts_mut(candidate: &mut Value) -> Option<&mut Vec<Value>> {
         .as_array_mut()
 }
 
+/// The parts of each candidate of an answer or a stream chunk, read where
+/// calls could stand as a judge may (`crate::turn::shape`): `candidates`
+/// a list of objects, each one's `content` an object, its `parts` a list
+/// of parts a judge can read ([`check_part`]); `None` for a candidate
+/// without parts. `@google/genai` reads `candidates` keyed `"0"` as a
+/// list, and `?.` reads `null` as absent: the first is refused, the
+/// second is absent here too (a candidate a safety filter stopped has no
+/// content).
+pub fn candidate_parts(answer: &Map<String, Value>) -> Result<Vec<Option<&[Value]>>, Unreadable> {
+    use Step::{Index, Key};
+    let candidates = shape::list(answer.get("candidates"), &[Key("candidates")])?;
+    let mut out = Vec::with_capacity(candidates.len());
+    for (n, candidate) in candidates.iter().enumerate() {
+        let candidate = shape::entry(candidate, &[Key("candidates"), Index(n)])?;
+        let at = [Key("candidates"), Index(n), Key("content")];
+        let Some(content) = shape::object(candidate.get("content"), &at)? else {
+            out.push(None);
+            continue;
+        };
+        let at = [Key("candidates"), Index(n), Key("content"), Key("parts")];
+        let parts = match content.get("parts") {
+            None | Some(Value::Null) => None,
+            parts => Some(shape::list(parts, &at)?),
+        };
+        for (j, part) in parts.into_iter().flatten().enumerate() {
+            let at = [
+                Key("candidates"),
+                Index(n),
+                Key("content"),
+                Key("parts"),
+                Index(j),
+            ];
+            check_part(part, &at)?;
+        }
+        out.push(parts);
+    }
+    Ok(out)
+}
+
 /// Judges every call of an answer: the turn (the first candidate's), and
 /// the edits that give id-less calls their ids and withhold every call
-/// that does not pass.
-pub fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
-    let mut turn = ModelTurn::default();
+/// that does not pass. An answer whose candidates a judge cannot read
+/// ([`candidate_parts`]) is refused.
+pub fn judge_answer(
+    answer: &Map<String, Value>,
+    plan: &ToolPlan,
+) -> Result<(ModelTurn, Edits), Unreadable> {
+    let mut turn = ModelTurn {
+        replay: json!({"role": "model", "parts": []}),
+        ..ModelTurn::default()
+    };
     let mut edits = Edits::default();
     let mut ids = CallIds::new();
-    let Some(Value::Array(candidates)) = answer.get("candidates") else {
-        turn.replay = json!({"role": "model", "parts": []});
-        return (turn, edits);
-    };
-    for (n, candidate) in candidates.iter().enumerate() {
-        let Some(parts) = parts_of(candidate) else {
-            if n == 0 {
-                turn.replay = json!({"role": "model", "parts": []});
-            }
+    for (n, parts) in candidate_parts(answer)?.into_iter().enumerate() {
+        let Some(parts) = parts else {
             continue;
         };
         let judged = judge_parts(parts, plan, &mut ids);
@@ -125,7 +167,7 @@ pub fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn,
             tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");
         }
     }
-    (turn, edits)
+    Ok((turn, edits))
 }
 
 /// Ends the turn without calls: the model's text stays, and `note` when it
@@ -299,6 +341,56 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn candidates_parts_or_calls_in_a_shape_no_judge_reads_are_refused() {
+        let plan = gemini_plan(Mode::Code, Runtime::Client);
+        let call = json!({"functionCall": {"name": "read_file", "args": {"path": "a"}}});
+        let cases = [
+            (
+                json!({"candidates": {"0": {"content": {"parts": [call]}}}}),
+                "`candidates` is an object, not a list",
+            ),
+            (
+                json!({"candidates": [[{"content": {"parts": [call]}}]]}),
+                "`candidates[0]` is a list, not an object",
+            ),
+            (
+                json!({"candidates": [{"content": [{"parts": [call]}]}]}),
+                "`candidates[0].content` is a list, not an object",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": {"0": call}}}]}),
+                "`candidates[0].content.parts` is an object, not a list",
+            ),
+            (
+                json!({"candidates": [{}, {"content": {"parts": [[call]]}}]}),
+                "`candidates[1].content.parts[0]` is a list, not an object",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": [{"functionCall": [call["functionCall"]]}]}}]}),
+                "`candidates[0].content.parts[0].functionCall` is a list, not an object",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": [{"function_call": {"name": ["read_file"]}}]}}]}),
+                "`candidates[0].content.parts[0].function_call.name` is a list, not a string",
+            ),
+        ];
+        for (answer, why) in cases {
+            let refused = judge_answer(answer.as_object().unwrap(), &plan).unwrap_err();
+            assert_eq!(refused.to_string(), why);
+        }
+        // `null` where the API makes a field optional is absent, as `?.`
+        // reads it: nothing to judge, nothing to edit.
+        for answer in [
+            json!({"candidates": null}),
+            json!({"candidates": [{"content": null, "finishReason": "SAFETY"}]}),
+            json!({"candidates": [{"content": {"role": "model", "parts": null}}]}),
+        ] {
+            let (turn, edits) = judge_answer(answer.as_object().unwrap(), &plan).unwrap();
+            assert!(turn.calls.is_empty() && edits.is_empty(), "{answer}");
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
 
 /// Google's Gemini API.
 pub struct Gemini;
@@ -114,7 +114,10 @@ impl Dialect for Gemini {
         request.push_contents(items);
     }
 
-    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
+    fn judge_answer(
+        answer: &Map<String, Value>,
+        plan: &ToolPlan,
+    ) -> Result<(ModelTurn, Edits), Unreadable> {
         answer::judge_answer(answer, plan)
     }
 

@@ -16,7 +16,8 @@ use serde_json::{json, Map, Value};
 use super::tools::camel;
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, mint_call_id, JudgedCall, Shape};
+use crate::turn::shape;
+use crate::turn::{fate, judge_names, mint_call_id, JudgedCall, Shape, Step, Unreadable};
 
 /// The fields of a part that are no call a client executes (camelCase;
 /// snake_case spellings are read as their twins).
@@ -88,6 +89,31 @@ pub fn call_field(part: &Map<String, Value>) -> Option<&str> {
         .find(|(k, _)| camel(k) == "functionCall")
         .or_else(|| part.iter().find(|(k, v)| !is_safe_field(k, v)))
         .map(|(k, _)| k.as_str())
+}
+
+/// A part as a judge may read it (`crate::turn::shape`): an object,
+/// whose `functionCall` (either spelling) is an object naming its tool
+/// with a string, or `null` (then judged as a call without a name). `at`
+/// is where the part stands, for the refusal.
+pub fn check_part(part: &Value, at: &[Step]) -> Result<(), Unreadable> {
+    let part = shape::entry(part, at)?;
+    for (key, value) in part {
+        if camel(key) != "functionCall" {
+            continue;
+        }
+        // The spellings the SDKs read; another one is named as the first.
+        let field = if key == "function_call" {
+            "function_call"
+        } else {
+            "functionCall"
+        };
+        let call = shape::object(Some(value), &[Step::Key(field)]).map_err(|e| e.under(at))?;
+        if let Some(call) = call {
+            shape::name(call.get("name"), &[Step::Key(field), Step::Key("name")])
+                .map_err(|e| e.under(at))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a part is judged as a call.

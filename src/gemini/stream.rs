@@ -18,12 +18,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::answer::{judge_parts, note_candidate, parts_mut, parts_of};
+use super::answer::{candidate_parts, judge_parts, note_candidate, parts_mut, parts_of};
 use super::parts::{is_call_part, text_of, CallIds};
 use super::Gemini;
 use crate::plan::ToolPlan;
 use crate::sse::{data_event, SseEvent};
-use crate::turn::{self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn};
+use crate::turn::{
+    self, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn, Unreadable,
+};
 use crate::wire::parse_noting_repeats;
 
 /// What one upstream round holds so far.
@@ -74,27 +76,28 @@ impl GeminiJudge {
         self.turn.errored
     }
 
-    fn on_chunk(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    fn on_chunk(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
         let Some(data) = ev.data.as_deref() else {
             // Comments carry nothing to judge: they keep the connection
             // alive while the round is open.
             if self.turn.decision.is_none() {
                 out.push(ev.raw);
             }
-            return;
+            return Ok(());
         };
         if self.turn.decision.is_some() {
-            return;
+            return Ok(());
         }
         // A chunk repeating a key is read differently by other clients: it
         // goes out written from the reading judged, never as it came.
         let (chunk, repeated) = match parse_noting_repeats(data.as_bytes()) {
             Ok((Value::Object(chunk), repeated)) => (chunk, repeated),
-            _ => {
-                tracing::warn!(target: "codemode::denial", "an upstream Gemini chunk that is not a JSON object was dropped");
-                return;
-            }
+            Ok((other, _)) => return Err(Unreadable::event(Some(&other))),
+            Err(_) => return Err(Unreadable::event(None)),
         };
+        // Where a call could stand, the chunk is read whole before any of
+        // it goes out: a shape the judge cannot read ends the stream.
+        candidate_parts(&chunk)?;
         // The judge reads the chunk and writes only through `to_mut`, which
         // takes a copy: the provider's bytes go out only while nothing
         // took one.
@@ -109,7 +112,7 @@ impl GeminiJudge {
                 Cow::Borrowed(_) if !repeated => ev.raw,
                 judged => data_event(&Value::Object(judged.into_owned())),
             });
-            return;
+            return Ok(());
         }
         if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
             // Running totals: the last chunk's are the round's.
@@ -127,7 +130,7 @@ impl GeminiJudge {
             .collect();
         if finished || !self.turn.round.held.is_empty() {
             self.turn.round.held.push(chunk);
-            return;
+            return Ok(());
         }
         if !changed {
             out.push(if repeated {
@@ -138,6 +141,7 @@ impl GeminiJudge {
         } else if has_content(&chunk) {
             out.push(data_event(&Value::Object(chunk)));
         }
+        Ok(())
     }
 
     /// Judges the chunk's calls, withholding those that do not pass, and
@@ -302,8 +306,8 @@ fn has_content(chunk: &Map<String, Value>) -> bool {
 }
 
 impl RoundJudge for GeminiJudge {
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
-        self.on_chunk(ev, out);
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
+        self.on_chunk(ev, out)
     }
 
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::items::{is_call_block, is_safe_block, judge_block};
 use crate::plan::ToolPlan;
-use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step};
+use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step, Unreadable};
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -37,7 +37,10 @@ impl JudgedMessage {
 
 /// Judges every `tool_use` block of `message`: the turn, and the edit that
 /// withholds from its `content` every call that does not pass.
-pub fn judge_message(message: &Map<String, Value>, plan: &ToolPlan) -> (JudgedMessage, Edits) {
+pub fn judge_message(
+    message: &Map<String, Value>,
+    plan: &ToolPlan,
+) -> Result<(JudgedMessage, Edits), Unreadable> {
     let mut turn = JudgedMessage::default();
     let content = match message.get("content") {
         Some(Value::Array(blocks)) => blocks.clone(),
@@ -59,7 +62,7 @@ pub fn judge_message(message: &Map<String, Value>, plan: &ToolPlan) -> (JudgedMe
         at: vec![Step::Key("content")],
         keep,
     });
-    (turn, edits)
+    Ok((turn, edits))
 }
 
 /// Ends the turn without calls: the model's text stays, and a note when

@@ -20,7 +20,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
 
 /// Anthropic's Messages API.
 pub struct Messages;
@@ -108,15 +108,18 @@ impl Dialect for Messages {
         request.push_messages(items);
     }
 
-    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
-        let (judged, edits) = judge_message(answer, plan);
+    fn judge_answer(
+        answer: &Map<String, Value>,
+        plan: &ToolPlan,
+    ) -> Result<(ModelTurn, Edits), Unreadable> {
+        let (judged, edits) = judge_message(answer, plan)?;
         let turn = ModelTurn {
             text: judged.text(),
             replay: judged.assistant,
             calls: judged.calls,
             response_id: None,
         };
-        (turn, edits)
+        Ok((turn, edits))
     }
 
     fn quiet_answer(body: &[u8]) -> Option<Quiet> {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::items::{is_safe_type, judge_item};
 use crate::plan::ToolPlan;
-use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step};
+use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step, Unreadable};
 
 /// The model's turn after judging.
 #[derive(Debug, Default)]
@@ -46,11 +46,14 @@ pub fn message_text(item: &Value) -> Option<String> {
 /// Judges every call item of `response`: the turn, and the edit that
 /// withholds from its `output` every call that does not pass (denied ones,
 /// and programs the proxy runs).
-pub fn judge_response(response: &Map<String, Value>, plan: &ToolPlan) -> (JudgedResponse, Edits) {
+pub fn judge_response(
+    response: &Map<String, Value>,
+    plan: &ToolPlan,
+) -> Result<(JudgedResponse, Edits), Unreadable> {
     let mut turn = JudgedResponse::default();
     let mut edits = Edits::default();
     let Some(output) = response.get("output") else {
-        return (turn, edits);
+        return Ok((turn, edits));
     };
     let Some(items) = output.as_array() else {
         // Not a list: nothing a client reads items out of.
@@ -59,7 +62,7 @@ pub fn judge_response(response: &Map<String, Value>, plan: &ToolPlan) -> (Judged
             key: "output",
             value: Value::Array(Vec::new()),
         });
-        return (turn, edits);
+        return Ok((turn, edits));
     };
     turn.items = items.clone();
     let mut keep = Vec::with_capacity(items.len());
@@ -76,7 +79,7 @@ pub fn judge_response(response: &Map<String, Value>, plan: &ToolPlan) -> (Judged
         at: vec![Step::Key("output")],
         keep,
     });
-    (turn, edits)
+    Ok((turn, edits))
 }
 
 /// Ends the turn without calls: the model's text stays, and a note when

@@ -19,7 +19,7 @@ use crate::runtime::history::Trailing;
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
-use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet};
+use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
 
 /// The OpenAI Responses API.
 pub struct Responses;
@@ -123,15 +123,18 @@ impl Dialect for Responses {
         request.push_items(items);
     }
 
-    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits) {
-        let (judged, edits) = judge_response(answer, plan);
+    fn judge_answer(
+        answer: &Map<String, Value>,
+        plan: &ToolPlan,
+    ) -> Result<(ModelTurn, Edits), Unreadable> {
+        let (judged, edits) = judge_response(answer, plan)?;
         let turn = ModelTurn {
             text: judged.text(),
             replay: Value::Array(judged.items),
             calls: judged.calls,
             response_id: answer.get("id").and_then(Value::as_str).map(str::to_owned),
         };
-        (turn, edits)
+        Ok((turn, edits))
     }
 
     fn quiet_answer(body: &[u8]) -> Option<Quiet> {

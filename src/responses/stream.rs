@@ -29,7 +29,7 @@ use super::{events, items, Responses};
 use crate::plan::ToolPlan;
 use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
 use crate::turn::{
-    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn,
+    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn, Unreadable,
 };
 
 /// Event types the fast path leaves to the full judge: they open, close or

@@ -188,6 +188,10 @@ pub struct Judged {
     pub end: RoundEnd,
     /// Whether the upstream reported an error.
     pub errored: bool,
+    /// The shape the judge could not read, when an event held one: the
+    /// body ended the stream there with the dialect's error event, and
+    /// the round never ended (`end` is then `Done`).
+    pub refused: Option<crate::turn::Unreadable>,
 }
 
 impl Judged {
@@ -204,9 +208,11 @@ impl Judged {
 /// round is judged and no next one is asked for.
 pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
     let ended = Arc::new(Mutex::new(None));
+    let refused = Arc::new(Mutex::new(None));
     let judge = OneRound {
         judge,
         ended: ended.clone(),
+        refused: refused.clone(),
     };
     let upstream = Pieces(pieces.iter().map(|p| Bytes::copy_from_slice(p)).collect());
     let limits = StreamLimits {
@@ -222,15 +228,18 @@ pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
         limits,
     );
     let client = drain(res.into_body());
-    let (end, errored) = ended
-        .lock()
-        .expect("not poisoned")
-        .take()
-        .expect("the body ended the round");
+    let refused = refused.lock().expect("not poisoned").take();
+    let ended = ended.lock().expect("not poisoned").take();
+    let (end, errored) = match (ended, &refused) {
+        (Some(ended), _) => ended,
+        (None, Some(_)) => (RoundEnd::Done { splice: None }, true),
+        (None, None) => panic!("the body neither ended the round nor refused an event"),
+    };
     Judged {
         client,
         end,
         errored,
+        refused,
     }
 }
 
@@ -269,15 +278,25 @@ fn drain(body: crate::body::ProxyBody) -> Vec<u8> {
 }
 
 /// `judge`, whose first round's end is kept in `ended` (with whether the
-/// upstream reported an error) while the body is told the answer is done.
+/// upstream reported an error) while the body is told the answer is done,
+/// and the shape it could not read, if any, in `refused`.
 struct OneRound<J> {
     judge: J,
     ended: Arc<Mutex<Option<(RoundEnd, bool)>>>,
+    refused: Arc<Mutex<Option<crate::turn::Unreadable>>>,
 }
 
 impl<J: Judge> RoundJudge for OneRound<J> {
-    fn on_event(&mut self, ev: crate::sse::SseEvent, out: &mut Vec<Bytes>) {
-        self.judge.on_event(ev, out);
+    fn on_event(
+        &mut self,
+        ev: crate::sse::SseEvent,
+        out: &mut Vec<Bytes>,
+    ) -> Result<(), crate::turn::Unreadable> {
+        let judged = self.judge.on_event(ev, out);
+        if let Err(e) = &judged {
+            *self.refused.lock().expect("not poisoned") = Some(e.clone());
+        }
+        judged
     }
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {
         let end = self.judge.end_round(out);
@@ -316,7 +335,6 @@ impl RepairTarget for NoNextRound {
     }
 }
 
-/// `bytes` cut at `cuts` (each taken modulo the length, in any order).
 /// Judges a whole answer as dialect `D` and writes the edits into it, as
 /// the JSON driver does: the turn, and `answer` as the client gets it.
 pub fn judged<D: crate::turn::Dialect>(
@@ -324,11 +342,12 @@ pub fn judged<D: crate::turn::Dialect>(
     plan: &ToolPlan,
 ) -> crate::turn::ModelTurn {
     let answer = answer.as_object_mut().expect("an answer is an object");
-    let (turn, edits) = D::judge_answer(answer, plan);
+    let (turn, edits) = D::judge_answer(answer, plan).expect("a readable answer");
     edits.apply(answer);
     turn
 }
 
+/// `bytes` cut at `cuts` (each taken modulo the length, in any order).
 pub fn pieces_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
     points.sort_unstable();
@@ -359,6 +378,7 @@ pub fn same_at_every_cut<J: Judge>(name: &str, bytes: &[u8], judge: impl Fn() ->
             "{name}: the round's end differs when cut {how}"
         );
         assert_eq!(run.errored, whole.errored, "{name}: cut {how}");
+        assert_eq!(run.refused, whole.refused, "{name}: cut {how}");
     };
     for cut in 0..=bytes.len() {
         same(

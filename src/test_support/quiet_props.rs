@@ -58,12 +58,18 @@ fn holds(api: &str, body: &[u8]) -> Result<bool, String> {
         return Err(format!("quiet with usage {:?}: {shown}", q.usage));
     }
     for (mode, runtime) in modes() {
-        let (turn, edits): (ModelTurn, Edits) = match api {
+        let judged: Result<(ModelTurn, Edits), _> = match api {
             "chat" => Chat::judge_answer(answer, &agent_plan(mode)),
             "responses" => Responses::judge_answer(answer, &responses_plan(mode, runtime)),
             "messages" => Messages::judge_answer(answer, &messages_plan(mode, runtime)),
             _ => Gemini::judge_answer(answer, &gemini_plan(mode, runtime)),
         };
+        // The probe never calls quiet what the judge cannot read.
+        let (turn, edits) = judged.map_err(|e| {
+            format!(
+                "{api}, {mode:?} on {runtime:?}: quiet, yet the judge refuses it ({e}): {shown}"
+            )
+        })?;
         if !turn.calls.is_empty() || !edits.is_empty() {
             return Err(format!(
                 "{api}, {mode:?} on {runtime:?}: quiet, yet the judge found {} calls and asked {edits:?}: {shown}",

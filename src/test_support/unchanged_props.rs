@@ -105,7 +105,10 @@ fn holds<D: Dialect>(answer: &Value, plan: &ToolPlan, read: Reader) -> Result<bo
     let Some(object) = answer.as_object() else {
         return Ok(false);
     };
-    let (turn, edits) = D::judge_answer(object, plan);
+    let Ok((turn, edits)) = D::judge_answer(object, plan) else {
+        // Refused: nothing of it reaches the client.
+        return Ok(false);
+    };
     verdict_holds(answer, plan, &turn, edits, read)
 }
 
@@ -249,7 +252,15 @@ fn gemini_stream_holds(answer: &Value) -> Result<(), String> {
         let Some(object) = chunk.as_object() else {
             continue;
         };
-        let (_, edits) = Gemini::judge_answer(object, &plan);
+        let edits = match Gemini::judge_answer(object, &plan) {
+            Ok((_, edits)) => edits,
+            Err(e) if as_came => {
+                return Err(format!(
+                    "{mode:?} on {runtime:?}: the stream sent as it came a chunk the whole-answer judge refuses: {e}\n{chunk}"
+                ));
+            }
+            Err(_) => continue,
+        };
         if as_came && !edits.is_empty() {
             return Err(format!(
                 "{mode:?} on {runtime:?}: the stream sent as it came a chunk the whole-answer judge edits: {edits:?}\n{chunk}"
@@ -295,7 +306,7 @@ fn a_judge_that_forgot_an_edit_is_caught() {
     let answer = json!({"choices": [{"index": 0, "message": {"role": "assistant",
         "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}}]});
     let plan = agent_plan(Mode::Code);
-    let (turn, edits) = Chat::judge_answer(answer.as_object().unwrap(), &plan);
+    let (turn, edits) = Chat::judge_answer(answer.as_object().unwrap(), &plan).unwrap();
     assert!(!turn.calls[0].passed());
     assert!(verdict_holds(&answer, &plan, &turn, edits, Reader::Chat).is_ok());
     let forgot = verdict_holds(&answer, &plan, &turn, Edits::default(), Reader::Chat);
@@ -304,7 +315,7 @@ fn a_judge_that_forgot_an_edit_is_caught() {
     let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
         {"functionCall": {"name": "run_code", "args": {"code": "return 1"}}}]}}]});
     let plan = gemini_plan(Mode::Code, Runtime::Client);
-    let (turn, edits) = Gemini::judge_answer(answer.as_object().unwrap(), &plan);
+    let (turn, edits) = Gemini::judge_answer(answer.as_object().unwrap(), &plan).unwrap();
     assert!(turn.calls[0].passed());
     assert!(verdict_holds(&answer, &plan, &turn, edits, Reader::Gemini).is_ok());
     assert!(verdict_holds(&answer, &plan, &turn, Edits::default(), Reader::Gemini).is_err());

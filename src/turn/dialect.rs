@@ -15,7 +15,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{Edits, JudgedCall, Quiet, RoundJudge};
+use super::{Edits, JudgedCall, Quiet, RoundJudge, Unreadable};
 use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
@@ -131,11 +131,16 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// the edits that withhold from it every call that does not pass (and
     /// whatever else the client must not read as it came). The judge only
     /// reads; [`Edits::apply`] writes, and no edits means the answer goes
-    /// out as the provider's bytes.
-    fn judge_answer(answer: &Map<String, Value>, plan: &ToolPlan) -> (ModelTurn, Edits);
+    /// out as the provider's bytes. An answer with a shape the judge
+    /// cannot read where a call could stand is [`Unreadable`], and refused
+    /// (`super::shape`).
+    fn judge_answer(
+        answer: &Map<String, Value>,
+        plan: &ToolPlan,
+    ) -> Result<(ModelTurn, Edits), Unreadable>;
     /// A whole answer with nothing to judge, found without building its
-    /// tree: `Some` only when [`Self::judge_answer`] would find no call
-    /// and ask no edit, and no key repeats (`super::quiet`); `None` sends
+    /// tree: `Some` only when [`Self::judge_answer`] would read it, find
+    /// no call and ask no edit, and no key repeats (`super::quiet`); `None` sends
     /// the answer the full way.
     fn quiet_answer(_body: &[u8]) -> Option<Quiet> {
         None

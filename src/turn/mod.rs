@@ -30,6 +30,7 @@ mod edit;
 pub mod effect;
 mod quiet;
 mod rounds;
+pub mod shape;
 mod stream;
 
 use bytes::Bytes;
@@ -47,6 +48,7 @@ pub use effect::{held_program, repair_history, splice, HeldProgram, RoundEnd};
 pub use quiet::Quiet;
 pub(crate) use quiet::{probe, Field, Nothing, Obj};
 pub use rounds::Rounds;
+pub use shape::Unreadable;
 pub use stream::StreamTurn;
 
 /// Judges a call by every name a client could read off it (`function.name`,
@@ -213,8 +215,12 @@ pub fn mint_call_id() -> String {
 /// (`crate::layer::drivers::stream_body::InterceptBody`) feeds it, with backpressure and
 /// cancellation, and starts the rounds it asks for.
 pub trait RoundJudge: Send + Unpin + 'static {
-    /// Judges one event, appending what the client gets to `out`.
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>);
+    /// Judges one event, appending what the client gets to `out`. An
+    /// event holding a shape the judge cannot read where a call could
+    /// stand is [`Unreadable`]: the stream body ends the client stream
+    /// there with the dialect's error event, and nothing of the event
+    /// goes out.
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable>;
     /// The end of an upstream round's body: what comes next.
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd;
     /// A repair round's upstream stream begins.

@@ -47,3 +47,4 @@ mod stores;
 mod streaming;
 mod timeouts;
 mod unchanged;
+mod unreadable;

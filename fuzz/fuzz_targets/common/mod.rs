@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use codemode_proxy::internals::sse::SseParser;
+use codemode_proxy::internals::sse::{SseEvent, SseParser};
 use codemode_proxy::internals::stream::{RoundEnd, RoundJudge};
 
 /// The input, read: which plan, where to cut, the rounds' bodies.
@@ -61,6 +61,21 @@ fn split_rounds(body: &[u8]) -> Vec<&[u8]> {
     rounds
 }
 
+/// Judges `evs` as the body does: an event the judge cannot read ends the
+/// stream with the dialect's error event, and nothing of it goes out;
+/// false then.
+fn judge_all<J: RoundJudge>(judge: &mut J, evs: &mut Vec<SseEvent>, out: &mut Vec<Bytes>) -> bool {
+    for ev in evs.drain(..) {
+        let before = out.len();
+        if judge.on_event(ev, out).is_err() {
+            out.truncate(before);
+            judge.upstream_failed("unreadable", "upstream_invalid_response", out);
+            return false;
+        }
+    }
+    true
+}
+
 /// Feeds every round through a fresh parser and `judge`, as the body does
 /// (a repair or a program continues the stream); returns the client's bytes.
 pub fn drive<J: RoundJudge>(mut judge: J, input: &Input<'_>) -> Vec<u8> {
@@ -76,8 +91,9 @@ pub fn drive<J: RoundJudge>(mut judge: J, input: &Input<'_>) -> Vec<u8> {
                 continue;
             }
             let pushed = parser.push(&round[last..cut], &mut evs);
-            for ev in evs.drain(..) {
-                judge.on_event(ev, &mut out);
+            if !judge_all(&mut judge, &mut evs, &mut out) {
+                failed = true;
+                break;
             }
             last = cut;
             if pushed.is_err() {
@@ -90,8 +106,8 @@ pub fn drive<J: RoundJudge>(mut judge: J, input: &Input<'_>) -> Vec<u8> {
             break;
         }
         parser.finish(&mut evs);
-        for ev in evs.drain(..) {
-            judge.on_event(ev, &mut out);
+        if !judge_all(&mut judge, &mut evs, &mut out) {
+            break;
         }
         match judge.end_round(&mut out) {
             RoundEnd::Done { .. } => break,

@@ -293,3 +293,52 @@ fn a_call_beside_run_code_or_an_error_is_judged() {
         "{text}"
     );
 }
+
+#[test]
+fn a_chunk_whose_candidates_no_judge_reads_ends_the_stream_with_an_error() {
+    // `@google/genai` reads `candidates` keyed "0" as the first candidate.
+    let keyed = json!({"candidates": {"0": {"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "read_file", "args": {"path": "a"}}}]}, "index": 0}}});
+    let bytes = sse(&[
+        chunk(json!([{"text": "Reading."}]), None, 5, 1),
+        keyed,
+        chunk(json!([{"text": "Done."}]), Some("STOP"), 5, 2),
+    ]);
+    let run = same_at_every_cut(
+        "keyed candidates",
+        &bytes,
+        judge(Mode::Code, Runtime::Client),
+    );
+    let text = String::from_utf8_lossy(&run.client);
+    assert!(!text.contains("read_file"), "{text}");
+    assert!(!text.contains("Done."), "nothing after it goes out: {text}");
+    let got = chunks(&run);
+    assert_eq!(got.len(), 2, "{text}");
+    assert_eq!(
+        got[0]["candidates"][0]["content"]["parts"][0]["text"],
+        "Reading."
+    );
+    let error = &got[1]["error"];
+    assert_eq!(error["code"], 502);
+    assert_eq!(error["details"][0]["reason"], "upstream_invalid_response");
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("`candidates` is an object, not a list"));
+    assert!(run.refused.is_some());
+}
+
+#[test]
+fn a_chunk_that_is_no_json_object_ends_the_stream_with_an_error() {
+    // Python's `json` reads NaN; serde reads no JSON out of it.
+    for data in [
+        r#"{"candidates": [{"content": {"parts": [{"functionCall": {"name": "read_file"}}]}}], "x": NaN}"#,
+        r#"[{"candidates": [{"content": {"parts": [{"functionCall": {"name": "read_file"}}]}}]}]"#,
+    ] {
+        let bytes = format!("data: {data}\r\n\r\n");
+        let run = same_at_every_cut(data, bytes.as_bytes(), judge(Mode::Code, Runtime::Client));
+        let text = String::from_utf8_lossy(&run.client);
+        assert!(!text.contains("read_file"), "{text}");
+        assert!(text.contains("upstream_invalid_response"), "{text}");
+    }
+}

@@ -75,12 +75,13 @@ pub(crate) async fn intercepted<D: Dialect>(
         let usage = answer.get(D::USAGE).cloned();
         round.usage(usage.as_ref());
         // Denials are events of the round that made them; the round ends here.
-        let (turn, edits, decision) = round.in_scope(|| {
-            let (turn, edits) = D::judge_answer(&answer, plan);
+        let judged = round.in_scope(|| {
+            let (turn, edits) = judge_answer::<D>(&answer, plan)?;
             let decision = rounds.decide(&turn.calls, false);
-            (turn, edits, decision)
+            Ok::<_, ProxyError>((turn, edits, decision))
         });
         drop(round);
+        let (turn, edits, decision) = judged?;
         // One reading only: an answer repeating a key is written anew from
         // the one the judge read.
         let unchanged = edits.is_empty() && !repeated;
@@ -159,13 +160,15 @@ fn as_it_came(parts: http::response::Parts, body: bytes::Bytes) -> Response<Prox
 /// was instead (no client reads an answer out of `[]` or `1`); and whether
 /// an object in it repeats a key (it then has more than one reading, and
 /// never goes out as its own bytes).
-fn parse_answer<D: Dialect>(body: &[u8]) -> Result<(Map<String, Value>, bool), ProxyError> {
+pub(crate) fn parse_answer<D: Dialect>(
+    body: &[u8],
+) -> Result<(Map<String, Value>, bool), ProxyError> {
     match crate::wire::parse_noting_repeats(body) {
         Ok((Value::Object(answer), repeated)) => Ok((answer, repeated)),
         Ok((other, _)) => Err(ProxyError::UpstreamInvalid(format!(
             "the {} is not a JSON object but {}",
             D::ANSWER,
-            json_kind(&other)
+            turn::shape::kind(&other)
         ))),
         Err(e) => Err(ProxyError::UpstreamInvalid(format!(
             "the {} is not JSON: {e}",
@@ -174,13 +177,15 @@ fn parse_answer<D: Dialect>(body: &[u8]) -> Result<(Map<String, Value>, bool), P
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+/// Judges a provider's answer: its turn and the edits the client's copy
+/// needs; a 502 for an answer with a shape the judge cannot read where a
+/// call could stand (`crate::turn::shape`), which never reaches the client.
+pub(crate) fn judge_answer<D: Dialect>(
+    answer: &Map<String, Value>,
+    plan: &ToolPlan,
+) -> Result<(turn::ModelTurn, turn::Edits), ProxyError> {
+    D::judge_answer(answer, plan).map_err(|unreadable| {
+        tracing::warn!(target: "codemode::denial", %unreadable, "an upstream answer the judge cannot read was refused");
+        unreadable.refusal(&format!("the {}", D::ANSWER))
+    })
 }

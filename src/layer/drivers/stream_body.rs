@@ -25,7 +25,7 @@ use crate::runtime::StoreError;
 use crate::splice::TenantSplices;
 use crate::sse::{SseEvent, SseParser};
 use crate::telemetry::Round;
-use crate::turn::{HeldProgram, RoundEnd, RoundJudge};
+use crate::turn::{HeldProgram, RoundEnd, RoundJudge, Unreadable};
 
 /// What comes after a round the client does not see the end of.
 pub enum Next {
@@ -153,11 +153,32 @@ pub fn intercept_stream<J: RoundJudge>(
 }
 
 impl<J: RoundJudge> InterceptBody<J> {
-    fn judge_events(&mut self) {
-        for ev in self.events.drain(..) {
-            self.judge.on_event(ev, &mut self.emitted);
+    /// Judges the events parsed so far; false when one could not be
+    /// judged and the stream ended there.
+    fn judge_events(&mut self) -> bool {
+        let events = std::mem::take(&mut self.events);
+        for ev in events {
+            let before = self.emitted.len();
+            if let Err(unreadable) = self.judge.on_event(ev, &mut self.emitted) {
+                // Whatever the judge wrote of the event before it found
+                // the shape stays here: the client gets the events before
+                // it, then the error.
+                self.emitted.truncate(before);
+                self.refuse(&unreadable);
+                return false;
+            }
         }
         self.out.extend(self.emitted.drain(..));
+        true
+    }
+
+    /// An event held a shape the judge cannot read where a call could
+    /// stand: the stream ends with the dialect's error event, as for an
+    /// upstream that failed (docs/security.md, "Fail closed").
+    fn refuse(&mut self, unreadable: &Unreadable) {
+        tracing::warn!(target: "codemode::denial", %unreadable, "an upstream event the judge cannot read ended the stream");
+        let error = unreadable.refusal("an event of the stream");
+        self.fail(&error.to_string(), error.code());
     }
 
     fn feed(&mut self, data: &[u8]) {
@@ -174,7 +195,9 @@ impl<J: RoundJudge> InterceptBody<J> {
             return;
         }
         let pushed = self.parser.push(data, &mut self.events);
-        self.judge_events();
+        if !self.judge_events() {
+            return;
+        }
         if let Err(e) = pushed {
             self.fail(&e.to_string(), "upstream_event_too_large");
         }
@@ -184,7 +207,9 @@ impl<J: RoundJudge> InterceptBody<J> {
         let round = std::mem::replace(&mut self.round, Round::none());
         let _round = round.entered();
         self.parser.finish(&mut self.events);
-        self.judge_events();
+        if !self.judge_events() {
+            return;
+        }
         round.usage(self.judge.round_usage());
         match self.judge.end_round(&mut self.emitted) {
             RoundEnd::Repair { messages } => {

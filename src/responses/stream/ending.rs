@@ -125,8 +125,9 @@ impl ResponsesJudge {
 }
 
 impl RoundJudge for ResponsesJudge {
-    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
         self.judge_event(ev, out);
+        Ok(())
     }
 
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {

@@ -181,12 +181,12 @@ fn drive(
         for piece in cut(bytes) {
             parser.push(&piece, &mut events).unwrap();
             for ev in events.drain(..) {
-                judge.on_event(ev, &mut out);
+                judge.on_event(ev, &mut out).expect("a readable event");
             }
         }
         parser.finish(&mut events);
         for ev in events.drain(..) {
-            judge.on_event(ev, &mut out);
+            judge.on_event(ev, &mut out).expect("a readable event");
         }
         ends.push(judge.end_round(&mut out));
     }
@@ -756,7 +756,7 @@ fn an_upstream_failure_is_a_typed_error_event() {
     let mut events = Vec::new();
     parser.push(&sse(start("resp_1")), &mut events).unwrap();
     for ev in events.drain(..) {
-        judge.on_event(ev, &mut out);
+        judge.on_event(ev, &mut out).expect("a readable event");
     }
     judge.upstream_failed(
         "the upstream stream broke off",

@@ -1,0 +1,121 @@
+//! A shape the judge cannot read where a call could stand is refused,
+//! never forwarded (docs/security.md, "Fail closed"; issue 47): a whole
+//! answer is a 502 `upstream_invalid_response`, a stream ends with the
+//! dialect's error event, and the provider's bytes of it never reach the
+//! client. Each test locks the proxy (`code`, client selection denied) in
+//! front of a provider that answers with such a shape around a call to a
+//! tool the lock denies.
+
+use crate::common::{start, Proxy};
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The call every answer here hides: a tool the lock denies.
+const DENIED: &str = "read_file";
+
+/// A provider answering every request on a path matching `route` with
+/// `body`, as JSON or as an event stream; and the proxy, locked, in front
+/// of it (every dialect's upstream is the provider).
+async fn locked(route: &str, body: &str, stream: bool) -> (MockServer, Proxy) {
+    let provider = MockServer::start().await;
+    let kind = if stream {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    Mock::given(method("POST"))
+        .and(path_regex(route))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), kind))
+        .mount(&provider)
+        .await;
+    let upstream = provider.uri();
+    // Anthropic's base holds the version, Gemini's does not.
+    let anthropic = format!("{upstream}/v1");
+    let proxy = start(
+        &provider,
+        &[
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_CLIENT_SELECT", "deny"),
+            ("CODEMODE_GEMINI_UPSTREAM", &upstream),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", &anthropic),
+        ],
+    )
+    .await;
+    (provider, proxy)
+}
+
+const GOOGLE: &[(&str, &str)] = &[("x-goog-api-key", "k")];
+
+/// A whole answer the proxy refused: a 502 naming the shape, without the
+/// denied call.
+async fn assert_refused(res: reqwest::Response, why: &str) {
+    let status = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert!(!body.contains(DENIED), "{body}");
+    assert!(body.contains("upstream_invalid_response"), "{body}");
+    assert!(body.contains(why), "{body}");
+}
+
+/// A stream the proxy ended at the event it could not read: what came
+/// before (`before`) went out, then the dialect's error, and nothing of
+/// the event or after it.
+async fn assert_ended(res: reqwest::Response, before: &str, why: &str) {
+    let status = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains(DENIED), "{body}");
+    assert!(body.contains(before), "{body}");
+    assert!(
+        !body.contains("After."),
+        "nothing after it goes out: {body}"
+    );
+    let error = body
+        .find("upstream_invalid_response")
+        .unwrap_or_else(|| panic!("no error event: {body}"));
+    assert!(body.find(before) < Some(error), "{body}");
+    assert!(body.contains(why), "{body}");
+}
+
+// ---- Gemini ----
+
+const GENERATE: &str = "/v1beta/models/gemini-2.5-pro:generateContent";
+const STREAM: &str = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse";
+
+fn gemini_request() -> Value {
+    json!({"contents": [{"role": "user", "parts": [{"text": "go"}]}],
+           "tools": [{"functionDeclarations": [
+               {"name": DENIED, "description": "Reads a file.", "parameters": {"type": "OBJECT"}},
+               {"name": "run_code", "description": "Runs a program.", "parameters": {"type": "OBJECT"}}]}]})
+}
+
+/// The first candidate, keyed "0" as `@google/genai` reads it.
+fn gemini_keyed() -> Value {
+    json!({"candidates": {"0": {"content": {"role": "model", "parts": [
+        {"functionCall": {"name": DENIED, "args": {"path": "a"}}}]},
+        "finishReason": "STOP", "index": 0}},
+        "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 4}})
+}
+
+#[tokio::test]
+async fn a_gemini_answer_whose_candidates_is_an_object_is_refused() {
+    let (_p, proxy) = locked(":generateContent$", &gemini_keyed().to_string(), false).await;
+    let res = proxy.post(GENERATE, &gemini_request(), GOOGLE).await;
+    assert_refused(res, "`candidates` is an object, not a list").await;
+}
+
+#[tokio::test]
+async fn a_gemini_chunk_whose_candidates_is_an_object_ends_the_stream() {
+    let text = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Before."}]},
+                      "index": 0}]});
+    let after = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "After."}]},
+                       "finishReason": "STOP", "index": 0}]});
+    let stream = format!(
+        "data: {text}\r\n\r\ndata: {}\r\n\r\ndata: {after}\r\n\r\n",
+        gemini_keyed()
+    );
+    let (_p, proxy) = locked(":streamGenerateContent$", &stream, true).await;
+    let res = proxy.post(STREAM, &gemini_request(), GOOGLE).await;
+    assert_ended(res, "Before.", "`candidates` is an object, not a list").await;
+}
