@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
+use crate::turn::shape;
 use crate::turn::{
     fate, judge_names, mint_call_id, probe, Edit, Edits, Field, JudgedCall, Nothing, Obj, Quiet,
     Shape, Step, Unreadable,
@@ -41,7 +42,10 @@ impl JudgedTurn {
 ///
 /// Only choice 0 is kept: `n = 1` is enforced wherever a call can be denied,
 /// so another choice is not a turn any client asked for, and one it could
-/// read would be a call nobody judged.
+/// read would be a call nobody judged. Where a call could stand (`choices`,
+/// choice 0, its `message`, `tool_calls` and each entry, `function_call`)
+/// a shape the judge cannot read refuses the completion
+/// (`crate::turn::shape`).
 pub fn judge_completion(
     completion: &Map<String, Value>,
     plan: &ToolPlan,
@@ -51,28 +55,12 @@ pub fn judge_completion(
         calls: Vec::new(),
     };
     let mut edits = Edits::default();
-    let Some(choices) = completion.get("choices") else {
-        return Ok((turn, edits));
-    };
-    let Some(choices) = choices.as_array() else {
-        // Not a list: nothing a client reads as choices.
-        edits.push(Edit::Put {
-            at: vec![],
-            key: "choices",
-            value: Value::Array(Vec::new()),
-        });
-        return Ok((turn, edits));
-    };
+    let choices = shape::list(completion.get("choices"), &[Step::Key("choices")])?;
     let at_choices = vec![Step::Key("choices")];
-    let Some(choice) = choices.first().and_then(Value::as_object) else {
-        if !choices.is_empty() {
-            edits.push(Edit::Truncate {
-                at: at_choices,
-                len: 0,
-            });
-        }
+    let Some(choice) = choices.first() else {
         return Ok((turn, edits));
     };
+    let choice = shape::entry(choice, &[Step::Key("choices"), Step::Index(0)])?;
     if choices.len() > 1 {
         edits.push(Edit::Truncate {
             at: at_choices,
@@ -87,37 +75,30 @@ pub fn judge_completion(
             value: json!(0),
         });
     }
-    let Some(message) = choice.get("message").and_then(Value::as_object) else {
+    let Some(message) = shape::object(choice.get("message"), &[Step::Key("message")])
+        .map_err(|e| e.under(&at_choice))?
+    else {
         return Ok((turn, edits));
     };
     let mut at_message = at_choice;
     at_message.push(Step::Key("message"));
+    check_calls(message).map_err(|e| e.under(&at_message))?;
     let mut at_calls = at_message.clone();
     at_calls.push(Step::Key("tool_calls"));
     // The history keeps what the model wrote, withheld calls included.
     let mut assistant = message.clone();
-    match assistant.get_mut("tool_calls") {
-        Some(Value::Array(calls)) => {
-            for (i, call) in calls.iter_mut().enumerate() {
-                if let Some(id) = ensure_id(call) {
-                    let mut at = at_calls.clone();
-                    at.push(Step::Index(i));
-                    edits.push(Edit::Put {
-                        at,
-                        key: "id",
-                        value: Value::String(id),
-                    });
-                }
+    // A list, `null` or absent: `check_calls` let nothing else through.
+    if let Some(Value::Array(calls)) = assistant.get_mut("tool_calls") {
+        for (i, call) in calls.iter_mut().enumerate() {
+            if let Some(id) = ensure_id(call) {
+                let mut at = at_calls.clone();
+                at.push(Step::Index(i));
+                edits.push(Edit::Put {
+                    at,
+                    key: "id",
+                    value: Value::String(id),
+                });
             }
-        }
-        Some(Value::Null) | None => {}
-        // A client cannot read a list of calls out of anything else.
-        Some(_) => {
-            assistant.remove("tool_calls");
-            edits.push(Edit::Remove {
-                at: at_message.clone(),
-                key: "tool_calls",
-            });
         }
     }
     if let Some(Value::Array(calls)) = assistant.get("tool_calls") {
@@ -147,6 +128,32 @@ pub fn judge_completion(
         });
     }
     Ok((turn, edits))
+}
+
+/// Reads a message's (or a delta's) calls as a judge may: `tool_calls` a
+/// list of objects, each one's `function` and `custom` an object naming
+/// its tool with a string, `function_call` the same; `null` is absent,
+/// as the SDKs read it. The path is from the message down.
+pub fn check_calls(message: &Map<String, Value>) -> Result<(), Unreadable> {
+    use Step::{Index, Key};
+    let calls = shape::list(message.get("tool_calls"), &[Key("tool_calls")])?;
+    for (j, call) in calls.iter().enumerate() {
+        let at = [Key("tool_calls"), Index(j)];
+        let call = shape::entry(call, &at)?;
+        for body in ["function", "custom"] {
+            let Some(body_of) =
+                shape::object(call.get(body), &[Key(body)]).map_err(|e| e.under(&at))?
+            else {
+                continue;
+            };
+            shape::name(body_of.get("name"), &[Key(body), Key("name")])
+                .map_err(|e| e.under(&at))?;
+        }
+    }
+    if let Some(legacy) = shape::object(message.get("function_call"), &[Key("function_call")])? {
+        shape::name(legacy.get("name"), &[Key("function_call"), Key("name")])?;
+    }
+    Ok(())
 }
 
 /// Judges one `tool_calls` entry by every name a client could read off it.
@@ -409,6 +416,71 @@ mod tests {
         assert!(turn.calls.is_empty());
         assert_eq!(c["choices"].as_array().unwrap().len(), 1);
         assert_eq!(c["choices"][0]["message"]["content"], "hi");
+    }
+
+    #[test]
+    fn a_call_in_a_shape_no_judge_reads_refuses_the_completion() {
+        let read = call("a", "read", "{}");
+        let message = |m: Value| json!({"choices": [{"index": 0, "message": m}]});
+        let cases = [
+            (
+                json!({"choices": {"0": {"message": {"tool_calls": [read]}}}}),
+                "`choices` is an object, not a list",
+            ),
+            (
+                json!({"choices": [[{"message": {"tool_calls": [read]}}]]}),
+                "`choices[0]` is a list, not an object",
+            ),
+            (
+                json!({"choices": [{"message": [{"tool_calls": [read]}]}]}),
+                "`choices[0].message` is a list, not an object",
+            ),
+            (
+                message(json!({"tool_calls": {"0": read}})),
+                "`choices[0].message.tool_calls` is an object, not a list",
+            ),
+            (
+                message(json!({"tool_calls": [null, read]})),
+                "`choices[0].message.tool_calls[0]` is null, not an object",
+            ),
+            (
+                message(json!({"tool_calls": [{"id": "a", "function": [{"name": "read"}]}]})),
+                "`choices[0].message.tool_calls[0].function` is a list, not an object",
+            ),
+            (
+                message(json!({"tool_calls": [{"id": "a", "custom": {"name": ["read"]}}]})),
+                "`choices[0].message.tool_calls[0].custom.name` is a list, not a string",
+            ),
+            (
+                message(json!({"function_call": "read"})),
+                "`choices[0].message.function_call` is a string, not an object",
+            ),
+            (
+                message(json!({"function_call": {"name": 7}})),
+                "`choices[0].message.function_call.name` is a number, not a string",
+            ),
+        ];
+        for (completion, why) in cases {
+            let answer = completion.as_object().unwrap();
+            let refused = judge_completion(answer, &plan(Mode::Both)).unwrap_err();
+            assert_eq!(refused.to_string(), why);
+        }
+        // `null` where the API makes a field optional is absent.
+        for completion in [
+            json!({"choices": null}),
+            message(Value::Null),
+            message(json!({"content": "hi", "tool_calls": null, "function_call": null})),
+            message(
+                json!({"tool_calls": [{"id": "a", "type": "custom", "function": null,
+                                           "custom": {"name": "run_code", "input": ""}}]}),
+            ),
+        ] {
+            let answer = completion.as_object().unwrap();
+            assert!(
+                judge_completion(answer, &plan(Mode::Code)).is_ok(),
+                "{completion}"
+            );
+        }
     }
 
     #[test]

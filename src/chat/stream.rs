@@ -19,7 +19,7 @@ mod chunk;
 
 use accumulate::accumulate_except;
 use calls::CallTracker;
-use chunk::{forward_inert, may_hold_call, only_first_choice, template_of};
+use chunk::{check_chunk, forward_inert, may_hold_call, only_first_choice, template_of};
 
 use super::answer::assistant_turn;
 use super::Chat;
@@ -95,7 +95,7 @@ impl StreamJudge {
 
     /// Judges one event, appending what the client gets to `out`
     /// ([`RoundJudge::on_event`]).
-    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
         let hidden = self.turn.hides_end();
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry no call; the client keeps its
@@ -104,13 +104,13 @@ impl StreamJudge {
             if !hidden {
                 out.push(ev.raw);
             }
-            return;
+            return Ok(());
         };
         if self.turn.errored {
             // After an error nothing is judged any more: only what cannot
             // carry a call goes out as it came.
             forward_inert(data, ev.raw, out);
-            return;
+            return Ok(());
         }
         if ev.is_done() {
             if self.turn.decision.is_none() {
@@ -119,12 +119,12 @@ impl StreamJudge {
             if !self.turn.hides_end() {
                 out.push(ev.raw);
             }
-            return;
+            return Ok(());
         }
         if ev.event.as_deref() == Some("error") {
             self.turn.errored = true;
             forward_inert(data, ev.raw, out);
-            return;
+            return Ok(());
         }
         // The cheap byte check: a first-round event that cannot hold a call
         // or an error goes out as it came, without a JSON parse.
@@ -139,25 +139,31 @@ impl StreamJudge {
                 self.turn.round.deferred.push(data.to_owned());
             }
             out.push(ev.raw);
-            return;
+            return Ok(());
         }
         self.flush_deferred();
         if self.forward_unchanged(data) {
             out.push(ev.raw);
-            return;
+            return Ok(());
         }
         match parse_noting_repeats(data.as_bytes()) {
             // A chunk repeating a key is read differently by other clients:
             // it goes out written from the reading judged, never as it came.
             Ok((chunk @ Value::Object(_), repeated)) => {
-                self.on_chunk(chunk, (!repeated).then_some(ev.raw), out);
+                self.on_chunk(chunk, (!repeated).then_some(ev.raw), out)
             }
             // Not a JSON object: no client reads a chunk out of it, unless it
             // reads JSON more leniently than serde (NaN, lone surrogates,
-            // deep nesting): then it goes out only if no call can be in it.
-            _ if !hidden && !may_hold_call(data) => out.push(ev.raw),
+            // deep nesting). One that may hold a call is refused; one that
+            // cannot goes out as it came.
+            parsed if may_hold_call(data) => {
+                Err(Unreadable::event(parsed.as_ref().ok().map(|(v, _)| v)))
+            }
             _ => {
-                tracing::warn!(target: "codemode::denial", "an upstream event that is not a JSON object and may hold a call was dropped");
+                if !hidden {
+                    out.push(ev.raw);
+                }
+                Ok(())
             }
         }
     }
@@ -166,7 +172,12 @@ impl StreamJudge {
     /// stand for that reading (no repeated key). The judge edits the chunk
     /// freely and reports nothing: the bytes go out only when what it made
     /// equals what it read, so no change can go unreported.
-    fn on_chunk(&mut self, mut chunk: Value, raw: Option<Bytes>, out: &mut Vec<Bytes>) {
+    fn on_chunk(
+        &mut self,
+        mut chunk: Value,
+        raw: Option<Bytes>,
+        out: &mut Vec<Bytes>,
+    ) -> Result<(), Unreadable> {
         let reading = raw.as_ref().map(|_| chunk.clone());
         let write = |chunk: &Value, out: &mut Vec<Bytes>| {
             out.push(match raw {
@@ -182,8 +193,11 @@ impl StreamJudge {
                 c.remove("choices");
             }
             write(&chunk, out);
-            return;
+            return Ok(());
         }
+        // Where a call could stand, the chunk is read whole before any of
+        // it goes out (`crate::turn::shape`).
+        check_chunk(&chunk)?;
         if self.completion_id.is_none() {
             self.completion_id = chunk
                 .get("id")
@@ -231,7 +245,8 @@ impl StreamJudge {
                     Some(other @ (Value::Array(_) | Value::Null)) => {
                         delta.insert("tool_calls".into(), other);
                     }
-                    // Anything else is no list of calls a client could read: dropped.
+                    // `check_chunk` refused anything else; were one here, no
+                    // client would get it.
                     Some(_) => judged = true,
                     None => {}
                 }
@@ -268,7 +283,7 @@ impl StreamJudge {
             }
         }
         if self.turn.hides_end() {
-            return; // This turn's end (finish, usage, trailers) stays hidden.
+            return Ok(()); // This turn's end (finish, usage, trailers) stays hidden.
         }
         if self.turn.rounds.before() > 0
             && self.turn.usage.is_some()
@@ -279,9 +294,10 @@ impl StreamJudge {
         }
         let has_usage = chunk.get("usage").is_some_and(|u| !u.is_null());
         if emptied && !finishing && !has_usage {
-            return; // Only withheld calls were in it.
+            return Ok(()); // Only withheld calls were in it.
         }
         write(&chunk, out);
+        Ok(())
     }
 
     /// The round's calls, judged (arguments as far as they arrived).
@@ -346,8 +362,7 @@ impl StreamJudge {
 
 impl RoundJudge for StreamJudge {
     fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
-        self.judge_event(ev, out);
-        Ok(())
+        self.judge_event(ev, out)
     }
 
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {

@@ -119,3 +119,52 @@ async fn a_gemini_chunk_whose_candidates_is_an_object_ends_the_stream() {
     let res = proxy.post(STREAM, &gemini_request(), GOOGLE).await;
     assert_ended(res, "Before.", "`candidates` is an object, not a list").await;
 }
+
+// ---- Chat Completions ----
+
+fn chat_request(stream: bool) -> Value {
+    json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "go"}],
+           "tools": [
+               {"type": "function", "function": {"name": DENIED, "parameters": {"type": "object"}}},
+               {"type": "function", "function": {"name": "run_code", "parameters": {"type": "object"}}}]})
+}
+
+fn chat_call() -> Value {
+    json!({"index": 0, "id": "call_1", "type": "function",
+           "function": {"name": DENIED, "arguments": "{\"path\":\"a\"}"}})
+}
+
+#[tokio::test]
+async fn a_chat_completion_whose_tool_calls_is_an_object_is_refused() {
+    let answer = json!({"id": "c1", "object": "chat.completion", "choices": [{"index": 0,
+        "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": {"0": chat_call()}}}]});
+    let (_p, proxy) = locked("/v1/chat/completions$", &answer.to_string(), false).await;
+    let res = proxy.chat(&chat_request(false), &[]).await;
+    assert_refused(
+        res,
+        "`choices[0].message.tool_calls` is an object, not a list",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_chat_chunk_whose_tool_calls_is_an_object_ends_the_stream() {
+    let chunk = |delta: Value| {
+        let c = json!({"id": "c1", "object": "chat.completion.chunk",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+        format!("data: {c}\n\n")
+    };
+    let stream = chunk(json!({"role": "assistant", "content": "Before."}))
+        + &chunk(json!({"tool_calls": {"0": chat_call()}}))
+        + &chunk(json!({"content": "After."}))
+        + "data: [DONE]\n\n";
+    let (_p, proxy) = locked("/v1/chat/completions$", &stream, true).await;
+    let res = proxy.chat(&chat_request(true), &[]).await;
+    assert_ended(
+        res,
+        "Before.",
+        "`choices[0].delta.tool_calls` is an object, not a list",
+    )
+    .await;
+}

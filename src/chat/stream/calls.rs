@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::classify::{classify, Verdict};
 use crate::plan::ToolPlan;
 use crate::turn::mint_call_id;
-use crate::turn::{fate, judge_names, JudgedCall, Shape};
+use crate::turn::{fate, judge_names, JudgedCall, Obj, Shape};
 
 /// One call of the turn.
 #[derive(Debug, Default)]
@@ -255,9 +255,9 @@ impl CallTracker {
     /// Records `deltas` when each continues a call the client already has,
     /// under the index and id the client knows; then the chunk can go out
     /// as it came. Nothing is recorded (false) when any delta needs more.
-    pub fn continue_unchanged(&mut self, deltas: &[DeltaView<'_>]) -> bool {
+    pub fn continue_unchanged(&mut self, deltas: &[Obj<DeltaView<'_>>]) -> bool {
         let mut slots = Vec::with_capacity(deltas.len());
-        for d in deltas {
+        for Obj(d) in deltas {
             if d.custom.is_some() || d.kind.as_deref().is_some_and(|k| k != "function") {
                 return false;
             }
@@ -265,7 +265,7 @@ impl CallTracker {
             let named = d
                 .function
                 .as_ref()
-                .and_then(|f| f.name.as_deref())
+                .and_then(|Obj(f)| f.name.as_deref())
                 .is_some_and(|n| !n.is_empty());
             let found = match (id, d.index) {
                 (Some(id), _) => self
@@ -288,8 +288,12 @@ impl CallTracker {
             }
             slots.push(slot);
         }
-        for (d, slot) in deltas.iter().zip(slots) {
-            if let Some(args) = d.function.as_ref().and_then(|f| f.arguments.as_deref()) {
+        for (Obj(d), slot) in deltas.iter().zip(slots) {
+            if let Some(args) = d
+                .function
+                .as_ref()
+                .and_then(|Obj(f)| f.arguments.as_deref())
+            {
                 self.calls[slot].arguments.push_str(args);
             }
         }
@@ -344,7 +348,7 @@ pub struct DeltaView<'a> {
     #[serde(borrow)]
     id: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
-    function: Option<FunctionView<'a>>,
+    function: Option<Obj<FunctionView<'a>>>,
     /// A custom call's body: never continued unparsed.
     #[serde(borrow)]
     custom: Option<&'a serde_json::value::RawValue>,

@@ -9,7 +9,9 @@ use serde_json::{json, Map, Value};
 
 use super::calls::DeltaView;
 use super::StreamJudge;
+use crate::chat::completion::check_calls;
 use crate::sse::data_event as sse_data;
+use crate::turn::{shape, Obj, Step, Unreadable};
 
 impl StreamJudge {
     /// The common chunk in a tool stream continues a call the client already
@@ -22,14 +24,17 @@ impl StreamJudge {
         {
             return false;
         }
-        let Ok(view) = serde_json::from_str::<ChunkView<'_>>(data) else {
+        // Views read only objects where objects go (serde's derive would
+        // also take a list of the fields), so nothing the full path refuses
+        // goes out here as it came.
+        let Ok(Obj(view)) = serde_json::from_str::<Obj<ChunkView<'_>>>(data) else {
             return false;
         };
         let present = |v: &Option<&RawValue>| v.is_some_and(|v| v.get() != "null");
         if present(&view.error) || present(&view.usage) {
             return false;
         }
-        let [choice] = view.choices.as_slice() else {
+        let [Obj(choice)] = view.choices.as_slice() else {
             return false;
         };
         if present(&choice.finish_reason)
@@ -38,7 +43,7 @@ impl StreamJudge {
         {
             return false;
         }
-        let Some(delta) = &choice.delta else {
+        let Some(Obj(delta)) = &choice.delta else {
             return false;
         };
         if present(&delta.function_call) {
@@ -96,6 +101,26 @@ pub(super) fn forward_inert(data: &str, raw: Bytes, out: &mut Vec<Bytes>) {
     }
 }
 
+/// Reads a chunk where a call could stand as a judge may
+/// (`crate::turn::shape`): `choices` a list whose first entry (the one
+/// kept: [`only_first_choice`]) is an object, its `delta` and `message`
+/// objects whose calls [`check_calls`] reads; `null` is absent.
+pub(super) fn check_chunk(chunk: &Value) -> Result<(), Unreadable> {
+    use Step::{Index, Key};
+    let choices = shape::list(chunk.get("choices"), &[Key("choices")])?;
+    let Some(choice) = choices.first() else {
+        return Ok(());
+    };
+    let choice = shape::entry(choice, &[Key("choices"), Index(0)])?;
+    for part in ["delta", "message"] {
+        let at = [Key("choices"), Index(0), Key(part)];
+        if let Some(fields) = shape::object(choice.get(part), &at)? {
+            check_calls(fields).map_err(|e| e.under(&at))?;
+        }
+    }
+    Ok(())
+}
+
 /// Keeps only the first choice of a chunk, as choice 0, without a whole
 /// `message` holding calls. `n = 1` is enforced wherever a call can be
 /// denied, so any other choice is nothing a client asked for; forwarded, it
@@ -140,7 +165,7 @@ struct ChunkView<'a> {
     #[serde(borrow)]
     usage: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    choices: Vec<ChoiceView<'a>>,
+    choices: Vec<Obj<ChoiceView<'a>>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -152,7 +177,7 @@ struct ChoiceView<'a> {
     #[serde(borrow)]
     finish_reason: Option<&'a RawValue>,
     #[serde(borrow)]
-    delta: Option<DeltaHead<'a>>,
+    delta: Option<Obj<DeltaHead<'a>>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -160,7 +185,7 @@ struct DeltaHead<'a> {
     #[serde(borrow)]
     content: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
-    tool_calls: Vec<DeltaView<'a>>,
+    tool_calls: Vec<Obj<DeltaView<'a>>>,
     #[serde(borrow)]
     function_call: Option<&'a RawValue>,
 }
@@ -185,6 +210,71 @@ pub fn error_event(message: &str, code: &str) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::may_hold_call;
+    use crate::mode::Mode;
+    use crate::test_support::{agent_plan, judge_pieces, StreamJudge};
+    use serde_json::json;
+
+    fn chunk(delta: serde_json::Value) -> String {
+        let c = json!({"id": "c1", "object": "chat.completion.chunk",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+        format!("data: {c}\n\n")
+    }
+
+    #[test]
+    fn a_chunk_with_calls_in_a_shape_no_judge_reads_ends_the_stream() {
+        let read = json!({"index": 0, "id": "c", "type": "function",
+                          "function": {"name": "read", "arguments": "{}"}});
+        for (unreadable, why) in [
+            (
+                chunk(json!({"tool_calls": {"0": read}})),
+                "`choices[0].delta.tool_calls` is an object, not a list",
+            ),
+            (
+                chunk(json!([{"tool_calls": [read]}])),
+                "`choices[0].delta` is a list, not an object",
+            ),
+            (
+                format!(
+                    "data: {}\n\n",
+                    json!({"id": "c1", "choices": {"0": {"delta": {"tool_calls": [read]}}}})
+                ),
+                "`choices` is an object, not a list",
+            ),
+            (
+                chunk(json!({"tool_calls": [{"index": 0, "function": {"name": ["read"]}}]})),
+                "`choices[0].delta.tool_calls[0].function.name` is a list, not a string",
+            ),
+            (
+                chunk(json!({"function_call": [{"name": "read"}]})),
+                "`choices[0].delta.function_call` is a list, not an object",
+            ),
+            (
+                // Python's `json` reads NaN; serde reads no JSON out of it.
+                chunk(json!({"tool_calls": [read]})).replacen("{", "{\"x\":NaN,", 1),
+                "it is no JSON, not an object",
+            ),
+        ] {
+            let stream = chunk(json!({"role": "assistant", "content": "Before."}))
+                + &unreadable
+                + &chunk(json!({"content": "After."}))
+                + "data: [DONE]\n\n";
+            let run = judge_pieces(
+                StreamJudge::new(agent_plan(Mode::Both), 2),
+                &[stream.as_bytes()],
+            );
+            let text = String::from_utf8_lossy(&run.client);
+            assert_eq!(
+                run.refused.map(|e| e.to_string()).as_deref(),
+                Some(why),
+                "{text}"
+            );
+            assert!(!text.contains("read") && !text.contains("After."), "{text}");
+            assert!(
+                text.contains("Before.") && text.contains("upstream_invalid_response"),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn only_ascii_escapes_and_call_keys_leave_the_fast_path() {
