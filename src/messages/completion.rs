@@ -6,8 +6,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::items::{is_call_block, is_safe_block, judge_block};
+use super::items::{check_block, is_call_block, is_safe_block, judge_block};
 use crate::plan::ToolPlan;
+use crate::turn::shape;
 use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step, Unreadable};
 
 /// The model's turn after judging.
@@ -36,16 +37,20 @@ impl JudgedMessage {
 }
 
 /// Judges every `tool_use` block of `message`: the turn, and the edit that
-/// withholds from its `content` every call that does not pass.
+/// withholds from its `content` every call that does not pass. A
+/// `content` that is no list, a block that is no object, or a call block
+/// whose name is no string refuses the message (`crate::turn::shape`;
+/// `null` is absent).
 pub fn judge_message(
     message: &Map<String, Value>,
     plan: &ToolPlan,
 ) -> Result<(JudgedMessage, Edits), Unreadable> {
     let mut turn = JudgedMessage::default();
-    let content = match message.get("content") {
-        Some(Value::Array(blocks)) => blocks.clone(),
-        _ => Vec::new(),
-    };
+    let blocks = shape::list(message.get("content"), &[Step::Key("content")])?;
+    for (i, block) in blocks.iter().enumerate() {
+        check_block(block).map_err(|e| e.under(&[Step::Key("content"), Step::Index(i)]))?;
+    }
+    let content = blocks.to_vec();
     turn.assistant = json!({"role": "assistant", "content": content});
     let mut keep = Vec::with_capacity(content.len());
     for block in &content {

@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, JudgedCall, Shape};
+use crate::turn::shape;
+use crate::turn::{fate, judge_names, JudgedCall, Shape, Step, Unreadable};
 
 /// The block types that are no call a client executes: the model's words
 /// and thinking, and the provider's own tool blocks (each
@@ -35,6 +36,18 @@ pub fn is_safe_block(kind: &str) -> bool {
 /// block not known to be safe.
 pub fn is_call_block(block: &Value) -> bool {
     !is_safe_block(block.get("type").and_then(Value::as_str).unwrap_or(""))
+}
+
+/// A content block as a judge may read it (`crate::turn::shape`): an
+/// object, whose `name`, when it is judged as a call, is a string (a
+/// JavaScript client looks a tool up by a list as by the string it joins
+/// to). The path is from the block down.
+pub fn check_block(block: &Value) -> Result<(), Unreadable> {
+    let fields = shape::entry(block, &[])?;
+    if is_call_block(block) {
+        shape::name(fields.get("name"), &[Step::Key("name")])?;
+    }
+    Ok(())
 }
 
 /// Judges one content block; `None` for a block that is no call.

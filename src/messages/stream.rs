@@ -191,6 +191,28 @@ impl Round {
 
 // ---- the judge ----
 
+/// Reads an event where a call could stand as a judge may
+/// (`crate::turn::shape`), before any of it goes out: its
+/// `content_block` a block ([`items::check_block`]), its `message` an
+/// object whose `content` is a list of blocks; `null` is absent. Whatever
+/// the event's type: the SDKs' message snapshot starts from
+/// `message_start`'s message, content included.
+fn check_event(event: &Map<String, Value>) -> Result<(), Unreadable> {
+    use crate::turn::shape;
+    use crate::turn::Step::{Index, Key};
+    if let Some(block) = event.get("content_block").filter(|b| !b.is_null()) {
+        items::check_block(block).map_err(|e| e.under(&[Key("content_block")]))?;
+    }
+    if let Some(message) = shape::object(event.get("message"), &[Key("message")])? {
+        let at = [Key("message"), Key("content")];
+        for (i, block) in shape::list(message.get("content"), &at)?.iter().enumerate() {
+            items::check_block(block)
+                .map_err(|e| e.under(&[Key("message"), Key("content"), Index(i)]))?;
+        }
+    }
+    Ok(())
+}
+
 /// Judges one client stream of the Messages API across its rounds.
 pub struct MessagesJudge {
     plan: Arc<ToolPlan>,
@@ -221,14 +243,14 @@ impl MessagesJudge {
 
     /// Judges one event, appending what the client gets to `out`
     /// ([`RoundJudge::on_event`]).
-    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry nothing to judge: they keep the
             // client's connection alive while the round is open.
             if self.turn.decision.is_none() {
                 out.push(ev.raw);
             }
-            return;
+            return Ok(());
         };
         if self.turn.decision.is_some() {
             // The round has ended (its message_delta, or an error): only its
@@ -236,16 +258,19 @@ impl MessagesJudge {
             if is_stop(data) {
                 self.send_stop(out);
             }
-            return;
+            return Ok(());
         }
         if self.fast(&ev, data, out) {
-            return;
+            return Ok(());
         }
         match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(event)) => self.on_object(event, out),
-            _ => {
-                tracing::warn!(target: "codemode::denial", "an upstream Messages event that is not a JSON object was dropped");
+            Ok(Value::Object(event)) => {
+                check_event(&event)?;
+                self.on_object(event, out);
+                Ok(())
             }
+            Ok(other) => Err(Unreadable::event(Some(&other))),
+            Err(_) => Err(Unreadable::event(None)),
         }
     }
 

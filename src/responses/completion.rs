@@ -6,8 +6,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::items::{is_safe_type, judge_item};
+use super::items::{check_item, is_safe_type, judge_item};
 use crate::plan::ToolPlan;
+use crate::turn::shape;
 use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step, Unreadable};
 
 /// The model's turn after judging.
@@ -45,26 +46,20 @@ pub fn message_text(item: &Value) -> Option<String> {
 
 /// Judges every call item of `response`: the turn, and the edit that
 /// withholds from its `output` every call that does not pass (denied ones,
-/// and programs the proxy runs).
+/// and programs the proxy runs). An `output` that is no list, an item
+/// that is no object, or a call item whose names are no strings refuses
+/// the response (`crate::turn::shape`; `null` is absent).
 pub fn judge_response(
     response: &Map<String, Value>,
     plan: &ToolPlan,
 ) -> Result<(JudgedResponse, Edits), Unreadable> {
     let mut turn = JudgedResponse::default();
     let mut edits = Edits::default();
-    let Some(output) = response.get("output") else {
-        return Ok((turn, edits));
-    };
-    let Some(items) = output.as_array() else {
-        // Not a list: nothing a client reads items out of.
-        edits.push(Edit::Put {
-            at: vec![],
-            key: "output",
-            value: Value::Array(Vec::new()),
-        });
-        return Ok((turn, edits));
-    };
-    turn.items = items.clone();
+    let items = shape::list(response.get("output"), &[Step::Key("output")])?;
+    for (i, item) in items.iter().enumerate() {
+        check_item(item).map_err(|e| e.under(&[Step::Key("output"), Step::Index(i)]))?;
+    }
+    turn.items = items.to_vec();
     let mut keep = Vec::with_capacity(items.len());
     for item in items {
         match judge_item(item, plan) {

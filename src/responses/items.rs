@@ -17,7 +17,8 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
-use crate::turn::{fate, judge_names, JudgedCall, Shape};
+use crate::turn::shape;
+use crate::turn::{fate, judge_names, JudgedCall, Shape, Step, Unreadable};
 
 /// The item types that are calls a client executes, with the tool each
 /// names when the item carries no `name`, and the type of its answer.
@@ -155,6 +156,20 @@ pub fn call_id(item: &Map<String, Value>) -> String {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()
+}
+
+/// An output item as a judge may read it (`crate::turn::shape`): an
+/// object, whose `name` and `namespace`, when it is judged as a call, are
+/// strings (a JavaScript client looks a tool up by a list as by the
+/// string it joins to). The path is from the item down.
+pub fn check_item(item: &Value) -> Result<(), Unreadable> {
+    let fields = shape::entry(item, &[])?;
+    if is_judged_item(item) {
+        for key in ["name", "namespace"] {
+            shape::name(fields.get(key), &[Step::Key(key)])?;
+        }
+    }
+    Ok(())
 }
 
 /// Judges one output item; `None` for an item known to be no call a

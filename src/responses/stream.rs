@@ -114,6 +114,22 @@ impl Round {
     }
 }
 
+/// Reads an event where a call could stand as a judge may
+/// (`crate::turn::shape`), before any of it goes out: its `item` an output
+/// item ([`items::check_item`]), its `response` an object whose `output`
+/// is a list; `null` is absent. Whatever the event's type: a client that
+/// keeps a snapshot of the response reads these off any event.
+fn check_event(event: &Map<String, Value>) -> Result<(), Unreadable> {
+    use crate::turn::{shape, Step::Key};
+    if let Some(item) = event.get("item").filter(|i| !i.is_null()) {
+        items::check_item(item).map_err(|e| e.under(&[Key("item")]))?;
+    }
+    if let Some(response) = shape::object(event.get("response"), &[Key("response")])? {
+        shape::list(response.get("output"), &[Key("response"), Key("output")])?;
+    }
+    Ok(())
+}
+
 /// Judges one client stream of the Responses API across its rounds.
 pub struct ResponsesJudge {
     plan: Arc<ToolPlan>,
@@ -154,36 +170,38 @@ impl ResponsesJudge {
 
     /// Judges one event, appending what the client gets to `out`
     /// ([`RoundJudge::on_event`]).
-    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) {
+    fn judge_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
         let Some(data) = ev.data.as_deref() else {
             // Comments and keep-alives carry nothing to judge: they keep the
             // client's connection alive while the round is open.
             if self.turn.decision.is_none() {
                 out.push(ev.raw);
             }
-            return;
+            return Ok(());
         };
         if ev.is_done() {
             self.done_sentinel = true;
-            return;
+            return Ok(());
         }
         if self.turn.decision.is_some() {
             // The round has ended (its terminal, or an error): nothing after
             // it is judged, so nothing after it goes out.
-            return;
+            return Ok(());
         }
         if self.turn.errored {
-            self.after_error(data, out);
-            return;
+            return self.after_error(data, out);
         }
         if self.fast(data, out) {
-            return;
+            return Ok(());
         }
         match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(event)) => self.on_object(event, out),
-            _ => {
-                tracing::warn!(target: "codemode::denial", "an upstream Responses event that is not a JSON object was dropped");
+            Ok(Value::Object(event)) => {
+                check_event(&event)?;
+                self.on_object(event, out);
+                Ok(())
             }
+            Ok(other) => Err(Unreadable::event(Some(&other))),
+            Err(_) => Err(Unreadable::event(None)),
         }
     }
 

@@ -54,13 +54,19 @@ async fn assert_refused(res: reqwest::Response, why: &str) {
     let body = res.text().await.unwrap();
     assert_eq!(status, 502, "{body}");
     assert!(!body.contains(DENIED), "{body}");
-    assert!(body.contains("upstream_invalid_response"), "{body}");
+    // The code where the dialect's error shape has one (Anthropic's has
+    // none: its message says why).
+    assert!(
+        body.contains("upstream_invalid_response") || body.contains("\"api_error\""),
+        "{body}"
+    );
+    assert!(body.contains("cannot be judged"), "{body}");
     assert!(body.contains(why), "{body}");
 }
 
 /// A stream the proxy ended at the event it could not read: what came
-/// before (`before`) went out, then the dialect's error, and nothing of
-/// the event or after it.
+/// before (`before`) went out, then the dialect's error event, and
+/// nothing of the event or after it.
 async fn assert_ended(res: reqwest::Response, before: &str, why: &str) {
     let status = res.status();
     let body = res.text().await.unwrap();
@@ -71,8 +77,9 @@ async fn assert_ended(res: reqwest::Response, before: &str, why: &str) {
         !body.contains("After."),
         "nothing after it goes out: {body}"
     );
+    // Anthropic's error event names no code: every dialect's says why.
     let error = body
-        .find("upstream_invalid_response")
+        .find("cannot be judged")
         .unwrap_or_else(|| panic!("no error event: {body}"));
     assert!(body.find(before) < Some(error), "{body}");
     assert!(body.contains(why), "{body}");
@@ -167,4 +174,122 @@ async fn a_chat_chunk_whose_tool_calls_is_an_object_ends_the_stream() {
         "`choices[0].delta.tool_calls` is an object, not a list",
     )
     .await;
+}
+
+// ---- Responses ----
+
+fn responses_request(stream: bool) -> Value {
+    json!({"model": "m", "input": "go", "stream": stream, "tools": [
+        {"type": "function", "name": DENIED, "parameters": {"type": "object"}},
+        {"type": "function", "name": "run_code", "parameters": {"type": "object"}}]})
+}
+
+fn responses_call() -> Value {
+    json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": DENIED,
+           "arguments": "{\"path\":\"a\"}", "status": "completed"})
+}
+
+#[tokio::test]
+async fn a_response_whose_output_is_an_object_is_refused() {
+    let answer = json!({"id": "resp_1", "object": "response", "status": "completed",
+                        "output": {"0": responses_call()}});
+    let (_p, proxy) = locked("/v1/responses$", &answer.to_string(), false).await;
+    let res = proxy
+        .post("/v1/responses", &responses_request(false), &[])
+        .await;
+    assert_refused(res, "`output` is an object, not a list").await;
+}
+
+#[tokio::test]
+async fn a_responses_event_whose_item_is_a_list_ends_the_stream() {
+    let event = |kind: &str, mut e: Value| {
+        e["type"] = json!(kind);
+        format!("event: {kind}\ndata: {e}\n\n")
+    };
+    let text = json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                      "content": [{"type": "output_text", "text": "Before.", "annotations": []}]});
+    let after = json!({"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": "After.", "annotations": []}]});
+    let stream = event(
+        "response.created",
+        json!({"sequence_number": 0,
+            "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
+    ) + &event(
+        "response.output_item.done",
+        json!({"sequence_number": 1, "output_index": 0, "item": text}),
+    ) + &event(
+        "response.output_item.added",
+        json!({"sequence_number": 2, "output_index": 1,
+            "item": [responses_call()]}),
+    ) + &event(
+        "response.output_item.done",
+        json!({"sequence_number": 3, "output_index": 2, "item": after}),
+    ) + &event(
+        "response.completed",
+        json!({"sequence_number": 4,
+            "response": {"id": "resp_1", "object": "response", "status": "completed", "output": []}}),
+    );
+    let (_p, proxy) = locked("/v1/responses$", &stream, true).await;
+    let res = proxy
+        .post("/v1/responses", &responses_request(true), &[])
+        .await;
+    assert_ended(res, "Before.", "`item` is a list, not an object").await;
+}
+
+// ---- Messages ----
+
+const ANTHROPIC: &[(&str, &str)] = &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")];
+
+fn messages_request(stream: bool) -> Value {
+    json!({"model": "m", "max_tokens": 100, "stream": stream,
+           "messages": [{"role": "user", "content": "go"}],
+           "tools": [{"name": DENIED, "input_schema": {"type": "object"}},
+                     {"name": "run_code", "input_schema": {"type": "object"}}]})
+}
+
+fn messages_call() -> Value {
+    json!({"type": "tool_use", "id": "toolu_1", "name": DENIED, "input": {"path": "a"}})
+}
+
+#[tokio::test]
+async fn a_message_whose_content_is_an_object_is_refused() {
+    let answer = json!({"id": "msg_1", "type": "message", "role": "assistant",
+                        "content": {"0": messages_call()}, "stop_reason": "tool_use",
+                        "usage": {"input_tokens": 3, "output_tokens": 1}});
+    let (_p, proxy) = locked("/v1/messages$", &answer.to_string(), false).await;
+    let res = proxy
+        .post("/v1/messages", &messages_request(false), ANTHROPIC)
+        .await;
+    assert_refused(res, "`content` is an object, not a list").await;
+}
+
+#[tokio::test]
+async fn a_message_start_whose_content_is_an_object_ends_the_stream() {
+    let event = |e: Value| {
+        let kind = e["type"].as_str().unwrap().to_owned();
+        format!("event: {kind}\ndata: {e}\n\n")
+    };
+    let start = |id: &str, content: Value| {
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+               "model": "m", "content": content, "stop_reason": null,
+               "usage": {"input_tokens": 3, "output_tokens": 1}}})
+    };
+    let stream = event(start("msg_1", json!([])))
+        + &event(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        )
+        + &event(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Before."}}),
+        )
+        + &event(json!({"type": "content_block_stop", "index": 0}))
+        + &event(start("msg_1", json!({"0": messages_call()})))
+        + &event(
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "After."}}),
+        )
+        + &event(json!({"type": "message_stop"}));
+    let (_p, proxy) = locked("/v1/messages$", &stream, true).await;
+    let res = proxy
+        .post("/v1/messages", &messages_request(true), ANTHROPIC)
+        .await;
+    assert_ended(res, "Before.", "`message.content` is an object, not a list").await;
 }

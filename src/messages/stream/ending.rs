@@ -104,8 +104,7 @@ impl MessagesJudge {
 
 impl RoundJudge for MessagesJudge {
     fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
-        self.judge_event(ev, out);
-        Ok(())
+        self.judge_event(ev, out)
     }
 
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {

@@ -3,6 +3,7 @@
 //! borrowed view instead of a JSON tree.
 
 use super::*;
+use crate::turn::Obj;
 
 impl MessagesJudge {
     /// The common event continues a block the client already has (a text,
@@ -10,13 +11,16 @@ impl MessagesJudge {
     /// as it came, or with only its `index` replaced, without building a
     /// JSON tree. Anything else returns false.
     pub(super) fn fast(&mut self, ev: &SseEvent, data: &str, out: &mut Vec<Bytes>) -> bool {
-        let Ok(view) = serde_json::from_str::<EventView<'_>>(data) else {
+        // Only objects are read where objects go (serde's derive would
+        // also take a list of the fields): nothing the full path refuses
+        // goes out here.
+        let Ok(Obj(view)) = serde_json::from_str::<Obj<EventView<'_>>>(data) else {
             return false;
         };
         if view.kind != "content_block_delta" {
             return false;
         }
-        let (Some(index), Some(delta)) = (view.index, view.delta) else {
+        let (Some(index), Some(Obj(delta))) = (view.index, view.delta) else {
             return false;
         };
         let Ok(upstream) = index.get().parse::<u64>() else {
@@ -95,7 +99,7 @@ struct EventView<'a> {
     #[serde(borrow)]
     index: Option<&'a RawValue>,
     #[serde(borrow)]
-    delta: Option<DeltaView<'a>>,
+    delta: Option<Obj<DeltaView<'a>>>,
 }
 
 /// A delta's type and the fields that hold its text.

@@ -973,3 +973,90 @@ async fn the_body_hands_a_programs_calls_to_the_client() {
     assert_eq!(asked, vec![vec![json!("toolu_2")]]);
     assert_eq!(view(&embedded(), &bytes).blocks()[3], turn["content"][1]);
 }
+
+#[test]
+fn a_block_or_message_in_a_shape_no_judge_reads_ends_the_stream() {
+    let read = json!({"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}});
+    let cases = [
+        (
+            json!({"type": "content_block_start", "index": 1, "content_block": [read]}),
+            "`content_block` is a list, not an object",
+        ),
+        (
+            json!({"type": "content_block_start", "index": 1,
+                   "content_block": {"type": "tool_use", "id": "t", "name": ["Read"], "input": {}}}),
+            "`content_block.name` is a list, not a string",
+        ),
+        (
+            json!({"type": "message_start", "message": {"id": "msg_2", "content": {"0": read}}}),
+            "`message.content` is an object, not a list",
+        ),
+        (
+            json!({"type": "message_start", "message": {"id": "msg_2", "content": [[read]]}}),
+            "`message.content[0]` is a list, not an object",
+        ),
+    ];
+    for (unreadable, why) in cases {
+        let mut events = start("msg_1", 3);
+        events.extend(text(0, &["Before."]));
+        events.push(unreadable);
+        events.extend(text(2, &["After."]));
+        events.extend(end("end_turn", 2));
+        let run = crate::test_support::judge_pieces(
+            MessagesJudge::new(plan(Mode::Both, Runtime::Client), 2),
+            &[&sse(&events)],
+        );
+        let bytes = String::from_utf8_lossy(&run.client);
+        assert_eq!(
+            run.refused.map(|e| e.to_string()).as_deref(),
+            Some(why),
+            "{bytes}"
+        );
+        assert!(
+            !bytes.contains("Read") && !bytes.contains("After."),
+            "{bytes}"
+        );
+        // Anthropic's error event names no code: its message says why.
+        assert!(
+            bytes.contains("Before.") && bytes.contains("event: error"),
+            "{bytes}"
+        );
+        assert!(bytes.contains("cannot be judged"), "{bytes}");
+    }
+}
+
+#[test]
+fn a_message_whose_content_or_blocks_no_judge_reads_is_refused() {
+    use crate::messages::completion::judge_message;
+    let read = json!({"type": "tool_use", "id": "t", "name": "Read", "input": {}});
+    for (message, why) in [
+        (
+            json!({"content": {"0": read}}),
+            "`content` is an object, not a list",
+        ),
+        (
+            json!({"content": "Read"}),
+            "`content` is a string, not a list",
+        ),
+        (
+            json!({"content": [{"type": "text", "text": "a"}, [read]]}),
+            "`content[1]` is a list, not an object",
+        ),
+        (
+            json!({"content": [{"type": "tool_use", "id": "t", "name": {"0": "Read"}}]}),
+            "`content[0].name` is an object, not a string",
+        ),
+    ] {
+        let refused = judge_message(message.as_object().unwrap(), &code()).unwrap_err();
+        assert_eq!(refused.to_string(), why);
+    }
+    for message in [
+        json!({"content": null}),
+        json!({"content": [{"type": "text", "text": "a", "name": 1}]}),
+    ] {
+        assert!(
+            judge_message(message.as_object().unwrap(), &code()).is_ok(),
+            "{message}"
+        );
+    }
+}

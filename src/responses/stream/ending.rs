@@ -97,12 +97,18 @@ impl ResponsesJudge {
     /// `response.failed` that carries the same error still goes out (Codex
     /// reads the error's code there: quota stops it, anything else is
     /// retried).
-    pub(super) fn after_error(&mut self, data: &str, out: &mut Vec<Bytes>) {
+    pub(super) fn after_error(
+        &mut self,
+        data: &str,
+        out: &mut Vec<Bytes>,
+    ) -> Result<(), Unreadable> {
         if let Ok(Value::Object(event)) = serde_json::from_str::<Value>(data) {
             if event.get("type").and_then(Value::as_str) == Some("response.failed") {
+                check_event(&event)?;
                 self.on_failed(event, out);
             }
         }
+        Ok(())
     }
 
     /// The client stream is complete: a `[DONE]` that came goes out last.
@@ -126,8 +132,7 @@ impl ResponsesJudge {
 
 impl RoundJudge for ResponsesJudge {
     fn on_event(&mut self, ev: SseEvent, out: &mut Vec<Bytes>) -> Result<(), Unreadable> {
-        self.judge_event(ev, out);
-        Ok(())
+        self.judge_event(ev, out)
     }
 
     fn end_round(&mut self, out: &mut Vec<Bytes>) -> RoundEnd {

@@ -3,6 +3,7 @@
 //! borrowed view instead of a JSON tree.
 
 use super::*;
+use crate::turn::Obj;
 
 impl ResponsesJudge {
     /// The common event continues an item the client already has (a text
@@ -14,7 +15,10 @@ impl ResponsesJudge {
         if data.contains('\n') || data.contains('\r') {
             return false;
         }
-        let Ok(view) = serde_json::from_str::<EventView<'_>>(data) else {
+        // Only an object is read as an event (serde's derive would also
+        // take a list of the fields): nothing the full path refuses goes
+        // out here.
+        let Ok(Obj(view)) = serde_json::from_str::<Obj<EventView<'_>>>(data) else {
             return false;
         };
         if view.item.is_some() || view.response.is_some() || !is_event_name(&view.kind) {

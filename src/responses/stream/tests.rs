@@ -956,3 +956,99 @@ fn numbers_are_written_in_as_many_digits_as_counted() {
         assert_eq!(digits(n), out.len());
     }
 }
+
+#[test]
+fn an_item_or_response_in_a_shape_no_judge_reads_ends_the_stream() {
+    let read = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read",
+                      "arguments": "{}", "status": "completed"});
+    let (text, _) = message(0, "msg_1", &["Before."]);
+    let cases = [
+        (
+            json!({"type": "response.output_item.added", "output_index": 1, "item": [read]}),
+            "`item` is a list, not an object",
+        ),
+        (
+            json!({"type": "response.output_item.done", "output_index": 1,
+                   "item": {"type": "function_call", "call_id": "c", "name": ["read"]}}),
+            "`item.name` is a list, not a string",
+        ),
+        (
+            json!({"type": "response.output_item.added", "output_index": 1,
+                   "item": {"type": "function_call", "call_id": "c", "name": "x",
+                            "namespace": {"0": "read"}}}),
+            "`item.namespace` is an object, not a string",
+        ),
+        (
+            json!({"type": "response.in_progress",
+                   "response": {"id": "resp_1", "output": {"0": read}}}),
+            "`response.output` is an object, not a list",
+        ),
+        (
+            json!({"type": "response.completed", "response": [{"output": [read]}]}),
+            "`response` is a list, not an object",
+        ),
+    ];
+    for (unreadable, why) in cases {
+        let mut events = start("resp_1");
+        events.extend(text.clone());
+        events.push(unreadable);
+        events.push(completed(
+            "resp_1",
+            &[message_item("msg_2", "After.")],
+            usage(1, 1),
+        ));
+        let run = crate::test_support::judge_pieces(
+            ResponsesJudge::new(plan(Mode::Both, Runtime::Client), 2),
+            &[&sse(events)],
+        );
+        let bytes = String::from_utf8_lossy(&run.client);
+        assert_eq!(
+            run.refused.map(|e| e.to_string()).as_deref(),
+            Some(why),
+            "{bytes}"
+        );
+        assert!(
+            !bytes.contains("\"read\"") && !bytes.contains("After."),
+            "{bytes}"
+        );
+        assert!(
+            bytes.contains("Before.") && bytes.contains("upstream_invalid_response"),
+            "{bytes}"
+        );
+    }
+}
+
+#[test]
+fn a_response_whose_output_or_items_no_judge_reads_is_refused() {
+    use crate::responses::completion::judge_response;
+    let read = json!({"type": "function_call", "call_id": "c", "name": "read", "arguments": "{}"});
+    for (response, why) in [
+        (
+            json!({"output": {"0": read}}),
+            "`output` is an object, not a list",
+        ),
+        (
+            json!({"output": [message_item("m", "hi"), [read]]}),
+            "`output[1]` is a list, not an object",
+        ),
+        (
+            json!({"output": [{"type": "function_call", "call_id": "c", "name": 1}]}),
+            "`output[0].name` is a number, not a string",
+        ),
+    ] {
+        let refused = judge_response(response.as_object().unwrap(), &code()).unwrap_err();
+        assert_eq!(refused.to_string(), why);
+    }
+    // `null` is absent; a message's fields are no call's.
+    for response in [
+        json!({"output": null}),
+        json!({"output": [{"type": "message", "name": ["x"], "content": []}]}),
+        json!({"output": [{"type": "function_call", "call_id": "c", "name": "run_code",
+                           "namespace": null, "arguments": "{}"}]}),
+    ] {
+        assert!(
+            judge_response(response.as_object().unwrap(), &code()).is_ok(),
+            "{response}"
+        );
+    }
+}
