@@ -51,6 +51,7 @@ pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;
 mod unchanged_props;
+mod unreadable_props;
 
 // ---- plans ----
 
