@@ -9,7 +9,9 @@
 //! guess at what the provider meant. So where a call could stand a judge
 //! reads only the shape the API documents (a list, an object, a name that
 //! is a string), and `null` as absent where the field is optional (the
-//! SDKs read it so: `?.`, `Optional`, `omitempty`); anything else is
+//! SDKs read it so: `@google/genai` 2.32, `openai` 6.49 and
+//! `@anthropic-ai/sdk` 1.17 find no call under a `null` `candidates`,
+//! `content`, `parts`, `tool_calls` or `content`); anything else is
 //! [`Unreadable`], and the answer is refused, never forwarded. The JSON
 //! driver answers 502 `upstream_invalid_response`; the stream body ends
 //! the stream with the dialect's error event, and nothing of the event
