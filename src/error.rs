@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::body::{full, ProxyBody};
 use crate::mode::Mode;
 use crate::store_error::StoreError;
+use crate::wire::Repeat;
 
 /// An error the proxy answers a client with.
 #[derive(Debug, thiserror::Error)]
@@ -81,10 +82,17 @@ pub enum ProxyError {
     /// Wrong method on a proxy endpoint.
     #[error("{0}")]
     MethodNotAllowed(&'static str),
-    /// A top-level key of the body occurs twice; the proxy and the provider
-    /// could read different values.
-    #[error("the request body has the key `{0}` more than once; readers disagree on which one counts, so send each top-level key once")]
-    DuplicateKey(String),
+    /// A key of the body occurs twice in one object (at the top level, or
+    /// below it where the proxy reads or the provider acts), or twice in
+    /// two spellings the provider reads as one field; the proxy and the
+    /// provider could read different values.
+    #[error("{}", repeated_key(path, also.as_deref()))]
+    DuplicateKey {
+        /// Where the key stands (`toolConfig.functionCallingConfig`).
+        path: String,
+        /// The same field's path in its other spelling, if it has one.
+        also: Option<String>,
+    },
     /// A path that a lenient provider would serve as an intercepted route,
     /// spelled another way.
     #[error("the path `{path}` is another spelling of {canonical}; send the request to {canonical} exactly (no trailing slash, empty or dot segments, percent-encoding, `;` parameters or other case)")]
@@ -202,6 +210,29 @@ impl From<StoreError> for ProxyError {
     }
 }
 
+impl From<Repeat> for ProxyError {
+    fn from(r: Repeat) -> ProxyError {
+        ProxyError::DuplicateKey {
+            path: r.path,
+            also: r.also,
+        }
+    }
+}
+
+/// What [`ProxyError::DuplicateKey`] says.
+fn repeated_key(path: &str, also: Option<&str>) -> String {
+    match also {
+        None => format!(
+            "the request body has the key `{path}` more than once; readers disagree on which \
+             one counts, so send it once"
+        ),
+        Some(also) => format!(
+            "the request body has both `{path}` and `{also}`, two spellings the provider reads \
+             as one field; readers disagree on which one counts, so send it once, in one spelling"
+        ),
+    }
+}
+
 impl ProxyError {
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
@@ -213,7 +244,7 @@ impl ProxyError {
             | ProxyError::InvalidModeHeader(_)
             | ProxyError::MissingRunCode(_)
             | ProxyError::UnsupportedN(_)
-            | ProxyError::DuplicateKey(_)
+            | ProxyError::DuplicateKey { .. }
             | ProxyError::CredentialElsewhere { .. }
             | ProxyError::ThreadUnsupported(_)
             | ProxyError::NonCanonicalPath { .. } => StatusCode::BAD_REQUEST,
@@ -283,7 +314,7 @@ impl ProxyError {
             ProxyError::MethodNotAllowed(_) | ProxyError::RouteMethod { .. } => {
                 "method_not_allowed"
             }
-            ProxyError::DuplicateKey(_) => "duplicate_key",
+            ProxyError::DuplicateKey { .. } => "duplicate_key",
             ProxyError::NonCanonicalPath { .. } => "non_canonical_path",
             ProxyError::UpstreamUnreachable(_) => "upstream_unreachable",
             ProxyError::UpstreamTimeout(_) | ProxyError::UpstreamStalled(_) => "upstream_timeout",

@@ -18,7 +18,7 @@ use crate::sdk::{render_docs, Rendering, SdkStyle, ToolDocs, ToolSchema};
 use crate::sections::{self, RenderedSection, SdkParts};
 use crate::tools::client_code::{self, ClientCodeMode};
 use crate::tools::{ToolEntry, ToolGroup, ToolReader};
-use crate::wire::raw_array;
+use crate::wire::{first_repeat, raw_array, Repeat};
 
 /// Everything the proxy derives from one request's tool set.
 #[derive(Debug)]
@@ -59,12 +59,36 @@ pub struct ToolPlan {
     /// `exec` and `wait`): the request is presented as sent, and a direct
     /// call to a name it declares nowhere is denied.
     pub client_code: Option<&'static ClientCodeMode>,
+    /// A key the tools repeat, which a reader other than the proxy's could
+    /// read otherwise: refused where calls can be denied
+    /// ([`ToolPlan::one_reading`]).
+    pub repeated_key: Option<Repeat>,
 }
 
 impl ToolPlan {
     /// Builds the plan for the raw `tools` value of a request its
     /// dialect's `reader` reads.
     pub fn build_for(
+        reader: &ToolReader,
+        tools: Option<&RawValue>,
+        preset: &Preset,
+        mode: Mode,
+        runtime: Runtime,
+    ) -> Result<ToolPlan, ProxyError> {
+        // Read once per tool set, as the plan is: a repeated key is kept
+        // for the requests that must refuse it, and is what is wrong with
+        // tools that do not read.
+        let repeated_key = tools.and_then(|t| first_repeat(t, reader.keys, "tools"));
+        match ToolPlan::build_read(reader, tools, preset, mode, runtime) {
+            Ok(plan) => Ok(ToolPlan {
+                repeated_key,
+                ..plan
+            }),
+            Err(e) => Err(repeated_key.map_or(e, ProxyError::from)),
+        }
+    }
+
+    fn build_read(
         reader: &ToolReader,
         tools: Option<&RawValue>,
         preset: &Preset,
@@ -188,6 +212,7 @@ impl ToolPlan {
             api: reader.api,
             preset: preset.clone(),
             client_code,
+            repeated_key: None,
         })
     }
 
@@ -221,6 +246,21 @@ impl ToolPlan {
     /// Whether any call the model makes could be denied, so responses must be checked.
     pub fn can_deny(&self) -> bool {
         self.mode == Mode::Code || !self.hidden.is_empty() || self.client_code.is_some()
+    }
+
+    /// Refuses, where the proxy judges the turn (a call can be denied, or
+    /// programs run), a request that repeats a key below its top level:
+    /// one `repeated` finds in the request (every field but `tools`), or
+    /// one in its tools. Elsewhere the proxy is transparent, and passes it
+    /// on.
+    pub fn one_reading(&self, repeated: impl FnOnce() -> Option<Repeat>) -> Result<(), ProxyError> {
+        if !self.can_deny() && !self.runs_code {
+            return Ok(());
+        }
+        match repeated().or_else(|| self.repeated_key.clone()) {
+            Some(repeat) => Err(repeat.into()),
+            None => Ok(()),
+        }
     }
 
     /// Whether the wire carries a tool named `name`.
@@ -458,6 +498,63 @@ mod tests {
         let p = preset("[[preset]]\nname = \"safe\"\ndeny = [\"bash\"]\n", "safe");
         let plan = ToolPlan::build(Some(&raw(tools)), &p, Mode::Native, Runtime::Client).unwrap();
         assert_eq!(plan.visibility("bash"), Visibility::Hidden);
+    }
+
+    #[test]
+    fn a_key_the_tools_repeat_is_refused_only_where_the_turn_is_judged() {
+        // The parameters read one way to serde, another to a first-key
+        // reader; the plan reads them once per tool set.
+        let tools = r#"[{"type":"function","function":{"name":"read",
+            "parameters":{"type":"object","properties":{},"properties":{"p":{}}}}}]"#;
+        let repeat = Repeat {
+            path: "tools[0].function.parameters.properties".into(),
+            also: None,
+        };
+        let code = ToolPlan::build(
+            Some(&raw(tools)),
+            &preset("", "code"),
+            Mode::Code,
+            Runtime::Embedded,
+        )
+        .unwrap();
+        assert_eq!(code.repeated_key, Some(repeat.clone()));
+        let err = code.one_reading(|| None).unwrap_err();
+        assert_eq!(err.code(), "duplicate_key");
+        assert!(
+            err.to_string()
+                .contains("`tools[0].function.parameters.properties`"),
+            "{err}"
+        );
+        // The request's own repeat is named first.
+        let own = Repeat {
+            path: "messages[0].role".into(),
+            also: None,
+        };
+        let err = code.one_reading(|| Some(own)).unwrap_err();
+        assert!(err.to_string().contains("`messages[0].role`"), "{err}");
+        // Native mode with nothing hidden: the proxy is transparent.
+        let native = ToolPlan::build(
+            Some(&raw(tools)),
+            &preset("", "standard"),
+            Mode::Native,
+            Runtime::Client,
+        )
+        .unwrap();
+        assert!(native.one_reading(|| panic!("not read")).is_ok());
+        // Tools that do not read say why, when a repeat is the reason.
+        let twice = r#"[{"type":"function","function":{"name":"read","name":"bash"}}]"#;
+        let err = ToolPlan::build(
+            Some(&raw(twice)),
+            &preset("", "standard"),
+            Mode::Native,
+            Runtime::Client,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "duplicate_key", "{err}");
+        assert!(
+            err.to_string().contains("`tools[0].function.name`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -54,6 +54,10 @@ impl Dialect for Chat {
         request.anchor()
     }
 
+    fn repeated_key(request: &ChatRequest) -> Option<crate::wire::Repeat> {
+        request.repeated_key()
+    }
+
     fn streams(request: &ChatRequest) -> bool {
         request.stream
     }

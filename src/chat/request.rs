@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{append_to_message, raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{append_to_message, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
 #[derive(Clone, Debug)]
@@ -42,7 +42,7 @@ impl ChatRequest {
     pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
         let object = RawObject::parse(bytes).map_err(|e| match e {
             ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(key) => ProxyError::DuplicateKey(key),
+            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
         })?;
         let messages: Vec<Box<RawValue>> = match object.get("messages") {
             Some(m) => serde_json::from_str(m.get()).map_err(|_| {
@@ -79,6 +79,12 @@ impl ChatRequest {
     /// The raw value of a top-level field.
     pub fn field(&self, key: &str) -> Option<&RawValue> {
         self.object.get(key)
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    pub fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// Whether a streaming client asked for a usage chunk

@@ -15,6 +15,7 @@ pub const TOOLS: ToolReader = ToolReader {
     api: Api::Chat,
     parse,
     run_code_tool: || RUN_CODE_TOOL.to_owned(),
+    keys: crate::wire::Keys::Exact,
 };
 
 #[derive(Deserialize)]

@@ -56,6 +56,10 @@ impl Dialect for Gemini {
         request.anchor()
     }
 
+    fn repeated_key(request: &GeminiRequest) -> Option<crate::wire::Repeat> {
+        request.repeated_key()
+    }
+
     fn streams(request: &GeminiRequest) -> bool {
         request.stream
     }

@@ -13,11 +13,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::tools::camel;
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
 use crate::turn::shape;
 use crate::turn::{fate, judge_names, mint_call_id, JudgedCall, Shape, Step, Unreadable};
+use crate::wire::camel;
 
 /// The fields of a part that are no call a client executes (camelCase;
 /// snake_case spellings are read as their twins).

@@ -21,7 +21,7 @@ use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::callable;
-use crate::wire::{raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A Gemini request.
 #[derive(Clone, Debug)]
@@ -55,7 +55,7 @@ fn content_head(raw: &RawValue) -> Option<ContentHead> {
 fn parse_object(bytes: &[u8]) -> Result<RawObject, ProxyError> {
     RawObject::parse(bytes).map_err(|e| match e {
         ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-        ParseError::DuplicateKey(key) => ProxyError::DuplicateKey(key),
+        ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
     })
 }
 
@@ -123,6 +123,13 @@ impl GeminiRequest {
     /// The raw value of a field of the request.
     pub fn field(&self, key: &str) -> Option<&RawValue> {
         self.object.get(key)
+    }
+
+    /// The first key the request repeats below its top level, `tools`
+    /// aside, or a field it holds in both spellings (docs/security.md,
+    /// "One reading of a request").
+    pub fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Proto, &["tools"])
     }
 
     /// The contents (none when `contents` is absent).

@@ -18,13 +18,14 @@ use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
 use crate::tools::{declared_items, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
-use crate::wire::{to_raw, RawObject};
+use crate::wire::{camel, to_raw, RawObject};
 
 /// How a Gemini request's tools are read.
 pub const TOOLS: ToolReader = ToolReader {
     api: Api::Gemini,
     parse,
     run_code_tool,
+    keys: crate::wire::Keys::Proto,
 };
 
 /// The proxy's `run_code` tool as a Gemini `Tool`.
@@ -48,27 +49,6 @@ const PROVIDER_TOOLS: &[&str] = &[
     "retrieval",
     "enterpriseWebSearch",
 ];
-
-/// `function_declarations` as `functionDeclarations`: the REST API takes
-/// both spellings.
-pub(crate) fn camel(key: &str) -> std::borrow::Cow<'_, str> {
-    if !key.contains('_') {
-        return key.into();
-    }
-    let mut out = String::with_capacity(key.len());
-    let mut upper = false;
-    for c in key.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out.into()
-}
 
 /// Reads the `tools` of a Gemini request, in declaration order.
 pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyError> {

@@ -54,6 +54,10 @@ impl Dialect for Messages {
         request.anchor()
     }
 
+    fn repeated_key(request: &MessagesRequest) -> Option<crate::wire::Repeat> {
+        request.repeated_key()
+    }
+
     fn streams(request: &MessagesRequest) -> bool {
         request.stream
     }

@@ -22,7 +22,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{join_text, raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A Messages request.
 #[derive(Clone, Debug)]
@@ -80,7 +80,7 @@ impl MessagesRequest {
     pub fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
         let object = RawObject::parse(bytes).map_err(|e| match e {
             ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(key) => ProxyError::DuplicateKey(key),
+            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
         })?;
         let messages = match object.get("messages") {
             None => None,
@@ -102,6 +102,12 @@ impl MessagesRequest {
     /// The raw value of a top-level field.
     pub fn field(&self, key: &str) -> Option<&RawValue> {
         self.object.get(key)
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    pub fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// Replaces (or adds) a top-level field.

@@ -14,6 +14,7 @@ pub const TOOLS: ToolReader = ToolReader {
     api: Api::Messages,
     parse,
     run_code_tool,
+    keys: crate::wire::Keys::Exact,
 };
 
 /// The proxy's `run_code` tool in the Messages shape (`input_schema`).

@@ -61,6 +61,10 @@ impl Dialect for Responses {
         request.check()
     }
 
+    fn repeated_key(request: &ResponsesRequest) -> Option<crate::wire::Repeat> {
+        request.repeated_key()
+    }
+
     fn streams(request: &ResponsesRequest) -> bool {
         request.stream
     }

@@ -21,7 +21,9 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
 use crate::splice::{Splice, TenantSplices};
-use crate::wire::{append_to_message, join_text, raw_array, to_raw, ParseError, RawObject};
+use crate::wire::{
+    append_to_message, join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat,
+};
 
 /// A Responses request.
 #[derive(Clone, Debug)]
@@ -85,7 +87,7 @@ impl ResponsesRequest {
     pub fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
         let object = RawObject::parse(bytes).map_err(|e| match e {
             ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(key) => ProxyError::DuplicateKey(key),
+            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
         })?;
         let input = match object.get("input") {
             None => None,
@@ -109,6 +111,12 @@ impl ResponsesRequest {
     /// The raw value of a top-level field.
     pub fn field(&self, key: &str) -> Option<&RawValue> {
         self.object.get(key)
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    pub fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// `previous_response_id`, when the request continues a stored response.

@@ -61,6 +61,7 @@ pub const TOOLS: ToolReader = ToolReader {
     api: Api::Responses,
     parse,
     run_code_tool,
+    keys: crate::wire::Keys::Exact,
 };
 
 /// The proxy's `run_code` tool in the Responses shape (flat `function`).

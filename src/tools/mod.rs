@@ -29,6 +29,8 @@ pub struct ToolReader {
     /// The proxy's `run_code` tool in the dialect's shape, for the
     /// embedded runtime.
     pub(crate) run_code_tool: fn() -> String,
+    /// How the provider tells the keys of a tool apart.
+    pub(crate) keys: crate::wire::Keys,
 }
 
 /// The entries of a request's `tools` array, each raw; none for a missing

@@ -89,6 +89,11 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// Grows the conversation by `items` (messages or input items) the
     /// proxy wrote: a repair's turn and answers, a program's pair.
     fn push(request: &mut Self::Request, items: &[Value]);
+    /// The first key the request repeats below its top level, in every
+    /// field but `tools` (the plan reads those once per tool set), told
+    /// apart as the provider tells keys apart; the proxy refuses it where
+    /// it judges the turn ([`ToolPlan::one_reading`]).
+    fn repeated_key(request: &Self::Request) -> Option<crate::wire::Repeat>;
     /// Refuses a request the dialect cannot judge (Chat's `n` > 1).
     fn check(_request: &Self::Request) -> Result<(), ProxyError> {
         Ok(())

@@ -12,8 +12,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 mod append;
+mod repeated;
 mod single_reading;
 pub use append::{append_to_message, join_text};
+pub use repeated::{camel, first_repeat, Keys, Repeat};
 pub use single_reading::{parse_noting_repeats, repeats_no_key};
 
 /// A JSON object with its keys in the client's order and its values unparsed.
@@ -65,6 +67,23 @@ impl RawObject {
     /// Removes `key`, if present.
     pub fn remove(&mut self, key: &str) {
         self.fields.retain(|(k, _)| k != key);
+    }
+
+    /// The first key repeated below the top level, in every field but
+    /// `skip`, with keys told apart as `keys` says; under [`Keys::Proto`],
+    /// two spellings of one top-level field as well (a key written twice
+    /// alike is refused by [`RawObject::parse`]).
+    pub fn first_repeat(&self, keys: Keys, skip: &[&str]) -> Option<Repeat> {
+        let names = || self.fields.iter().map(|(k, _)| k.as_str());
+        if keys == Keys::Proto {
+            if let Some(repeat) = repeated::first_double_spelling(names()) {
+                return Some(repeat);
+            }
+        }
+        self.fields
+            .iter()
+            .filter(|(k, _)| !skip.contains(&k.as_str()))
+            .find_map(|(k, v)| first_repeat(v, keys, k))
     }
 
     /// Serialises the object, replacing `key` by `override_value` when given.

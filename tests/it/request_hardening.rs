@@ -161,6 +161,129 @@ async fn dry_run_refuses_duplicate_keys_too() {
     assert!(all_received(&p).await.is_empty());
 }
 
+// ---- repeated keys below the top level ---------------------------------------
+
+/// Code mode under `CODEMODE_CLIENT_SELECT=deny`, every dialect's upstream
+/// the same fake provider, which nothing may reach.
+async fn locked(p: &MockServer) -> Proxy {
+    let anthropic = format!("{}/v1", p.uri());
+    let gemini = p.uri();
+    start(
+        p,
+        &[
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_CLIENT_SELECT", "deny"),
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", anthropic.as_str()),
+            ("CODEMODE_GEMINI_UPSTREAM", gemini.as_str()),
+        ],
+    )
+    .await
+}
+
+const GENERATE: &str = "/v1beta/models/gemini-2.5-pro:generateContent";
+const GOOGLE_KEY: &[(&str, &str)] = &[("x-goog-api-key", "k")];
+const ANTHROPIC: &[(&str, &str)] = &[("anthropic-version", "2023-06-01"), ("x-api-key", "k")];
+
+fn gemini_body(extra: &str) -> String {
+    format!(
+        r#"{{"contents":[{{"role":"user","parts":[{{"text":"hi"}}]}}],"tools":[{{"functionDeclarations":[{{"name":"read_file","parametersJsonSchema":{{"type":"object"}}}},{{"name":"bash","parametersJsonSchema":{{"type":"object"}}}}]}}]{extra}}}"#
+    )
+}
+
+/// Google's error shape, with the proxy's code as the reason: the message.
+fn refused_by_google(res: &RawResponse, reason: &str) -> String {
+    assert_eq!(res.status, 400, "{}", res.body);
+    assert_eq!(res.body["error"]["code"], 400, "{}", res.body);
+    assert_eq!(
+        res.body["error"]["status"], "INVALID_ARGUMENT",
+        "{}",
+        res.body
+    );
+    assert_eq!(
+        res.body["error"]["details"][0]["reason"], reason,
+        "{}",
+        res.body
+    );
+    res.body["error"]["message"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_repeated_key_or_double_spelling_inside_a_gemini_request_is_refused_by_path() {
+    let p = MockServer::start().await;
+    let proxy = locked(&p).await;
+    let cases = [
+        // A first-key reader sees `allowedFunctionNames: ["bash"]`.
+        (
+            r#","toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["bash"]},"functionCallingConfig":{"mode":"AUTO"}}"#,
+            ["`toolConfig.functionCallingConfig`", ""],
+        ),
+        // Proto JSON reads both spellings as one field, at every depth.
+        (
+            r#","generationConfig":{"temperature":0.5},"generation_config":{"candidateCount":2}"#,
+            ["`generationConfig`", "`generation_config`"],
+        ),
+        (
+            r#","toolConfig":{"functionCallingConfig":{"mode":"ANY","allowed_function_names":["bash"],"allowedFunctionNames":["read_file"]}}"#,
+            [
+                "`toolConfig.functionCallingConfig.allowed_function_names`",
+                "`toolConfig.functionCallingConfig.allowedFunctionNames`",
+            ],
+        ),
+        (
+            r#","generationConfig":{"candidateCount":1,"candidate_count":2}"#,
+            [
+                "`generationConfig.candidateCount`",
+                "`generationConfig.candidate_count`",
+            ],
+        ),
+        (
+            r#","systemInstruction":{"parts":[{"text":"a","text":"b"}]}"#,
+            ["`systemInstruction.parts[0].text`", ""],
+        ),
+    ];
+    for (extra, named) in cases {
+        let res = raw(&proxy, "POST", GENERATE, GOOGLE_KEY, &gemini_body(extra)).await;
+        let message = refused_by_google(&res, "duplicate_key");
+        for path in named.iter().filter(|n| !n.is_empty()) {
+            assert!(message.contains(path), "{extra}: {message}");
+        }
+        assert!(message.contains("once"), "says what to do: {message}");
+    }
+    assert!(all_received(&p).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_repeated_key_inside_tools_tool_choice_or_system_is_refused_on_every_dialect() {
+    let p = MockServer::start().await;
+    let proxy = locked(&p).await;
+    // Responses: a choice forcing one tool to one reader, another to the other.
+    let responses = r#"{"model":"m","input":"hi","tools":[{"type":"function","name":"read","parameters":{"type":"object"}},{"type":"function","name":"bash","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"read","name":"bash"}}"#;
+    let res = raw(&proxy, "POST", "/v1/responses", &[], responses).await;
+    let message = refused(&res, 400, "duplicate_key");
+    assert!(message.contains("`tool_choice.name`"), "{message}");
+    // Messages: a system block with two texts, in Anthropic's shape.
+    let messages = r#"{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"read","input_schema":{"type":"object"}}],"system":[{"type":"text","text":"a","text":"b"}]}"#;
+    let res = raw(&proxy, "POST", "/v1/messages", ANTHROPIC, messages).await;
+    assert_eq!(res.status, 400, "{}", res.body);
+    assert_eq!(res.body["type"], "error", "{}", res.body);
+    assert_eq!(
+        res.body["error"]["type"], "invalid_request_error",
+        "{}",
+        res.body
+    );
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`system[0].text`"), "{message}");
+    assert!(message.contains("once"), "{message}");
+    // Chat: a first-key reader declares `read`, the proxy read `bash`.
+    let chat = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"read","name":"bash","parameters":{"type":"object"}}}]}"#;
+    let res = raw(&proxy, "POST", "/v1/chat/completions", &[], chat).await;
+    let message = refused(&res, 400, "duplicate_key");
+    assert!(message.contains("`tools[0].function.name`"), "{message}");
+    assert!(message.contains("once"), "{message}");
+    assert!(all_received(&p).await.is_empty());
+}
+
 // ---- paths -----------------------------------------------------------------
 
 const CHAT_VARIANTS: [&str; 9] = [

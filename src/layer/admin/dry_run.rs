@@ -83,6 +83,7 @@ pub(crate) async fn rewritten<D: Dialect>(
         selection.mode,
         state.config.runtime,
     )?;
+    plan.one_reading(|| D::repeated_key(&request))?;
     let stores = RequestStores::new(state, tenant);
     stores
         .read_ahead(|stores| {

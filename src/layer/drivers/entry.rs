@@ -92,6 +92,8 @@ pub(crate) async fn judged<D: Dialect>(
         selection.mode,
         state.config.runtime,
     )?;
+    // Read as the provider reads it, below the top level too.
+    plan.one_reading(|| D::repeated_key(&request))?;
     if let Some(ledger) = crate::observe::ledger::current() {
         if let Some(c) = plan.client_code {
             ledger.set_client_code(c.client);

@@ -92,7 +92,7 @@ fn messages_must_be_a_list() {
         "{err}"
     );
     let err = MessagesRequest::parse(br#"{"messages":[],"messages":[]}"#).unwrap_err();
-    assert!(matches!(err, ProxyError::DuplicateKey(_)), "{err}");
+    assert!(matches!(err, ProxyError::DuplicateKey { .. }), "{err}");
 }
 
 #[test]

@@ -89,7 +89,7 @@ fn input_must_be_a_string_or_a_list() {
         "{err}"
     );
     let err = ResponsesRequest::parse(br#"{"input":1,"input":2}"#).unwrap_err();
-    assert!(matches!(err, ProxyError::DuplicateKey(_)), "{err}");
+    assert!(matches!(err, ProxyError::DuplicateKey { .. }), "{err}");
 }
 
 #[test]
