@@ -57,16 +57,22 @@ impl ChatRequest {
         let stream = object
             .get("stream")
             .is_some_and(|s| s.get().trim() == "true");
-        let n = match object.get("n") {
-            None => 1,
-            Some(raw) => match serde_json::from_str::<Option<u64>>(raw.get()) {
-                Ok(n) => n.unwrap_or(1),
-                Err(_) => {
-                    return Err(ProxyError::InvalidRequest(
-                        "`n` must be a positive integer".into(),
-                    ))
-                }
-            },
+        // Read leniently (`"2"` and `2.0` are 2), so no spelling of a
+        // count above 1 slips past the refusal.
+        let n = match object
+            .get("n")
+            .map(|raw| serde_json::from_str::<Value>(raw.get()))
+        {
+            None | Some(Ok(Value::Null)) => 1,
+            Some(v) => v
+                .ok()
+                .as_ref()
+                .and_then(crate::wire::lenient_number)
+                .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                .map(|n| n as u64)
+                .ok_or_else(|| {
+                    ProxyError::InvalidRequest("`n` must be a positive integer".into())
+                })?,
         };
         Ok(ChatRequest {
             object,

@@ -69,21 +69,27 @@ impl Dialect for Gemini {
     }
 
     /// More than one candidate per turn cannot be judged as one turn.
+    /// `candidateCount` is read as proto JSON reads it: `"2"` and `2.0`
+    /// are 2 (a double spelling was refused before).
     fn check(request: &GeminiRequest) -> Result<(), ProxyError> {
-        let count = ["generationConfig", "generation_config"]
+        let Some(config) = ["generationConfig", "generation_config"]
             .iter()
             .find_map(|k| request.field(k))
             .and_then(|g| serde_json::from_str::<Value>(g.get()).ok())
-            .and_then(|g| {
-                g.get("candidateCount")
-                    .or_else(|| g.get("candidate_count"))
-                    .and_then(Value::as_u64)
-            });
+        else {
+            return Ok(());
+        };
+        let count = config
+            .get("candidateCount")
+            .or_else(|| config.get("candidate_count"));
         match count {
-            Some(n) if n > 1 => Err(ProxyError::InvalidRequest(format!(
-                "`generationConfig.candidateCount` is {n}: the proxy judges one candidate per \
-                 turn in this tool mode; ask for one (or send the request in native mode)"
-            ))),
+            Some(n) if crate::wire::lenient_number(n).is_some_and(|n| n > 1.0) => {
+                Err(ProxyError::InvalidRequest(format!(
+                    "`generationConfig.candidateCount` is {n}: the proxy judges one candidate \
+                     per turn in this tool mode; ask for one (or send the request in native \
+                     mode)"
+                )))
+            }
             _ => Ok(()),
         }
     }

@@ -119,6 +119,18 @@ impl RawObject {
     }
 }
 
+/// A number as proto JSON reads one, and as lenient readers do: a JSON
+/// number (`2`, `2.0`, `2e0`) or a string holding one (`"2"`); `None` for
+/// anything else. A count the proxy decides on is read so, lest `"2"`
+/// pass where `2` is refused.
+pub fn lenient_number(value: &serde_json::Value) -> Option<f64> {
+    match value {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
 /// Writes `s` as a JSON string literal.
 pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
     // Serialising a &str into a Vec cannot fail.
@@ -227,6 +239,23 @@ mod tests {
         // Nested objects are values, not the top level.
         assert!(RawObject::parse(br#"{"a":{"b":1,"b":2}}"#).is_ok());
         assert!(serde_json::from_str::<RawObject>(r#"{"a":1,"a":2}"#).is_err());
+    }
+
+    #[test]
+    fn a_lenient_number_is_a_number_or_a_string_holding_one() {
+        use serde_json::json;
+        for v in [json!(2), json!(2.0), json!("2"), json!("2.0"), json!(" 2 ")] {
+            assert_eq!(lenient_number(&v), Some(2.0), "{v}");
+        }
+        for v in [
+            json!(null),
+            json!("two"),
+            json!([2]),
+            json!({"n": 2}),
+            json!(true),
+        ] {
+            assert_eq!(lenient_number(&v), None, "{v}");
+        }
     }
 
     #[test]

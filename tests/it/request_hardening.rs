@@ -254,6 +254,19 @@ async fn a_repeated_key_or_double_spelling_inside_a_gemini_request_is_refused_by
 }
 
 #[tokio::test]
+async fn a_candidate_count_written_as_a_string_or_a_float_is_refused_as_the_number_is() {
+    let p = MockServer::start().await;
+    let proxy = locked(&p).await;
+    for count in ["2", r#""2""#, "2.0", r#""2.0""#, "2e0"] {
+        let extra = format!(r#","generationConfig":{{"candidateCount":{count}}}"#);
+        let res = raw(&proxy, "POST", GENERATE, GOOGLE_KEY, &gemini_body(&extra)).await;
+        let message = refused_by_google(&res, "invalid_request");
+        assert!(message.contains("candidateCount"), "{count}: {message}");
+    }
+    assert!(all_received(&p).await.is_empty());
+}
+
+#[tokio::test]
 async fn a_repeated_key_inside_tools_tool_choice_or_system_is_refused_on_every_dialect() {
     let p = MockServer::start().await;
     let proxy = locked(&p).await;
@@ -281,6 +294,18 @@ async fn a_repeated_key_inside_tools_tool_choice_or_system_is_refused_on_every_d
     let message = refused(&res, 400, "duplicate_key");
     assert!(message.contains("`tools[0].function.name`"), "{message}");
     assert!(message.contains("once"), "{message}");
+    assert!(all_received(&p).await.is_empty());
+}
+
+#[tokio::test]
+async fn chat_n_written_as_a_string_or_a_float_is_refused_as_the_number_is() {
+    let p = MockServer::start().await;
+    let proxy = locked(&p).await;
+    for n in ["2", r#""2""#, "2.0"] {
+        let body = body_text(&format!(r#","n":{n}"#));
+        let res = raw(&proxy, "POST", "/v1/chat/completions", &[], &body).await;
+        refused(&res, 400, "unsupported_n");
+    }
     assert!(all_received(&p).await.is_empty());
 }
 

@@ -278,3 +278,24 @@ fn duplicate_top_level_keys_are_refused_by_name() {
     assert_eq!(err.code(), "duplicate_key");
     assert!(err.to_string().contains("`n`"), "{err}");
 }
+
+#[test]
+fn n_is_read_as_a_lenient_reader_reads_it() {
+    let n = |text: &str| {
+        let body = format!(r#"{{"model":"m","messages":[]{text}}}"#);
+        ChatRequest::parse(body.as_bytes()).map(|r| r.n)
+    };
+    for (text, want) in [("", 1), (r#","n":null"#, 1), (r#","n":2"#, 2)] {
+        assert_eq!(n(text).unwrap(), want, "{text}");
+    }
+    for text in [r#","n":"2""#, r#","n":2.0"#, r#","n":"2.0""#, r#","n":2e0"#] {
+        assert_eq!(n(text).unwrap(), 2, "{text}");
+    }
+    for text in [r#","n":2.5"#, r#","n":-1"#, r#","n":"two""#, r#","n":[2]"#] {
+        let err = n(text).unwrap_err();
+        assert!(
+            err.to_string().contains("positive integer"),
+            "{text}: {err}"
+        );
+    }
+}
