@@ -160,8 +160,21 @@ enum Json {
 /// Keys as written: spellings of one proto field, escapes, and characters
 /// the scan must skip inside strings.
 const KEYS: &[&str] = &[
-    "a", "b", "a_b", "aB", r"\u0061", r#"q\"}"#, "{[", "c_d_e", "cDE",
+    "a",
+    "b",
+    "a_b",
+    "aB",
+    r"\u0061",
+    r#"q\"}"#,
+    "{[",
+    "c_d_e",
+    "cDE",
+    "long_key_name_x",
+    "longKeyNameX",
+    r#"abcdefg\"hijk"#,
 ];
+/// Leaves, with strings long enough to be read eight bytes at a time and
+/// escapes at several offsets of a word.
 const LEAVES: &[&str] = &[
     "1",
     "-2.5e3",
@@ -170,6 +183,10 @@ const LEAVES: &[&str] = &[
     r#""x\"}{[,:""#,
     r#""\\""#,
     r#""""#,
+    r#""abcdefgh\"ijklmnop\\\"q{\"a\":1,\"a\":2}""#,
+    r#""\\\\\\\\\\\\\\\\""#,
+    r#""aaaaaaa\\""#,
+    r#""aaaaaa\"\\b\nccccccccccccccc""#,
 ];
 
 impl Json {
