@@ -3,8 +3,9 @@
 //!
 //! A request's sub-trees arrive as [`RawValue`]s, which serde_json has
 //! already checked while reading the top level: this pass reads only their
-//! structure (strings skipped with `memchr`, keys compared unescaped), a
-//! fraction of what a second parse would cost.
+//! structure (strings skipped eight bytes at a time, keys compared
+//! unescaped), about two thirds of the instructions the top-level parse
+//! spends on the same bytes, and no tree.
 //!
 //! Proto JSON, Google's reader, takes a message's field in lowerCamel and
 //! in snake_case alike (`generationConfig`, `generation_config`): under
