@@ -1052,3 +1052,26 @@ fn a_response_whose_output_or_items_no_judge_reads_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_call_riding_on_an_event_of_another_type_never_reaches_the_client() {
+    let (mut events, whole) = message(0, "msg_1", &["Hi"]);
+    let mut all = start("resp_1");
+    // Before the item's end, on its index: a type no one documents, and
+    // a documented one no call comes on, each carrying a denied call.
+    let done = events.pop().unwrap();
+    for kind in ["response.output_item.weird", "response.output_text.delta"] {
+        events.push(json!({"type": kind, "output_index": 0, "item_id": "msg_1",
+            "content_index": 0, "delta": "",
+            "item": {"type": "function_call", "id": "fc_9", "call_id": "call_9",
+                     "name": "read", "arguments": "{}"}}));
+    }
+    events.push(done);
+    all.extend(events);
+    all.push(completed("resp_1", &[whole], usage(3, 1)));
+    let rounds = [sse(all)];
+    let run = run_every_cut(&code(), 2, &rounds, None);
+    let text = String::from_utf8_lossy(&run.bytes);
+    assert!(!text.contains("call_9"), "{text}");
+    assert_eq!(view(&run.bytes).text(), "Hi");
+}
