@@ -17,7 +17,7 @@ use crate::preset::Preset;
 use crate::sdk::{render_docs, Rendering, SdkStyle, ToolDocs, ToolSchema};
 use crate::sections::{self, RenderedSection, SdkParts};
 use crate::tools::client_code::{self, ClientCodeMode};
-use crate::tools::{ToolEntry, ToolGroup, ToolReader};
+use crate::tools::{Deferral, ToolEntry, ToolGroup, ToolReader};
 use crate::wire::{first_repeat, raw_array, Repeat};
 
 /// Everything the proxy derives from one request's tool set.
@@ -140,7 +140,7 @@ impl ToolPlan {
         let proxy_run_code = RawValue::from_string((reader.run_code_tool)())
             .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
         let transport: Option<WireItem<'_>> = if runs_code {
-            Some((&*proxy_run_code, None))
+            Some((&*proxy_run_code, None, Deferral::Loaded))
         } else {
             run_code.map(wire_item)
         };
@@ -163,7 +163,9 @@ impl ToolPlan {
             _ => None,
         };
         let wire = match wire {
-            Some(items) if !kept.is_empty() => Some(items.into_iter().chain(kept).collect()),
+            Some(items) if !kept.is_empty() => {
+                Some(without_idle_search(items.into_iter().chain(kept).collect()))
+            }
             other => other,
         };
         let wire_tools = match wire {
@@ -272,11 +274,26 @@ impl ToolPlan {
     }
 }
 
-/// A tool for the wire: its declaration and the group it belongs to.
-type WireItem<'a> = (&'a RawValue, Option<&'a Arc<ToolGroup>>);
+/// A tool for the wire: its declaration, the group it belongs to, and its
+/// part in deferred loading.
+type WireItem<'a> = (&'a RawValue, Option<&'a Arc<ToolGroup>>, Deferral);
 
 fn wire_item(e: &ToolEntry) -> WireItem<'_> {
-    (e.raw.as_ref(), e.group.as_ref())
+    (e.raw.as_ref(), e.group.as_ref(), e.deferral)
+}
+
+/// The wire without the provider's tool search when no tool left on it is
+/// deferred: the client's deferred tools went into the SDK, so the search
+/// would find nothing (and a provider may refuse a search with nothing to
+/// search: OpenAI does). A wire that keeps a deferred tool keeps it.
+fn without_idle_search(items: Vec<WireItem<'_>>) -> Vec<WireItem<'_>> {
+    if items.iter().any(|i| i.2 == Deferral::Deferred) {
+        return items;
+    }
+    items
+        .into_iter()
+        .filter(|i| i.2 != Deferral::Search)
+        .collect()
 }
 
 /// The text of a `tools` array: each tool as declared, the tools of a group
@@ -286,7 +303,7 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
     let mut parts: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(items.len());
     let mut i = 0;
     while i < items.len() {
-        let (raw, group) = items[i];
+        let (raw, group, _) = items[i];
         let Some(group) = group else {
             parts.push(raw.get().into());
             i += 1;
@@ -296,7 +313,7 @@ fn wire_array(items: &[WireItem<'_>]) -> String {
         while end < items.len() && items[end].1.is_some_and(|g| Arc::ptr_eq(g, group)) {
             end += 1;
         }
-        let tools = raw_array(items[i..end].iter().map(|(r, _)| *r));
+        let tools = raw_array(items[i..end].iter().map(|(r, _, _)| *r));
         let declared = group.object.to_vec_with(group.key, Some(&tools));
         parts.push(String::from_utf8_lossy(&declared).into_owned().into());
         i = end;

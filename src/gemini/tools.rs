@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
-use crate::tools::{declared_items, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, Deferral, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::{camel, to_raw, RawObject};
 
 /// How a Gemini request's tools are read.
@@ -77,6 +77,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
                 unknown: !known,
                 call_item: None,
                 group: None,
+                deferral: Deferral::Loaded,
             });
         }
     }
@@ -138,6 +139,7 @@ fn declarations(
             unknown: false,
             call_item: None,
             group: Some(group.clone()),
+            deferral: Deferral::Loaded,
         });
     }
     Ok(())

@@ -385,4 +385,6 @@ fn with_blocks(
 #[cfg(test)]
 mod claude_code_tests;
 #[cfg(test)]
+mod deferred_tests;
+#[cfg(test)]
 mod tests;

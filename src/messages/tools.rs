@@ -1,5 +1,9 @@
 //! Tools of a Messages request: client tools (collapsed into the SDK in
 //! code mode) and the provider's server tools (kept on the wire).
+//!
+//! A client tool declared with `defer_loading: true` (Claude Code's tools
+//! its `ToolSearch` loaded, with tool search on) is a client tool like any
+//! other: collapsed with the rest, so its flag leaves the wire with it.
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -7,7 +11,7 @@ use serde_json::{json, Value};
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
-use crate::tools::{declared_items, ToolEntry, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, Deferral, ToolEntry, ToolReader, RUN_CODE_TOOL};
 
 /// How a Messages request's tools are read.
 pub const TOOLS: ToolReader = ToolReader {
@@ -47,6 +51,21 @@ fn is_server_kind(kind: &str) -> bool {
     .iter()
     .any(|p| kind.starts_with(p))
         || kind == "mcp_toolset"
+}
+
+/// A tool's part in the provider's deferred loading: `defer_loading: true`
+/// defers any tool (the tool search tool excepted, which the API refuses
+/// to defer); an `mcp_toolset` defers its tools in `default_config` or
+/// `configs`, and counts as deferred whatever it says (a tool search kept
+/// for nothing costs less than one dropped that the toolset needed).
+fn deferral(kind: &str, tool: &Value) -> Deferral {
+    if kind.starts_with("tool_search_tool_") {
+        Deferral::Search
+    } else if kind == "mcp_toolset" || tool.get("defer_loading") == Some(&Value::Bool(true)) {
+        Deferral::Deferred
+    } else {
+        Deferral::Loaded
+    }
 }
 
 /// The fields of a tool the request side looks at.
@@ -137,6 +156,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
             unknown: !client && !is_server_kind(kind),
             call_item: None,
             group: None,
+            deferral: deferral(kind, &t),
         });
     }
     Ok(out)

@@ -23,7 +23,7 @@ use crate::api::Api;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::sdk::ToolSchema;
-use crate::tools::{declared_items, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, Deferral, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::RawObject;
 
 /// The namespace whose tools are the top-level ones (the API's default).
@@ -221,6 +221,7 @@ fn entry(
                 unknown: !is_provider_kind(t),
                 call_item: None,
                 group: None,
+                deferral: Deferral::Loaded,
             })
         }
     };
@@ -269,6 +270,7 @@ fn entry(
             _ => None,
         },
         group: group.map(|(_, _, g)| g.clone()),
+        deferral: Deferral::Loaded,
     })
 }
 

@@ -57,6 +57,22 @@ pub(crate) struct ToolGroup {
     pub(crate) key: &'static str,
 }
 
+/// How a tool takes part in the provider's deferred loading (a tool
+/// search that loads tools declared with `defer_loading: true`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Deferral {
+    /// Loaded from the start.
+    #[default]
+    Loaded,
+    /// Loaded when the provider's tool search finds it: declared with
+    /// `defer_loading: true`, or a group of the provider's whose tools may
+    /// be (an MCP toolset).
+    Deferred,
+    /// The provider's own tool search: it finds deferred tools of the
+    /// wire, so a wire with none leaves it nothing to find.
+    Search,
+}
+
 /// One tool of a request, read by its dialect.
 pub(crate) struct ToolEntry {
     /// The tool as the client declared it (for a tool of a namespace: the
@@ -77,4 +93,6 @@ pub(crate) struct ToolEntry {
     /// The group declaring it, if any: `raw` is then the tool's own
     /// declaration inside the group, and the wire rebuilds the group.
     pub(crate) group: Option<Arc<ToolGroup>>,
+    /// Its part in the provider's deferred loading.
+    pub(crate) deferral: Deferral,
 }
