@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::items::{check_block, is_call_block, is_safe_block, judge_block};
+use super::items::{check_block, is_call_block, is_safe_block, judge_block, withheld_reference};
 use crate::plan::ToolPlan;
 use crate::turn::shape;
 use crate::turn::{probe, Edit, Edits, Field, JudgedCall, Obj, Quiet, Step, Unreadable};
@@ -37,23 +37,27 @@ impl JudgedMessage {
 }
 
 /// Judges every `tool_use` block of `message`: the turn, and the edit that
-/// withholds from its `content` every call that does not pass. A
-/// `content` that is no list, a block that is no object, or a call block
-/// whose name is no string refuses the message (`crate::turn::shape`;
-/// `null` is absent).
+/// withholds from its `content` every call that does not pass and every
+/// `tool_reference` to a tool the model may not be given (which the turn
+/// replayed upstream leaves out too). A `content` that is no list, a block
+/// that is no object, or a call block whose name is no string refuses the
+/// message (`crate::turn::shape`; `null` is absent).
 pub fn judge_message(
     message: &Map<String, Value>,
     plan: &ToolPlan,
 ) -> Result<(JudgedMessage, Edits), Unreadable> {
     let mut turn = JudgedMessage::default();
-    let blocks = shape::list(message.get("content"), &[Step::Key("content")])?;
-    for (i, block) in blocks.iter().enumerate() {
+    let content = shape::list(message.get("content"), &[Step::Key("content")])?;
+    for (i, block) in content.iter().enumerate() {
         check_block(block).map_err(|e| e.under(&[Step::Key("content"), Step::Index(i)]))?;
     }
-    let content = blocks.to_vec();
-    turn.assistant = json!({"role": "assistant", "content": content});
+    let mut replay = Vec::with_capacity(content.len());
     let mut keep = Vec::with_capacity(content.len());
-    for block in &content {
+    for block in content {
+        if withheld_reference(block, plan) {
+            keep.push(false);
+            continue;
+        }
         match judge_block(block, plan) {
             Some(call) => {
                 keep.push(call.passed());
@@ -61,7 +65,9 @@ pub fn judge_message(
             }
             None => keep.push(true),
         }
+        replay.push(block.clone());
     }
+    turn.assistant = json!({"role": "assistant", "content": replay});
     let mut edits = Edits::default();
     edits.push(Edit::Retain {
         at: vec![Step::Key("content")],

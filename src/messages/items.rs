@@ -6,6 +6,14 @@
 //! fails closed: a block of a type not known to be safe ([`is_safe_block`]),
 //! one this proxy has never heard of included, is judged as a call
 //! (docs/security.md, "What passes").
+//!
+//! A `tool_reference` block is no call but loads the tool it names for the
+//! model (the API expands it into the tool's declaration, on this turn and
+//! on every later one the client echoes it back on, as Claude Code does):
+//! it is judged as a direct call of that tool would be, and passes only
+//! where that call would ([`withheld_reference`]). One that would not is
+//! withheld from the client and from every turn the proxy replays: it has
+//! no id a denial could answer, and nothing of it is left to execute.
 
 use serde_json::{json, Map, Value};
 
@@ -27,15 +35,37 @@ const SAFE_BLOCKS: &[&str] = &[
     "container_upload",
 ];
 
+/// The block that loads a deferred tool for the model by its name.
+pub const TOOL_REFERENCE: &str = "tool_reference";
+
 /// Whether a block of this type passes unjudged.
 pub fn is_safe_block(kind: &str) -> bool {
     SAFE_BLOCKS.contains(&kind) || (kind.ends_with("_tool_result") && kind != "tool_result")
 }
 
 /// Whether a content block is judged as a call a client executes: any
-/// block not known to be safe.
+/// block not known to be safe, except a `tool_reference` (judged by the
+/// tool it names: [`withheld_reference`]).
 pub fn is_call_block(block: &Value) -> bool {
-    !is_safe_block(block.get("type").and_then(Value::as_str).unwrap_or(""))
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+    !is_safe_block(kind) && kind != TOOL_REFERENCE
+}
+
+/// Whether the model may be given tool `name` by a `tool_reference`: where
+/// a direct call of it passes the rule (in code mode, `run_code` alone).
+pub fn reference_passes(name: &str, plan: &ToolPlan) -> bool {
+    !name.is_empty() && judge_names(&[name], plan).is_some_and(|(_, v)| !v.is_denied())
+}
+
+/// Whether `block` is a `tool_reference` whose tool the model may not be
+/// given ([`reference_passes`]; one that names none neither): it never
+/// reaches the client nor a replayed turn.
+pub fn withheld_reference(block: &Value, plan: &ToolPlan) -> bool {
+    block.get("type").and_then(Value::as_str) == Some(TOOL_REFERENCE)
+        && !reference_passes(
+            block.get("tool_name").and_then(Value::as_str).unwrap_or(""),
+            plan,
+        )
 }
 
 /// A content block as a judge may read it (`crate::turn::shape`): an
@@ -108,6 +138,43 @@ pub fn raw_block(call: &JudgedCall) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mode::{Mode, Runtime};
+    use crate::preset::Catalog;
+
+    fn plan(mode: Mode) -> ToolPlan {
+        let tools = json!([{"name": "Read", "input_schema": {"type": "object"}},
+                           {"name": "WebFetch", "defer_loading": true, "input_schema": {"type": "object"}}]);
+        let raw = serde_json::value::RawValue::from_string(tools.to_string()).unwrap();
+        let catalog = Catalog::builtin(Mode::Code);
+        ToolPlan::build_for(
+            &crate::messages::tools::TOOLS,
+            Some(&raw),
+            catalog.get("standard").unwrap(),
+            mode,
+            Runtime::Embedded,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_reference_passes_where_a_direct_call_of_its_tool_would() {
+        let reference = |name: &str| json!({"type": "tool_reference", "tool_name": name});
+        let code = plan(Mode::Code);
+        for name in ["WebFetch", "Read", "Bash", ""] {
+            assert!(withheld_reference(&reference(name), &code), "{name}");
+        }
+        assert!(!withheld_reference(&reference("run_code"), &code));
+        assert!(withheld_reference(
+            &json!({"type": "tool_reference"}),
+            &code
+        ));
+        let both = plan(Mode::Both);
+        assert!(!withheld_reference(&reference("WebFetch"), &both));
+        assert!(!withheld_reference(
+            &json!({"type": "text", "text": "WebFetch"}),
+            &code
+        ));
+    }
 
     #[test]
     fn a_tool_use_block_is_a_call_and_its_input_is_json_text() {
@@ -128,6 +195,9 @@ mod tests {
         for judged in ["tool_result", "hologram_use", "", "computer_use"] {
             assert!(is_call_block(&json!({"type": judged})), "{judged}");
         }
+        assert!(!is_call_block(
+            &json!({"type": "tool_reference", "tool_name": "Read"})
+        ));
         assert_eq!(
             input_text(block.as_object().unwrap()),
             r#"{"file_path":"a.txt"}"#

@@ -4,8 +4,9 @@
 //! Pure and synchronous, like the chat and Responses judges, and driven the
 //! same way by `crate::layer::drivers::stream_body::InterceptBody`. Each content block is
 //! decided at its `content_block_start` (a `tool_use` block by
-//! [`items::judge_block`] on its name) and a call is judged again, whole, at
-//! its `content_block_stop`. Text, thinking, server tool blocks, passed
+//! [`items::judge_block`] on its name, a `tool_reference` by the tool it
+//! names: [`items::withheld_reference`]) and a call is judged again, whole,
+//! at its `content_block_stop`. Text, thinking, server tool blocks, passed
 //! calls and `ping` go out as they arrive; a withheld block's events never
 //! do. At the round's `message_delta` (or its `message_stop`, or the end of
 //! the body) [`crate::turn::decide`] says what follows: the client's
@@ -58,6 +59,9 @@ struct Block {
     citations: Vec<Value>,
     /// Whether its `content_block_stop` came.
     done: bool,
+    /// A `tool_reference` to a tool the model may not be given: neither
+    /// the client nor a replayed turn gets it.
+    dropped: bool,
     /// The call it is, judged; `None` for a block that is no call.
     call: Option<JudgedCall>,
 }
@@ -170,9 +174,15 @@ impl Round {
         self.blocks.iter().filter_map(|b| b.call.clone()).collect()
     }
 
-    /// The model's turn: every block of the round, whole, in order.
+    /// The model's turn: every block of the round, whole, in order (a
+    /// dropped reference left out).
     fn assistant(&self) -> Value {
-        let content: Vec<Value> = self.blocks.iter().map(Block::whole).collect();
+        let content: Vec<Value> = self
+            .blocks
+            .iter()
+            .filter(|b| !b.dropped)
+            .map(Block::whole)
+            .collect();
         json!({"role": "assistant", "content": content})
     }
 
@@ -341,8 +351,10 @@ impl MessagesJudge {
             tracing::warn!(target: "codemode::denial", "an upstream content block started twice at one index was dropped");
             return;
         }
-        let call = items::judge_block(&Value::Object(start.clone()), &self.plan);
-        let client = call.as_ref().is_none_or(JudgedCall::passed).then(|| {
+        let opened = Value::Object(start.clone());
+        let dropped = items::withheld_reference(&opened, &self.plan);
+        let call = items::judge_block(&opened, &self.plan);
+        let client = (!dropped && call.as_ref().is_none_or(JudgedCall::passed)).then(|| {
             self.next_index += 1;
             self.next_index - 1
         });
@@ -356,6 +368,7 @@ impl MessagesJudge {
             json: String::new(),
             citations: Vec::new(),
             done: false,
+            dropped,
             call,
         });
         if let Some(client) = client {

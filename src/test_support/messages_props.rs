@@ -2,8 +2,8 @@
 //! fragmentation, the pings and the chunk boundaries, the client gets the
 //! bytes it gets from the stream fed whole and the round ends the same
 //! way; no `tool_use` but `run_code` reaches it, and `run_code` arrives
-//! exactly as the model wrote it; and the same turn as one JSON message is
-//! judged as its stream is.
+//! exactly as the model wrote it, nor a `tool_reference` to another tool;
+//! and the same turn as one JSON message is judged as its stream is.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -30,6 +30,8 @@ enum Block {
         input: String,
         cuts: Vec<usize>,
     },
+    /// A `tool_reference` to this tool.
+    Reference(&'static str),
 }
 
 fn block() -> impl Strategy<Value = Block> {
@@ -56,6 +58,8 @@ fn block() -> impl Strategy<Value = Block> {
                     .replace(",\"", ", \""),
                 cuts,
             }),
+        prop_oneof![Just("run_code"), Just("Read"), Just("nope"), Just("")]
+            .prop_map(Block::Reference),
     ]
 }
 
@@ -133,6 +137,13 @@ fn turn(blocks: &[Block], q: Quirks) -> (Vec<u8>, Value) {
                 }
                 let parsed: Value = serde_json::from_str(input).unwrap();
                 json!({"type": "tool_use", "id": id, "name": name, "input": parsed})
+            }
+            Block::Reference(name) => {
+                let block = json!({"type": "tool_reference", "tool_name": name});
+                events.push(
+                    json!({"type": "content_block_start", "index": index, "content_block": block}),
+                );
+                block
             }
         };
         events.push(json!({"type": "content_block_stop", "index": index}));
@@ -228,6 +239,10 @@ proptest! {
             _ => None,
         }).collect();
         prop_assert_eq!(&view.text, &text);
+        // A reference reaches the client only where a direct call of its
+        // tool would: in code mode, `run_code`'s alone.
+        let references = blocks.iter().filter(|b| matches!(b, Block::Reference("run_code"))).count();
+        prop_assert_eq!(view.blocks.iter().filter(|b| *b == "tool_reference").count(), references);
         let repaired = matches!(whole.end, RoundEnd::Repair { .. });
         prop_assert_eq!(repaired, !calls.is_empty() && allowed.is_empty());
         if let RoundEnd::Done { splice } = &whole.end {

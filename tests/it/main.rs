@@ -15,6 +15,7 @@ mod common;
 mod compact_sdk;
 mod configure;
 mod conversations;
+mod deferred;
 mod dry_run;
 mod egress;
 mod embedded;

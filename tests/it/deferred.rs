@@ -1,0 +1,173 @@
+//! Deferred loading on the Messages API, through the proxy in code mode
+//! (docs/security.md, "Fail closed"): tools declared with `defer_loading`,
+//! the `tool_reference` blocks that load them (in answers, and in the
+//! history a client echoes back), and programmatic tool calling. Each
+//! test checks what the scripted provider got and what the client got,
+//! JSON and SSE where an answer is judged.
+
+use crate::common::messages_model::{anthropic_usage, message_events};
+use crate::common::sse_client::payloads;
+use crate::common::{start, Proxy, Script};
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const LOCKED: &[(&str, &str)] = &[
+    ("CODEMODE_MODE", "code"),
+    ("CODEMODE_CLIENT_SELECT", "deny"),
+    ("CODEMODE_RUNTIME", "embedded"),
+];
+
+/// A provider answering `POST /v1/messages` with `contents` in order, as
+/// JSON or as events.
+async fn provider(contents: Vec<(Vec<Value>, &str)>, stream: bool) -> MockServer {
+    let server = MockServer::start().await;
+    let answers = contents
+        .into_iter()
+        .enumerate()
+        .map(|(i, (content, stop))| {
+            let m = json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant",
+                       "model": "claude-test", "content": content, "stop_reason": stop,
+                       "stop_sequence": null, "usage": anthropic_usage(10, 2)});
+            if stream {
+                ResponseTemplate::new(200)
+                    .set_body_raw(message_events(&m).into_bytes(), "text/event-stream")
+            } else {
+                ResponseTemplate::new(200).set_body_json(m)
+            }
+        });
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(Script::new(answers.collect::<Vec<_>>()))
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn proxy(server: &MockServer, vars: &[(&str, &str)]) -> Proxy {
+    let upstream = format!("{}/v1", server.uri());
+    let mut all = vars.to_vec();
+    all.push(("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()));
+    start(server, &all).await
+}
+
+/// The bodies the provider got.
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// Every content block the client was handed, streamed or whole.
+async fn handed(proxy: &Proxy, body: &Value) -> Vec<Value> {
+    let res = proxy
+        .post(
+            "/v1/messages",
+            body,
+            &[("anthropic-version", "2023-06-01"), ("x-api-key", "k")],
+        )
+        .await;
+    let status = res.status();
+    let bytes = res.bytes().await.unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    if body["stream"] == true {
+        return payloads(&bytes)
+            .into_iter()
+            .filter_map(|p| serde_json::from_str::<Value>(&p).ok())
+            .filter(|e| e["type"] == "content_block_start")
+            .map(|e| e["content_block"].clone())
+            .collect();
+    }
+    let m: Value = serde_json::from_slice(&bytes).unwrap();
+    m["content"].as_array().cloned().unwrap_or_default()
+}
+
+fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+fn reference(name: &str) -> Value {
+    json!({"type": "tool_reference", "tool_name": name})
+}
+
+/// Claude Code's tools with tool search on: loaded ones, `ToolSearch`, and
+/// one its search loaded, deferred.
+fn tools() -> Value {
+    json!([
+        {"name": "Read", "description": "Reads a file.",
+         "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
+        {"name": "ToolSearch", "description": "Fetches full schema definitions for deferred tools.",
+         "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}},
+        {"name": "WebFetch", "description": "Fetches a URL.", "defer_loading": true,
+         "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}}}
+    ])
+}
+
+#[tokio::test]
+async fn a_tool_reference_in_an_answer_reaches_the_client_only_for_a_tool_it_may_call() {
+    for stream in [false, true] {
+        let search = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
+            "content": {"type": "tool_search_tool_search_result", "tool_references": []}});
+        let server = provider(
+            vec![
+                (
+                    vec![
+                        text("loading"),
+                        reference("WebFetch"),
+                        json!({"type": "tool_use", "id": "toolu_1", "name": "Read",
+                               "input": {"file_path": "a.txt"}}),
+                    ],
+                    "tool_use",
+                ),
+                (
+                    vec![
+                        reference("Bash"),
+                        text("done"),
+                        reference("run_code"),
+                        search.clone(),
+                    ],
+                    "end_turn",
+                ),
+            ],
+            stream,
+        )
+        .await;
+        let proxy = proxy(&server, LOCKED).await;
+        let body = json!({"model": "claude-test", "max_tokens": 100, "stream": stream,
+            "messages": [{"role": "user", "content": "fetch it"}], "tools": tools()});
+        let blocks = handed(&proxy, &body).await;
+        let kinds: Vec<&str> = blocks
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .filter(|k| *k != "text")
+            .collect();
+        assert_eq!(
+            kinds,
+            ["tool_reference", "tool_search_tool_result"],
+            "stream {stream}: {blocks:?}"
+        );
+        let passed: Vec<&Value> = blocks
+            .iter()
+            .filter(|b| b["type"] == "tool_reference")
+            .collect();
+        assert_eq!(passed, [&reference("run_code")], "stream {stream}");
+
+        // The repair replays the model's turn without the reference it
+        // could not be given, and answers the collapsed call.
+        let seen = bodies(&server).await;
+        assert_eq!(seen.len(), 2, "stream {stream}: repaired");
+        let replayed = &seen[1]["messages"][1]["content"];
+        assert_eq!(replayed[0], text("loading"), "stream {stream}");
+        assert_eq!(replayed[1]["type"], "tool_use", "stream {stream}");
+        assert_eq!(replayed.as_array().unwrap().len(), 2, "stream {stream}");
+        assert!(
+            !seen[1]["messages"].to_string().contains("tool_reference"),
+            "stream {stream}: {}",
+            seen[1]["messages"]
+        );
+    }
+}
