@@ -1,7 +1,8 @@
 //! A Messages request (`POST /v1/messages`, and `count_tokens` bodies of
 //! the same shape), parsed only as deep as the proxy needs, and its
-//! rewrite: the wire tools, `tool_choice`, stored denials of mixed turns
-//! and the prompt sections (docs/agents.md, "Claude Code and the Messages API").
+//! rewrite: the wire tools, `tool_choice`, `tool_reference`s to tools the
+//! wire lacks ([`references`]), stored denials of mixed turns and the
+//! prompt sections (docs/agents.md, "Claude Code and the Messages API").
 //!
 //! Every field stays the client's bytes unless the proxy changes it;
 //! messages are kept raw one by one, so only a message that takes a splice
@@ -23,6 +24,8 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::wire::{join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
+
+mod references;
 
 /// A Messages request.
 #[derive(Clone, Debug)]
@@ -152,7 +155,8 @@ impl MessagesRequest {
         Bytes::from(object)
     }
 
-    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
+    /// Applies the plan: wire tools, `tool_choice`, references to tools the
+    /// wire lacks, stored denials, sections.
     pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
         if let Some(wire) = &plan.wire_tools {
             // A breakpoint on the client's last tool caches all the tools:
@@ -176,6 +180,11 @@ impl MessagesRequest {
                 let servers = crate::messages::tools::server_tool_names(self.object.get("tools"));
                 let choice = super::choice::tool_choice(&value, plan, &servers)?;
                 self.object.set("tool_choice", to_raw(&choice));
+            }
+        }
+        if plan.narrows_tools() {
+            if let Some(messages) = &mut self.messages {
+                references::rewrite(messages, plan, self.object.get("tools"))?;
             }
         }
         if !splices.is_empty() {

@@ -171,3 +171,108 @@ async fn a_tool_reference_in_an_answer_reaches_the_client_only_for_a_tool_it_may
         );
     }
 }
+
+/// A request Claude Code sent, captured (tests/fixtures/claude/).
+fn captured(name: &str) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/claude/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn claude_codes_history_after_its_tool_search_reaches_the_model_with_no_deferred_tool() {
+    let server = provider(vec![(vec![text("ok")], "end_turn")], true).await;
+    let proxy = proxy(&server, LOCKED).await;
+    // ToolSearch loaded WebFetch: it is declared deferred, and ToolSearch's
+    // result is a tool_reference to it.
+    let body = captured("after_tool_search.json");
+    assert_eq!(body["tools"][9]["defer_loading"], true);
+    handed(&proxy, &body).await;
+
+    let seen = bodies(&server).await;
+    let sent = &seen[0];
+    let wire: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(wire, ["run_code"]);
+    let system = sent["system"].to_string();
+    assert!(system.contains("WebFetch("), "the SDK shows it: {system}");
+    let messages = sent["messages"].to_string();
+    assert!(!messages.contains("tool_reference"), "{messages}");
+    let result = &sent["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(
+        result["content"][0]["text"],
+        "Tool \"WebFetch\" is loaded: call it from inside a run_code program, as `await tools.WebFetch(args)`."
+    );
+    // Every other message as Claude Code sent it.
+    assert_eq!(sent["messages"][0], body["messages"][0]);
+    assert_eq!(sent["messages"][1], body["messages"][1]);
+}
+
+#[tokio::test]
+async fn a_program_that_runs_a_tool_search_reads_what_it_loaded() {
+    let code = "return await tools.ToolSearch({query: 'select:WebFetch'});";
+    let server = provider(
+        vec![
+            (
+                vec![
+                    json!({"type": "tool_use", "id": "toolu_prog", "name": "run_code",
+                            "input": {"code": code}}),
+                ],
+                "tool_use",
+            ),
+            (vec![text("WebFetch is ready.")], "end_turn"),
+        ],
+        false,
+    )
+    .await;
+    let proxy = proxy(&server, LOCKED).await;
+    let first = json!({"model": "claude-test", "max_tokens": 100, "tools": tools(),
+        "messages": [{"role": "user", "content": "fetch it"}]});
+    let blocks = handed(&proxy, &first).await;
+    let call = blocks.iter().find(|b| b["type"] == "tool_use").unwrap();
+    assert_eq!(call["name"], "ToolSearch");
+
+    // Claude Code runs it: the result loads WebFetch, which its next
+    // request declares, deferred.
+    let mut tools = tools();
+    tools
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "DeferredToolPlaceholder",
+        "defer_loading": true, "input_schema": {"type": "object", "properties": {}}}));
+    let second = json!({"model": "claude-test", "max_tokens": 100, "tools": tools,
+        "messages": [
+            {"role": "user", "content": "fetch it"},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call["id"],
+                 "content": [reference("WebFetch")]},
+                {"type": "text", "text": "Tool loaded."}]}]});
+    let blocks = handed(&proxy, &second).await;
+    assert_eq!(blocks, [text("WebFetch is ready.")]);
+
+    let seen = bodies(&server).await;
+    assert_eq!(seen.len(), 2);
+    let after = &seen[1];
+    let result = after["messages"][2]["content"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    // The program's value, as JSON text.
+    assert!(
+        result.starts_with("Result: \"Loaded tool \\\"WebFetch\\\": the next program can call it as `await tools.WebFetch(args)`."),
+        "{result}"
+    );
+    assert!(
+        !after.to_string().contains("defer_loading")
+            && !after.to_string().contains("tool_reference"),
+        "{after}"
+    );
+    assert!(after["system"].to_string().contains("WebFetch("));
+}

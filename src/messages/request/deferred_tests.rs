@@ -139,3 +139,122 @@ fn a_forced_tool_search_the_wire_lost_is_forced_no_more() {
         json!({"type": "tool", "name": "run_code"})
     );
 }
+
+/// A history as Claude Code sends it after its `ToolSearch` loaded WebFetch
+/// (the `tool_result` holds the reference) and after the model's turn held
+/// a reference and a regex search's result (Claude Code echoes both).
+fn history() -> Value {
+    json!([
+        {"role": "user", "content": "fetch it"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch",
+             "input": {"query": "select:WebFetch"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                {"type": "tool_reference", "tool_name": "WebFetch"},
+                {"type": "tool_reference", "tool_name": "run_code"}]},
+            {"type": "text", "text": "Tool loaded."}]},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex",
+             "input": {"pattern": "Web"}},
+            {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+                "type": "tool_search_tool_search_result", "tool_references": [
+                    {"type": "tool_reference", "tool_name": "WebFetch"},
+                    {"type": "tool_reference", "tool_name": "docs_search"}]}},
+            {"type": "tool_reference", "tool_name": "WebSearch",
+             "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "Loaded."}]},
+        {"role": "user", "content": "go on"}
+    ])
+}
+
+#[test]
+fn references_to_tools_the_wire_lacks_are_rewritten_where_a_history_holds_them() {
+    let plan = plan_in(&tools(), Mode::Code, "standard");
+    let v = rewritten(history(), &tools(), &plan);
+    let m = &v["messages"];
+    // Inside ToolSearch's result: where the tool is now, in the SDK.
+    let result = &m[2]["content"][0]["content"];
+    assert_eq!(result[0]["type"], "text");
+    let note = result[0]["text"].as_str().unwrap();
+    assert!(
+        note.contains("\"WebFetch\" is loaded") && note.contains("await tools.WebFetch(args)"),
+        "{note}"
+    );
+    assert_eq!(
+        result[1]["tool_name"], "run_code",
+        "run_code is on the wire"
+    );
+    // The echoed search result keeps no name the wire lacks; a reference
+    // of its own becomes text, its breakpoint kept.
+    let found = &m[3]["content"][1]["content"]["tool_references"];
+    assert_eq!(found, &json!([]));
+    assert_eq!(
+        m[3]["content"][2],
+        json!({"type": "text", "text": "Tool \"WebSearch\" is not available in this conversation.",
+               "cache_control": {"type": "ephemeral"}})
+    );
+    assert_eq!(
+        m[3]["content"][3],
+        json!({"type": "text", "text": "Loaded."})
+    );
+    assert_eq!(m[0], history()[0]);
+    assert_eq!(m[1], history()[1]);
+}
+
+#[test]
+fn a_message_without_a_reference_the_wire_lacks_keeps_its_bytes() {
+    let plan = plan_in(&tools(), Mode::Code, "standard");
+    let history = r#"[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]},{"role":"user","content":[{"type":"tool_r\u0065ference","tool_name":"WebFetch"}]}]"#;
+    let body = format!(
+        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
+        tools()
+    );
+    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
+    r.rewrite(&plan, &store()).unwrap();
+    let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
+    assert!(
+        out.contains(r#"{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]}"#),
+        "{out}"
+    );
+    // A type spelled with escapes is read as the provider reads it.
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["messages"][2]["content"][0]["type"], "text", "{out}");
+}
+
+#[test]
+fn references_stay_where_the_wire_carries_their_tool() {
+    // Both mode: WebFetch is on the wire (deferred); a preset that hides it
+    // takes it off, and its references with it.
+    let both = plan_in(&tools(), Mode::Both, "standard");
+    let v = rewritten(history(), &tools(), &both);
+    assert_eq!(v["messages"][2], history()[2]);
+    let hidden = plan_in(&tools(), Mode::Both, "no-fetch");
+    let v = rewritten(history(), &tools(), &hidden);
+    let note = v["messages"][2]["content"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        note,
+        "Tool \"WebFetch\" is not available in this conversation."
+    );
+
+    // An MCP toolset on the wire: a name the client declared nowhere may be
+    // one of its tools; the client's collapsed WebFetch still goes.
+    let mut t = tools();
+    t.as_array_mut()
+        .unwrap()
+        .push(json!({"type": "mcp_toolset", "mcp_server_name": "docs"}));
+    let plan = plan_in(&t, Mode::Code, "standard");
+    let v = rewritten(history(), &t, &plan);
+    let found = &v["messages"][3]["content"][1]["content"]["tool_references"];
+    assert_eq!(
+        found,
+        &json!([{"type": "tool_reference", "tool_name": "docs_search"}])
+    );
+
+    // Native mode with nothing hidden leaves the history as sent.
+    let native = plan_in(&tools(), Mode::Native, "standard");
+    let v = rewritten(history(), &tools(), &native);
+    assert_eq!(v["messages"], history());
+}
