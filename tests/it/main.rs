@@ -4,6 +4,7 @@
 //! `tests/sandbox_boundary.rs` is the one test kept apart: it measures the
 //! test process's own peak memory, which other tests would share.
 
+mod advanced_tool_use;
 mod binary;
 mod bursts;
 mod claude;
@@ -15,7 +16,6 @@ mod common;
 mod compact_sdk;
 mod configure;
 mod conversations;
-mod deferred;
 mod dry_run;
 mod egress;
 mod embedded;

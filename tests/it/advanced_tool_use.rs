@@ -1,9 +1,10 @@
-//! Deferred loading on the Messages API, through the proxy in code mode
-//! (docs/security.md, "Fail closed"): tools declared with `defer_loading`,
-//! the `tool_reference` blocks that load them (in answers, and in the
-//! history a client echoes back), and programmatic tool calling. Each
-//! test checks what the scripted provider got and what the client got,
-//! JSON and SSE where an answer is judged.
+//! Anthropic's advanced tool use (the `advanced-tool-use-2025-11-20` beta
+//! Claude Code sends) through the proxy in code mode (docs/security.md,
+//! "Fail closed"): tools declared with `defer_loading`, the
+//! `tool_reference` blocks that load them (in answers, and in the history
+//! a client echoes back), and programmatic tool calling (`allowed_callers`,
+//! a `tool_use`'s `caller`). Each test checks what the scripted provider
+//! got and what the client got, JSON and SSE where an answer is judged.
 
 use crate::common::messages_model::{anthropic_usage, message_events};
 use crate::common::sse_client::payloads;
@@ -275,4 +276,66 @@ async fn a_program_that_runs_a_tool_search_reads_what_it_loaded() {
         "{after}"
     );
     assert!(after["system"].to_string().contains("WebFetch("));
+}
+
+#[tokio::test]
+async fn programmatic_tool_calling_reaches_no_collapsed_tool() {
+    for stream in [false, true] {
+        // The model's code execution calls Read (the API marks such a call
+        // with its `caller`): Read is collapsed, so the call is withheld
+        // and answered, and the client never runs it.
+        let programmatic = json!({"type": "tool_use", "id": "toolu_1", "name": "Read",
+            "input": {"file_path": "a.txt"},
+            "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}});
+        let server = provider(
+            vec![
+                (
+                    vec![
+                        json!({"type": "server_tool_use", "id": "srvtoolu_1",
+                               "name": "code_execution", "input": {"code": "read('a.txt')"}}),
+                        programmatic,
+                    ],
+                    "tool_use",
+                ),
+                (vec![text("done")], "end_turn"),
+            ],
+            stream,
+        )
+        .await;
+        let proxy = proxy(&server, LOCKED).await;
+        let body = json!({"model": "claude-test", "max_tokens": 100, "stream": stream,
+        "messages": [{"role": "user", "content": "read a.txt"}],
+        "tools": [
+            {"type": "code_execution_20250825", "name": "code_execution"},
+            {"name": "Read", "description": "Reads a file.",
+             "allowed_callers": ["code_execution_20250825"],
+             "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}
+        ]});
+        let blocks = handed(&proxy, &body).await;
+        assert!(
+            blocks.iter().all(|b| b["type"] != "tool_use"),
+            "stream {stream}: {blocks:?}"
+        );
+
+        let seen = bodies(&server).await;
+        assert_eq!(seen.len(), 2, "stream {stream}: repaired");
+        // Only run_code and the provider's code execution on the wire: no
+        // client tool a program of the provider's could call.
+        let wire = seen[0]["tools"].to_string();
+        assert!(!wire.contains("allowed_callers"), "stream {stream}: {wire}");
+        let names: Vec<&str> = seen[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["run_code", "code_execution"], "stream {stream}");
+        let answer = &seen[1]["messages"][2]["content"][0];
+        assert_eq!(answer["tool_use_id"], "toolu_1", "stream {stream}");
+        assert_eq!(answer["is_error"], true, "stream {stream}");
+        assert!(answer["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("UNKNOWN_TOOL"));
+    }
 }
