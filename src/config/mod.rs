@@ -154,6 +154,21 @@ impl Config {
         self.default_mode
     }
 
+    /// The mode of a request that names no mode, preset or scope: the
+    /// preset of the `default` scope's binding (else `standard`), or
+    /// preset `path_preset` for one sent under `/preset/NAME` (as `run`
+    /// points its command when given `--preset`).
+    pub fn unselected_mode(&self, path_preset: Option<&str>) -> Mode {
+        let preset = match path_preset {
+            Some(name) => self.catalog.get(name),
+            None => self
+                .catalog
+                .for_scope(crate::preset::DEFAULT_SCOPE)
+                .or_else(|| self.catalog.get(crate::preset::DEFAULT_PRESET)),
+        };
+        preset.map_or(self.default_mode, |p| p.mode)
+    }
+
     /// The names of the presets a request can select, in the order the
     /// picker tries them.
     pub fn preset_names(&self) -> Vec<&str> {

@@ -262,3 +262,20 @@ fn a_bad_store_is_named_without_its_password() {
     let errors = from(&[(STORE_PREFIX, "a b")]).unwrap_err().0;
     assert_eq!(errors[0].var, STORE_PREFIX);
 }
+
+#[test]
+fn a_request_that_selects_nothing_gets_its_bindings_mode() {
+    let c = from(&[("CODEMODE_MODE", "code")]).unwrap();
+    assert_eq!(c.unselected_mode(None), Mode::Code);
+    let (path, mut file) = tempfile();
+    file.write_all(
+        b"[[preset]]\nname = \"plain\"\ntool_mode = \"native\"\n\
+          [[preset]]\nname = \"mixed\"\ntool_mode = \"both\"\n[scopes]\ndefault = \"mixed\"\n",
+    )
+    .unwrap();
+    let c = from(&[("CODEMODE_MODE", "code"), ("CODEMODE_CONFIG", &path)]).unwrap();
+    assert_eq!(c.unselected_mode(None), Mode::Both);
+    assert_eq!(c.unselected_mode(Some("plain")), Mode::Native);
+    assert_eq!(c.unselected_mode(Some("code")), Mode::Code);
+    let _ = std::fs::remove_file(&path);
+}

@@ -224,6 +224,55 @@ fn gemini_gets_the_proxys_root_and_a_home_of_its_own_with_the_users_settings() {
     assert_eq!(got.lines().nth(2), Some("user-gemini-key"), "{got}");
 }
 
+/// What a program called `claude` sees of `ENABLE_TOOL_SEARCH` under
+/// `run ARGS` with `vars`.
+#[cfg(unix)]
+fn claude_tool_search(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let claude = home.join("bin/claude");
+    let seen = home.join("seen");
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\necho \"${{ENABLE_TOOL_SEARCH-unset}}\" > {}\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut all = args.to_vec();
+    all.extend(["--", claude.to_str().unwrap()]);
+    let out = run_cmd(home, &all, vars).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::read_to_string(&seen).unwrap().trim().to_owned()
+}
+
+#[cfg(unix)]
+#[test]
+fn claude_code_keeps_its_tool_search_in_native_mode_and_leaves_it_to_the_sdk_in_code_mode() {
+    let home = Temp::new("tool-search");
+    let h = &home.0;
+    // Code mode (the default) and both: the SDK shows every tool.
+    assert_eq!(claude_tool_search(h, &[], &[]), "false");
+    assert_eq!(claude_tool_search(h, &["--mode", "both"], &[]), "false");
+    // Native, to Anthropic's API: as Claude Code has it there.
+    assert_eq!(claude_tool_search(h, &["--mode", "native"], &[]), "true");
+    // Native, to a gateway of the user's: Claude Code decides.
+    let gateway = [("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")];
+    assert_eq!(
+        claude_tool_search(h, &["--mode", "native"], &gateway),
+        "unset"
+    );
+    // A preset's mode counts; the user's own setting always wins.
+    assert_eq!(
+        claude_tool_search(h, &["--mode", "native", "--preset", "code"], &[]),
+        "false"
+    );
+    let own = [("ENABLE_TOOL_SEARCH", "true")];
+    assert_eq!(claude_tool_search(h, &[], &own), "true");
+}
+
 #[test]
 fn a_preset_flag_moves_the_base_urls_under_its_path() {
     let home = Temp::new("preset");

@@ -196,7 +196,14 @@ async fn claude_under_run_completes_a_program_of_two_reads() {
             .filter_map(|t| t["name"].as_str())
             .collect();
         assert_eq!(names, vec!["run_code"], "the model sees run_code only");
-        assert!(s.body["system"].to_string().contains("declare const tools"));
+        let system = s.body["system"].to_string();
+        assert!(system.contains("declare const tools"));
+        // `run` turns Claude Code's tool search off in code mode: the SDK
+        // shows every tool from the first request on, no ToolSearch.
+        assert!(
+            system.contains("WebFetch(") && !system.contains("ToolSearch("),
+            "{system}"
+        );
     }
     assert!(
         stderr.contains("codemode-proxy: 1 program run, 2 nested calls"),

@@ -6,6 +6,8 @@
 //! - Claude Code reads `ANTHROPIC_BASE_URL` (the server root: it appends
 //!   `/v1/messages`) and sends its own API key (`x-api-key`) or its login's
 //!   OAuth token (`authorization: Bearer`); the proxy forwards both.
+//!   `ENABLE_TOOL_SEARCH` turns its tool search on or off (see
+//!   [`claude_tool_search`]).
 //! - Codex takes `-c key=value` overrides (TOML values) on its command
 //!   line: a `model_providers` entry with `wire_api = "responses"` and
 //!   `model_provider` naming it. `env_key` names the variable holding an
@@ -27,6 +29,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
+use codemode_proxy::Mode;
 use serde_json::{json, Value};
 
 /// Codex's name for the provider the proxy adds.
@@ -34,6 +37,36 @@ pub const CODEX_PROVIDER: &str = "codemode";
 
 /// opencode's inline configuration, merged over its files.
 pub const OPENCODE_CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
+
+/// Claude Code's switch for its tool search: `ToolSearch`, tools declared
+/// with `defer_loading`, `tool_reference` blocks.
+pub const ENABLE_TOOL_SEARCH: &str = "ENABLE_TOOL_SEARCH";
+
+/// What `run` sets [`ENABLE_TOOL_SEARCH`] to for Claude Code whose requests
+/// get `mode`, when the user has not set it; `anthropic_api` says the
+/// proxy's Anthropic upstream is Anthropic's own API.
+///
+/// - Native mode: the proxy is transparent, so Claude Code should search
+///   its tools as it does talking to Anthropic directly. Claude Code 2.1.332
+///   does so behind any base URL; earlier versions turned tool search off
+///   behind one that is not Anthropic's unless the variable says `true`.
+///   So `true` when the upstream is Anthropic's API, and nothing otherwise
+///   (behind a gateway of the user's, Claude Code decides as it would
+///   without the proxy).
+/// - Code and both modes: `false`. The SDK shows every tool Claude Code
+///   declares, compact where the tool set is large, with `tools.describe`
+///   for the rest: that is the proxy's deferred loading. With tool search
+///   on, Claude Code declares only the tools loaded so far, so a program
+///   must run `ToolSearch` first and a later one call the tool, and every
+///   tool loaded changes the SDK, which sits in `system`, ahead of the
+///   whole conversation in the provider's cached prefix.
+pub fn claude_tool_search(mode: Mode, anthropic_api: bool) -> Option<&'static str> {
+    match mode {
+        Mode::Native if anthropic_api => Some("true"),
+        Mode::Native => None,
+        Mode::Code | Mode::Both => Some("false"),
+    }
+}
 
 /// The Gemini API's base URL, as Google's JavaScript SDK (`@google/genai`)
 /// and gemini-cli read it.
@@ -409,6 +442,17 @@ pub fn set_path(root: &mut Value, path: &[&str], value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claude_code_searches_its_tools_natively_and_not_under_code_mode() {
+        assert_eq!(claude_tool_search(Mode::Native, true), Some("true"));
+        assert_eq!(claude_tool_search(Mode::Native, false), None);
+        for mode in [Mode::Code, Mode::Both] {
+            for api in [true, false] {
+                assert_eq!(claude_tool_search(mode, api), Some("false"));
+            }
+        }
+    }
 
     #[test]
     fn agents_are_known_by_their_program_file_name() {

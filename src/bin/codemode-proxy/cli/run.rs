@@ -197,6 +197,12 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
         mode = %config.default_mode(),
         "codemode-proxy run listening on http://{addr}"
     );
+    // What Claude Code's tool search should be under this proxy, read
+    // before the configuration goes into the stack.
+    let tool_search = agents::claude_tool_search(
+        config.unselected_mode(args.preset.as_deref()),
+        config.anthropic_upstream.authority().host() == ANTHROPIC_API_HOST,
+    );
     let service = codemode_proxy::server::stack(config).map_err(Failure::Start)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(codemode_proxy::server::serve(
@@ -230,6 +236,9 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
         _ => {}
     }
     let mut cmd = command(&args.command, &urls, overrides, scratch.as_deref());
+    if Agent::of_program(&args.command[0]) == Some(Agent::Claude) {
+        claude_tool_search(&mut cmd, tool_search);
+    }
     let spawned = cmd.spawn().map_err(Failure::Spawn);
     let mut child = match spawned {
         Ok(c) => c,
@@ -245,6 +254,27 @@ async fn serve_and_run(config: Config, args: &RunArgs) -> Result<(ExitStatus, To
     remove_scratch(scratch);
     let status = status.map_err(Failure::Spawn)?;
     Ok((status, service.totals()))
+}
+
+/// The host of Anthropic's own API (the default Anthropic upstream).
+const ANTHROPIC_API_HOST: &str = "api.anthropic.com";
+
+/// Sets Claude Code's `ENABLE_TOOL_SEARCH` to `value`
+/// ([`agents::claude_tool_search`]), unless the user set it: theirs wins.
+fn claude_tool_search(cmd: &mut Command, value: Option<&'static str>) {
+    let own = std::env::var_os(agents::ENABLE_TOOL_SEARCH).filter(|v| !v.is_empty());
+    match (own, value) {
+        (Some(own), _) => tracing::info!(
+            "Claude Code keeps its own {}={}",
+            agents::ENABLE_TOOL_SEARCH,
+            own.to_string_lossy()
+        ),
+        (None, Some(value)) => {
+            tracing::info!("Claude Code gets {}={value}", agents::ENABLE_TOOL_SEARCH);
+            cmd.env(agents::ENABLE_TOOL_SEARCH, value);
+        }
+        (None, None) => {}
+    }
 }
 
 /// A private folder holding Codex's catalog with direct tools for every
