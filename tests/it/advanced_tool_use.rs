@@ -166,7 +166,9 @@ async fn a_tool_reference_in_an_answer_reaches_the_client_only_for_a_tool_it_may
         assert_eq!(replayed[1]["type"], "tool_use", "stream {stream}");
         assert_eq!(replayed.as_array().unwrap().len(), 2, "stream {stream}");
         assert!(
-            !seen[1]["messages"].to_string().contains("tool_reference"),
+            !seen[1]["messages"]
+                .to_string()
+                .contains("\"tool_reference\""),
             "stream {stream}: {}",
             seen[1]["messages"]
         );
@@ -204,7 +206,7 @@ async fn claude_codes_history_after_its_tool_search_reaches_the_model_with_no_de
     let system = sent["system"].to_string();
     assert!(system.contains("WebFetch("), "the SDK shows it: {system}");
     let messages = sent["messages"].to_string();
-    assert!(!messages.contains("tool_reference"), "{messages}");
+    assert!(!messages.contains("\"tool_reference\""), "{messages}");
     let result = &sent["messages"][2]["content"][0];
     assert_eq!(result["type"], "tool_result");
     assert_eq!(
@@ -214,6 +216,28 @@ async fn claude_codes_history_after_its_tool_search_reaches_the_model_with_no_de
     // Every other message as Claude Code sent it.
     assert_eq!(sent["messages"][0], body["messages"][0]);
     assert_eq!(sent["messages"][1], body["messages"][1]);
+}
+
+#[tokio::test]
+async fn references_claude_code_echoes_from_the_models_turn_load_nothing_the_wire_lacks() {
+    let server = provider(vec![(vec![text("ok")], "end_turn")], true).await;
+    let proxy = proxy(&server, LOCKED).await;
+    // The model's turn held a regex search's result naming WebFetch and a
+    // reference to WebSearch; Claude Code sends both back as they came.
+    let body = captured("after_echoed_reference_blocks.json");
+    assert_eq!(body["messages"][1]["content"][2]["type"], "tool_reference");
+    handed(&proxy, &body).await;
+
+    let seen = bodies(&server).await;
+    let turn = &seen[0]["messages"][1]["content"];
+    assert_eq!(turn[0], body["messages"][1]["content"][0]);
+    assert_eq!(turn[1]["content"]["tool_references"], json!([]));
+    assert_eq!(
+        turn[2],
+        text("Tool \"WebSearch\" is not available in this conversation.")
+    );
+    assert_eq!(turn[3], body["messages"][1]["content"][3]);
+    assert!(!seen[0].to_string().contains("\"tool_reference\""));
 }
 
 #[tokio::test]
@@ -272,7 +296,7 @@ async fn a_program_that_runs_a_tool_search_reads_what_it_loaded() {
     );
     assert!(
         !after.to_string().contains("defer_loading")
-            && !after.to_string().contains("tool_reference"),
+            && !after.to_string().contains("\"tool_reference\""),
         "{after}"
     );
     assert!(after["system"].to_string().contains("WebFetch("));

@@ -107,3 +107,91 @@ async fn claude_code_runs_a_program_of_two_reads_through_the_proxy() {
         "Claude Code ran the two nested reads: {report}"
     );
 }
+
+/// With its tool search on (`ENABLE_TOOL_SEARCH=true`; `run` turns it off
+/// in code mode, `configure` leaves it as Claude Code has it), Claude Code
+/// declares WebFetch only once its `ToolSearch` loaded it: a program runs
+/// `ToolSearch`, Claude Code answers with a `tool_reference` and declares
+/// WebFetch deferred from then on. The model reads what was loaded in the
+/// program's result, finds WebFetch in the SDK, and never sees a deferred
+/// tool or a reference (the scripted model refuses a reference to a tool
+/// the request does not declare, as the API does).
+#[tokio::test]
+async fn claude_code_with_tool_search_loads_a_tool_from_a_program() {
+    if !claude_ready() {
+        return;
+    }
+    let dir = workdir("tool-search", &[]);
+    let model = MessagesModel::new([
+        vec![
+            thinking("Load WebFetch first.", "sig-TS="),
+            run_code_use(
+                "toolu_prog",
+                "return await tools.ToolSearch({query: 'select:WebFetch'});",
+            ),
+        ],
+        vec![json!({"type": "echo"})],
+    ]);
+    let server = model.serve().await;
+    let upstream = format!("{}/v1", server.uri());
+    let proxy = start(
+        &server,
+        &[
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_MODE", "code"),
+            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
+        ],
+    )
+    .await;
+    let base = proxy.url("");
+    let report = run_claude(
+        base.trim_end_matches('/'),
+        &dir.0,
+        &["Get ready to fetch a page."],
+        &[("ENABLE_TOOL_SEARCH", "true")],
+    )
+    .await;
+    let seen = model.seen();
+    let transcript: Vec<String> = seen
+        .iter()
+        .map(|s| format!("{} {} {}", s.status, s.path, s.refusal))
+        .collect();
+    assert!(
+        report["error"].is_null(),
+        "claude failed: {report}\nthe model saw:\n{}",
+        transcript.join("\n")
+    );
+    let searched: Vec<_> = report["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t["name"] == "ToolSearch")
+        .collect();
+    assert_eq!(searched.len(), 1, "Claude Code ran ToolSearch: {report}");
+    let answer = report["final"].as_str().unwrap_or("");
+    assert!(
+        answer.contains("Loaded tool") && answer.contains("tools.WebFetch"),
+        "the program's result names what it loaded: {report}"
+    );
+    let turns: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.path.starts_with("/v1/messages?"))
+        .collect();
+    assert_eq!(turns.len(), 2, "{}", transcript.join("\n"));
+    for s in &turns {
+        assert_eq!(s.status, 200, "{}", transcript.join("\n"));
+        let names: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["run_code"], "{}", transcript.join("\n"));
+        let text = s.body.to_string();
+        assert!(!text.contains("defer_loading") && !text.contains("\"tool_reference\""));
+    }
+    let sdk = |s: &Seen| s.body["system"].to_string();
+    assert!(sdk(turns[0]).contains("ToolSearch(") && !sdk(turns[0]).contains("WebFetch("));
+    assert!(sdk(turns[1]).contains("WebFetch("), "loaded into the SDK");
+}

@@ -144,6 +144,37 @@ pub fn messages_rules(
     None
 }
 
+/// The API's rule on `tool_reference` blocks: each names a tool the
+/// request declares (inside a `tool_result`, as a block of its own, or in
+/// a `tool_search_tool_result`'s list); the first that does not.
+pub fn reference_rule(body: &Value) -> Option<String> {
+    let declared: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let mut references = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        for b in m["content"].as_array().into_iter().flatten() {
+            references.push(b);
+            references.extend(b["content"].as_array().into_iter().flatten());
+            references.extend(
+                b["content"]["tool_references"]
+                    .as_array()
+                    .into_iter()
+                    .flatten(),
+            );
+        }
+    }
+    references
+        .into_iter()
+        .filter(|r| r["type"] == "tool_reference")
+        .map(|r| r["tool_name"].as_str().unwrap_or(""))
+        .find(|name| !declared.contains(name))
+        .map(|name| format!("Tool reference '{name}' not found in available tools"))
+}
+
 /// Anthropic's usage.
 pub fn anthropic_usage(input: u64, output: u64) -> Value {
     json!({"input_tokens": input, "output_tokens": output,
@@ -231,7 +262,9 @@ impl Respond for MessagesModel {
                 .set_body_json(json!({"input_tokens": req.body.len() / 4}));
         }
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        if let Some(rule) = messages_rules(&messages, &st.thinking_of) {
+        if let Some(rule) =
+            messages_rules(&messages, &st.thinking_of).or_else(|| reference_rule(&body))
+        {
             seen.status = 400;
             seen.refusal = rule.clone();
             st.seen.push(seen);
