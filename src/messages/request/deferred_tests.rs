@@ -258,3 +258,31 @@ fn references_stay_where_the_wire_carries_their_tool() {
     let v = rewritten(history(), &tools(), &native);
     assert_eq!(v["messages"], history());
 }
+
+#[test]
+fn a_reference_hidden_behind_a_repeated_key_is_read_as_the_provider_reads_it() {
+    let plan = plan_in(&tools(), Mode::Code, "standard");
+    // A block whose second `type` makes it a reference (serde and most
+    // providers read the last): written anew from that reading.
+    let history = r#"[{"role":"user","content":[{"type":"text","text":"x","type":"tool_reference","tool_name":"WebFetch"}]}]"#;
+    let body = format!(
+        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
+        tools()
+    );
+    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
+    r.rewrite(&plan, &store()).unwrap();
+    let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
+    assert!(!out.contains("tool_reference"), "{out}");
+    // A message with two `content`s has no single reading: refused.
+    let history = r#"[{"role":"user","content":"hi","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]"#;
+    let body = format!(
+        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
+        tools()
+    );
+    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
+    let err = r.rewrite(&plan, &store()).unwrap_err();
+    assert!(
+        err.to_string().contains("`content` more than once"),
+        "{err}"
+    );
+}

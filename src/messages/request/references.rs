@@ -17,7 +17,10 @@
 //! of its tools and is left alone.
 //!
 //! Messages without a reference keep their bytes; of one with a reference
-//! only the blocks that change are written again.
+//! only the blocks that change are written again. One reading: a type
+//! spelled with escapes is read as the provider reads it, a block that
+//! repeats a key is written anew from the proxy's reading, and a message
+//! that repeats one around a reference is refused.
 
 use memchr::memmem;
 use serde_json::value::RawValue;
@@ -29,7 +32,7 @@ use crate::messages::items::{reference_passes, TOOL_REFERENCE};
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::sdk::tool_access;
-use crate::wire::{raw_array, to_raw, RawObject};
+use crate::wire::{raw_array, repeats_no_key, to_raw, ParseError, RawObject};
 
 /// What decides whether a reference stays.
 struct Rule<'a> {
@@ -48,10 +51,19 @@ impl Rule<'_> {
 }
 
 /// Whether raw JSON text may hold a reference: its type spelled out, or
-/// any `\u` escape (a type can be spelled with them).
+/// spelled with an escape, which must then escape one of its letters
+/// (`\u0074`, `\u006f`, ...: ASCII letters, which real traffic leaves
+/// plain, so a history of escaped accents is not read block by block).
 fn may_hold_reference(text: &str) -> bool {
-    memmem::find(text.as_bytes(), TOOL_REFERENCE.as_bytes()).is_some()
-        || memmem::find(text.as_bytes(), b"\\u").is_some()
+    let bytes = text.as_bytes();
+    memmem::find(bytes, TOOL_REFERENCE.as_bytes()).is_some()
+        || memmem::find_iter(bytes, b"\\u00").any(|at| {
+            let hex = bytes.get(at + 4..at + 6).unwrap_or_default();
+            std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .is_some_and(|b| TOOL_REFERENCE.as_bytes().contains(&b))
+        })
 }
 
 /// The text standing for a reference to `name` the model may not be given.
@@ -102,8 +114,18 @@ fn rewritten_message(
     message: &RawValue,
     rule: &Rule<'_>,
 ) -> Result<Option<Box<RawValue>>, ProxyError> {
-    let Ok(mut object) = RawObject::parse(message.get().as_bytes()) else {
-        return Ok(None);
+    let mut object = match RawObject::parse(message.get().as_bytes()) {
+        Ok(object) => object,
+        // Providers disagree on which of two `content`s counts: one could
+        // hide a reference from the proxy.
+        Err(ParseError::DuplicateKey(key)) => {
+            return Err(ProxyError::InvalidRequest(format!(
+                "a message holding a `tool_reference` has the key `{key}` more than once; \
+                 send each key once"
+            )))
+        }
+        // Not an object: the provider refuses it as it is.
+        Err(ParseError::Json(_)) => return Ok(None),
     };
     let Some(blocks) = object
         .get("content")
@@ -117,7 +139,13 @@ fn rewritten_message(
             may_hold_reference(block.get())
                 .then(|| serde_json::from_str::<Value>(block.get()).ok())
                 .flatten()
-                .and_then(|mut b| rewrite_block(&mut b, rule).then(|| to_raw(&b))),
+                .and_then(|mut b| {
+                    // A block that repeats a key is written from the
+                    // proxy's reading (the last of each), as serde reads
+                    // it, so no reader finds a reference the proxy missed.
+                    let rewritten = rewrite_block(&mut b, rule);
+                    (rewritten || !repeats_no_key(block.get().as_bytes())).then(|| to_raw(&b))
+                }),
         );
     }
     if changed.iter().all(Option::is_none) {
@@ -193,4 +221,23 @@ fn as_note(block: &Value, rule: &Rule<'_>) -> Option<Value> {
         note.insert("cache_control".into(), cc.clone());
     }
     Some(Value::Object(note))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold_reference;
+
+    #[test]
+    fn only_text_that_could_spell_a_reference_is_read_block_by_block() {
+        assert!(may_hold_reference(r#"{"type":"tool_reference"}"#));
+        assert!(may_hold_reference(r#"{"type":"\u0074ool_reference"}"#));
+        assert!(may_hold_reference(r#"{"type":"tool_r\u0065f\u0065rence"}"#));
+        assert!(may_hold_reference(r#"{"type":"tool\u005Freference"}"#));
+        assert!(!may_hold_reference(
+            r#"{"type":"text","text":"caf\u00e9 \u2014 ok"}"#
+        ));
+        assert!(!may_hold_reference(
+            r#"{"type":"tool_result","content":"x"}"#
+        ));
+    }
 }
