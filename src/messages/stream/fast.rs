@@ -17,7 +17,7 @@ impl MessagesJudge {
         let Ok(Obj(view)) = serde_json::from_str::<Obj<EventView<'_>>>(data) else {
             return false;
         };
-        if view.kind != "content_block_delta" {
+        if view.kind != "content_block_delta" || view.content_block.is_some() {
             return false;
         }
         let (Some(index), Some(Obj(delta))) = (view.index, view.delta) else {
@@ -100,6 +100,9 @@ struct EventView<'a> {
     index: Option<&'a RawValue>,
     #[serde(borrow)]
     delta: Option<Obj<DeltaView<'a>>>,
+    /// A block riding on a delta: the full path judges it.
+    #[serde(borrow)]
+    content_block: Option<&'a RawValue>,
 }
 
 /// A delta's type and the fields that hold its text.

@@ -1060,3 +1060,23 @@ fn a_message_whose_content_or_blocks_no_judge_reads_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_call_riding_on_an_event_other_than_its_start_never_reaches_the_client() {
+    let mut block = text(0, &["Hi"]);
+    let stop = block.pop().unwrap();
+    let riding = json!({"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {}});
+    // On a delta of a passed block, on a type no one documents with and
+    // without an index, and a reference to a tool the wire lacks.
+    block.push(json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "text_delta", "text": ""}, "content_block": riding}));
+    block.push(json!({"type": "content_block_weird", "index": 0, "content_block": riding}));
+    block.push(json!({"type": "content_block_weird", "content_block": riding}));
+    block.push(json!({"type": "content_block_weird",
+        "content_block": {"type": "tool_reference", "tool_name": "Bash"}}));
+    block.push(stop);
+    let rounds = [round("msg_1", 10, vec![block], "end_turn", 3)];
+    let run = run_every_cut(&code(), 2, &rounds, None);
+    assert_no_trace(&run.bytes, &["toolu_9", "\"Bash\""]);
+    assert_eq!(view(&code(), &run.bytes).text(), "Hi");
+}
