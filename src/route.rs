@@ -458,7 +458,7 @@ fn percent_decode(bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The client's path for a message, cut to a readable length.
-fn shorten(path: &str) -> String {
+pub(crate) fn shorten(path: &str) -> String {
     const SHOWN: usize = 200;
     match path.char_indices().nth(SHOWN) {
         Some((end, _)) => format!("{}...", &path[..end]),

@@ -8,7 +8,7 @@ use http::{HeaderMap, Method};
 use super::dialects::{claiming, provider};
 use crate::api::{Api, Provider};
 use crate::error::ProxyError;
-use crate::route::side_route;
+use crate::route::{shorten, side_route};
 
 /// The headers a method override is asked for in; a gateway or provider
 /// that honours one serves another method than the one judged.
@@ -151,15 +151,6 @@ pub(crate) fn check_no_override(method: &Method, headers: &HeaderMap) -> Result<
             )))
         }
         _ => Ok(()),
-    }
-}
-
-/// A path for a message, cut to a readable length.
-fn shorten(path: &str) -> String {
-    const SHOWN: usize = 120;
-    match path.char_indices().nth(SHOWN) {
-        Some((end, _)) => format!("{}...", &path[..end]),
-        None => path.to_owned(),
     }
 }
 

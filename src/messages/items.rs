@@ -68,6 +68,16 @@ pub fn withheld_reference(block: &Value, plan: &ToolPlan) -> bool {
         )
 }
 
+/// Whether an event other than a block's start carries a `content_block`
+/// a client could run, or a reference that would load a tool the wire
+/// lacks: a stream withholds it (its fast path never takes an event with
+/// a `content_block`).
+pub fn rides_a_call(event: &Map<String, Value>, plan: &ToolPlan) -> bool {
+    event
+        .get("content_block")
+        .is_some_and(|block| judge_block(block, plan).is_some() || withheld_reference(block, plan))
+}
+
 /// A content block as a judge may read it (`crate::turn::shape`): an
 /// object, whose `name`, when it is judged as a call, is a string (a
 /// JavaScript client looks a tool up by a list as by the string it joins

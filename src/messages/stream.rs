@@ -305,7 +305,7 @@ impl MessagesJudge {
             // A call is announced by `content_block_start`, where it is
             // judged; one riding on any other event never reaches the
             // client, whatever it names.
-            _ if rides_a_call(&event, &self.plan) => {
+            _ if items::rides_a_call(&event, &self.plan) => {
                 tracing::debug!(target: "codemode::denial", event = kind, "an event carrying a call block was withheld");
             }
             _ => self.on_block_event(event, out),
@@ -489,15 +489,6 @@ impl MessagesJudge {
         };
         out.push(frame(&kind, &Value::Object(event)));
     }
-}
-
-/// Whether an event other than a block's start carries a `content_block`
-/// a client could run, or a reference that would load a tool the wire
-/// lacks (the fast path never takes an event with a `content_block`).
-fn rides_a_call(event: &Map<String, Value>, plan: &ToolPlan) -> bool {
-    event.get("content_block").is_some_and(|block| {
-        items::judge_block(block, plan).is_some() || items::withheld_reference(block, plan)
-    })
 }
 
 #[cfg(test)]

@@ -172,6 +172,15 @@ pub fn check_item(item: &Value) -> Result<(), Unreadable> {
     Ok(())
 }
 
+/// Whether an event other than an item's announcement carries an `item`
+/// a client could run: a stream withholds it (its fast path never takes
+/// an event with an `item`).
+pub fn rides_a_call(event: &Map<String, Value>, plan: &ToolPlan) -> bool {
+    event
+        .get("item")
+        .is_some_and(|item| judge_item(item, plan).is_some())
+}
+
 /// Judges one output item; `None` for an item known to be no call a
 /// client executes ([`SAFE_ITEMS`]).
 pub fn judge_item(item: &Value, plan: &ToolPlan) -> Option<JudgedCall> {

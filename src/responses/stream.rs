@@ -227,7 +227,7 @@ impl ResponsesJudge {
             // A call is announced by `response.output_item.added`, where it
             // is judged; one riding on any other event (a type the proxy
             // does not know) never reaches the client, whatever it names.
-            _ if rides_a_call(&event, &self.plan) => {
+            _ if items::rides_a_call(&event, &self.plan) => {
                 tracing::debug!(target: "codemode::denial", event = kind, "an event carrying a call item was withheld");
             }
             _ => self.on_item_event(event, out),
@@ -483,14 +483,6 @@ impl ResponsesJudge {
         event.insert("sequence_number".into(), json!(self.next_seq()));
         out.push(frame(&kind, &Value::Object(event)));
     }
-}
-
-/// Whether an event other than an item's announcement carries an `item`
-/// a client could run (the fast path never takes an event with an `item`).
-fn rides_a_call(event: &Map<String, Value>, plan: &ToolPlan) -> bool {
-    event
-        .get("item")
-        .is_some_and(|item| items::judge_item(item, plan).is_some())
 }
 
 #[cfg(test)]

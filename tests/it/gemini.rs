@@ -56,6 +56,15 @@ async fn gemini_proxy(server: &MockServer, vars: &[(&str, &str)]) -> common::Pro
     start(server, &all).await
 }
 
+/// The proxy in code mode with the embedded runtime, in front of `server`.
+async fn code_proxy(server: &MockServer) -> common::Proxy {
+    gemini_proxy(
+        server,
+        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
+    )
+    .await
+}
+
 fn answer(parts: Value) -> Value {
     json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
                            "index": 0}],
@@ -129,11 +138,7 @@ async fn a_native_call_without_an_id_never_reaches_the_client_and_the_model_is_t
         answer(json!([{"text": "Done."}])),
     ])
     .await;
-    let proxy = gemini_proxy(
-        &server,
-        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-    )
-    .await;
+    let proxy = code_proxy(&server).await;
     let res = proxy
         .post(
             GENERATE,
@@ -180,11 +185,7 @@ async fn a_stream_hides_the_repaired_round_and_ends_with_every_rounds_usage() {
         answer(json!([{"text": "Done."}])),
     ])
     .await;
-    let proxy = gemini_proxy(
-        &server,
-        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-    )
-    .await;
+    let proxy = code_proxy(&server).await;
     let res = proxy
         .post(
             STREAM,
@@ -242,11 +243,7 @@ async fn every_version_googles_sdks_call_is_judged_as_v1beta_is() {
                 answer(json!([{"text": "Done."}])),
             ])
             .await;
-            let proxy = gemini_proxy(
-                &server,
-                &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-            )
-            .await;
+            let proxy = code_proxy(&server).await;
             let res = proxy
                 .post(
                     at,
@@ -295,11 +292,7 @@ async fn a_program_resumes_on_answers_that_carry_no_id() {
         answer(json!([{"text": "AB it is."}])),
     ])
     .await;
-    let proxy = gemini_proxy(
-        &server,
-        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-    )
-    .await;
+    let proxy = code_proxy(&server).await;
     let key = [("x-goog-api-key", "k")];
     let mut contents = vec![user("join a and b")];
     let mut seen_ids = Vec::new();
@@ -372,11 +365,7 @@ async fn a_program_resumes_when_the_client_drops_every_id_it_was_given() {
         answer(json!([{"text": "ABC it is."}])),
     ])
     .await;
-    let proxy = gemini_proxy(
-        &server,
-        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-    )
-    .await;
+    let proxy = code_proxy(&server).await;
     let key = [("x-goog-api-key", "k")];
     let mut contents = vec![user("join a, b and c")];
     let mut batches = 0;
@@ -448,11 +437,7 @@ async fn a_gemini_program_belongs_to_the_key_that_started_it() {
             answer(json!([{"text": "A it is."}])),
         ])
         .await;
-        let proxy = gemini_proxy(
-            &server,
-            &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-        )
-        .await;
+        let proxy = code_proxy(&server).await;
         let send = |who: (&'static str, &'static str), contents: Value| {
             let (at, headers) = match who {
                 ("?key", k) => (format!("{GENERATE}?key={k}"), vec![]),
@@ -516,11 +501,7 @@ async fn the_operators_key_stands_in_for_the_clients_header_and_query_key() {
 
     // Without the operator's key, the client's goes as it came.
     let server = gemini_provider(vec![answer(json!([{"text": "hi"}]))]).await;
-    let proxy = gemini_proxy(
-        &server,
-        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-    )
-    .await;
+    let proxy = code_proxy(&server).await;
     let res = proxy
         .post(
             &format!("{STREAM}&key=client-key"),
@@ -590,11 +571,7 @@ async fn googles_routes_the_proxy_cannot_judge_are_refused_in_code_mode_in_googl
 #[tokio::test]
 async fn count_tokens_counts_the_request_as_it_would_be_sent() {
     let server = gemini_provider(vec![]).await;
-    let proxy = gemini_proxy(
-        &server,
-        &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],
-    )
-    .await;
+    let proxy = code_proxy(&server).await;
     let mut inner = request(json!([user("hi")]));
     inner["model"] = json!("models/gemini-2.5-pro");
     let res = proxy
