@@ -915,7 +915,10 @@ async fn conversation(
         }
         let mut results = Vec::new();
         for c in &view.calls {
-            if !c.id.starts_with("cm_") {
+            // The model's calls are `call_soak<n>`/`toolu_soak<n>`; a
+            // program's are minted: the prefix and 24 letters and digits.
+            let body = c.id.split_once('_').map_or("", |(_, b)| b);
+            if body.starts_with("soak") || body.len() != 24 {
                 return fail(
                     "a call the model made directly reached the client",
                     format!("{} {} {}", c.id, c.name, c.args),

@@ -371,10 +371,13 @@ mod tests {
             json!([{"type": "function", "function": {"name": "run_code", "arguments": "{}"}}]),
         );
         judged(&mut c, &plan(Mode::Code));
-        assert!(c["choices"][0]["message"]["tool_calls"][0]["id"]
+        let id = c["choices"][0]["message"]["tool_calls"][0]["id"]
             .as_str()
-            .unwrap()
-            .starts_with("call_cm"));
+            .unwrap();
+        assert!(
+            id.starts_with("call_") && id.len() == 29,
+            "{id}: OpenAI's shape"
+        );
     }
 
     #[test]

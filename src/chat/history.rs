@@ -5,9 +5,7 @@
 //! the results a turn returns) is in `crate::runtime::history`.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 
-use memchr::memmem;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -15,7 +13,7 @@ use serde_json::{json, Value};
 use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, missing_text, Trailing};
 use crate::runtime::{
-    resolve_call_id, short_form, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+    may_name_minted, resolve_call_id, short_form, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -108,23 +106,6 @@ impl<'a> Reader<'a> {
         }
         found
     }
-}
-
-/// Whether `text` may hold a minted call id, whole (`"cm_`) or shortened
-/// (`"cm` and letters or digits).
-///
-/// Run on every message of every request: memchr's searcher, built once,
-/// not `match_indices`, whose searcher is set up anew for each message and
-/// was 16% of a request's instructions with a 40-call history.
-fn may_name_minted(text: &str) -> bool {
-    static QUOTE_CM: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\"cm"));
-    let bytes = text.as_bytes();
-    QUOTE_CM.find_iter(bytes).any(|i| {
-        bytes
-            .get(i + 3)
-            .is_some_and(|b| *b == b'_' || b.is_ascii_alphanumeric())
-    })
 }
 
 fn result_text(content: Option<Value>) -> String {
@@ -308,7 +289,7 @@ pub fn pair(e: &Execution) -> Vec<Value> {
 /// What the model is told of a program whose record `tenant` does not
 /// have: a `run_code` call and an error it can act on (run it again).
 pub fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
-    let id = format!("{MINTED_PREFIX}{exec_id}");
+    let id = crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
     let content = missing_text(exec_id, tenant, lifetime);
     vec![
         json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",

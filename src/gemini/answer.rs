@@ -325,7 +325,7 @@ mod tests {
         let turn = crate::test_support::judged::<crate::gemini::Gemini>(&mut answer, &plan);
         assert_eq!(turn.calls.len(), 1);
         assert!(!turn.calls[0].passed());
-        assert!(turn.calls[0].id.starts_with("call_cm"));
+        assert!(turn.calls[0].id.starts_with("call_"));
         assert_eq!(turn.replay["parts"][1]["thoughtSignature"], "s1");
         assert_eq!(
             answer["candidates"][0]["content"]["parts"],

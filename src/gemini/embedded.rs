@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::parts::{function_call, is_call_part, result_part};
-use crate::runtime::Execution;
+use crate::runtime::{call_id_as, Execution};
 
 /// The signature Gemini accepts on a call no model signed (a call the
 /// proxy writes): Gemini 3 refuses a turn's first call without one.
@@ -60,7 +60,7 @@ pub fn client_answer(
         "usageMetadata": usage.unwrap_or_else(|| json!({"promptTokenCount": 0,
             "candidatesTokenCount": 0, "totalTokenCount": 0})),
         "modelVersion": model,
-        "responseId": format!("cm_{}_{start}", exec.id),
+        "responseId": call_id_as("", &exec.id, start),
     })
 }
 

@@ -20,7 +20,8 @@ use super::embedded::{pair, UNSIGNED};
 use super::parts::{answered_ids, called, function_call, function_response, response_text};
 use crate::runtime::history::{interrupted, missing_text, Trailing};
 use crate::runtime::{
-    batch_key, parse_call_id, resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+    batch_key, is_minted, parse_call_id, resolve_call_id, Execution, ExecutionLookup, Limits,
+    MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -74,7 +75,7 @@ impl<'a> ContentReader<'a> {
             // (by name and place), or calling without ids, is read.
             let text = raw.get();
             let view = (after_nested
-                || text.contains("\"cm")
+                || crate::runtime::may_name_minted(text)
                 || text.contains("unctionCall")
                 || text.contains("unction_call"))
             .then(|| serde_json::from_str::<ContentView>(raw.get()).ok())
@@ -129,7 +130,7 @@ impl<'a> ContentReader<'a> {
     ) -> Option<Vec<(String, String)>> {
         // The model's own turn (its `run_code`) is no program's batch.
         let own = |(id, name): &(String, String)| {
-            id.starts_with(MINTED_PREFIX) || name == crate::mode::RUN_CODE
+            is_minted(id) || id.starts_with(MINTED_PREFIX) || name == crate::mode::RUN_CODE
         };
         if calls.is_empty() || calls.iter().any(own) {
             return None;
@@ -222,7 +223,9 @@ impl<'a> ContentReader<'a> {
     pub fn rewrite(&self, contents: &mut Vec<Box<RawValue>>, limits: &Limits) {
         let may_hold = |m: &RawValue| {
             let text = m.get();
-            text.contains("\"cm") || text.contains("unctionCall") || text.contains("unction_call")
+            crate::runtime::may_name_minted(text)
+                || text.contains("unctionCall")
+                || text.contains("unction_call")
         };
         if !contents.iter().any(|m| may_hold(m)) {
             return;
@@ -263,7 +266,8 @@ impl<'a> ContentReader<'a> {
                     v
                 }
                 None => {
-                    let id = format!("{MINTED_PREFIX}{exec_id}");
+                    let id =
+                        crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
                     let text = missing_text(exec_id, self.tenant, limits.lifetime);
                     let mut result = vec![json!({"functionResponse": {"id": id,
                         "name": crate::mode::RUN_CODE, "response": {"error": text}}})];

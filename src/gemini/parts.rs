@@ -355,7 +355,7 @@ mod tests {
         let mut minted = call.clone();
         ensure_id(&mut minted, &mut ids);
         let id = minted["functionCall"]["id"].as_str().unwrap();
-        assert!(id.starts_with("call_cm") && id.ends_with("_1"), "{id}");
+        assert!(id.starts_with("call_") && id.ends_with("_1"), "{id}");
         let mut kept = json!({"functionCall": {"name": "a", "id": "x1"}});
         ensure_id(&mut kept, &mut ids);
         assert_eq!(kept["functionCall"]["id"], "x1");

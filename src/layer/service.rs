@@ -220,7 +220,7 @@ pub(crate) fn has_body(headers: &http::HeaderMap) -> bool {
 fn minted_response(path: &str) -> bool {
     let id = path.trim_start_matches("/v1/responses/");
     let id = id.split('/').next().unwrap_or("");
-    id.starts_with(crate::responses::embedded::MINTED_RESPONSE_PREFIX)
+    crate::responses::embedded::minted_response(id).is_some()
 }
 
 /// The shapes a request's client reads errors in: those of the provider

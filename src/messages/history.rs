@@ -51,7 +51,7 @@ impl<'a> MessageReader<'a> {
 
     fn kind(&self, raw: &RawValue) -> Kind {
         let text = raw.get();
-        if !text.contains("\"cm") {
+        if !crate::runtime::may_name_minted(text) {
             return Kind::Other;
         }
         let Ok(m) = serde_json::from_str::<MessageView>(text) else {
@@ -141,7 +141,10 @@ impl<'a> MessageReader<'a> {
     /// turn and its result; a program the conversation moved past before
     /// it finished is recorded as interrupted.
     pub fn rewrite(&self, messages: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        if !messages.iter().any(|m| m.get().contains("\"cm")) {
+        if !messages
+            .iter()
+            .any(|m| crate::runtime::may_name_minted(m.get()))
+        {
             return;
         }
         let kinds: Vec<Kind> = messages.iter().map(|m| self.kind(m)).collect();
@@ -180,7 +183,10 @@ impl<'a> MessageReader<'a> {
                     v
                 }
                 None => {
-                    let id = format!("{MINTED_PREFIX}{exec_id}");
+                    let id = crate::runtime::lost_program_call_id(
+                        crate::runtime::TOOL_USE_PREFIX,
+                        exec_id,
+                    );
                     let text = missing_text(exec_id, self.tenant, limits.lifetime);
                     let mut result = vec![json!({"type": "tool_result", "tool_use_id": id,
                         "is_error": true, "content": [{"type": "text", "text": text}]})];

@@ -96,7 +96,7 @@ pub fn give_up(response: &mut Map<String, Value>, note: &str) {
 
 /// A message item holding `text`, as the proxy writes one.
 pub fn note_message(text: &str) -> Value {
-    json!({"type": "message", "id": format!("msg_cm{}", crate::tenant::unguessable()),
+    json!({"type": "message", "id": crate::turn::hex_item_id("msg_"),
            "status": "completed", "role": "assistant",
            "content": [{"type": "output_text", "text": text, "annotations": []}]})
 }

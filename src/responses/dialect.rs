@@ -215,9 +215,7 @@ impl Dialect for Responses {
 /// The execution a minted `previous_response_id` names, if it names one.
 fn minted_previous(request: &ResponsesRequest) -> Option<String> {
     let id: String = serde_json::from_str(request.field("previous_response_id")?.get()).ok()?;
-    let rest = id.strip_prefix(super::embedded::MINTED_RESPONSE_PREFIX)?;
-    let (exec, _) = rest.rsplit_once('_')?;
-    Some(exec.to_owned())
+    super::embedded::minted_response(&id)
 }
 
 fn lost_previous(exec_id: &str) -> String {

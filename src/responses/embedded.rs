@@ -8,8 +8,16 @@ use serde_json::{json, Map, Value};
 use crate::plan::ToolPlan;
 use crate::runtime::Execution;
 
-/// Prefix of the response ids the proxy mints for a program's calls.
-pub const MINTED_RESPONSE_PREFIX: &str = "resp_cm_";
+/// The id of the response the proxy mints to hand out `exec`'s calls from
+/// `start` on: `resp_` and 50 hex digits, as OpenAI's, that read back.
+pub fn response_id(exec: &Execution, start: usize) -> String {
+    crate::runtime::hex_answer_id("resp_", &exec.id, start)
+}
+
+/// The execution a response id minted by [`response_id`] names.
+pub fn minted_response(id: &str) -> Option<String> {
+    crate::runtime::parse_hex_answer_id("resp_", id).map(|(exec, _)| exec)
+}
 
 /// The item through which call `n` of `exec` reaches the client: the item
 /// type of its tool (a function call, a freeform `custom_tool_call`, a
@@ -17,10 +25,6 @@ pub const MINTED_RESPONSE_PREFIX: &str = "resp_cm_";
 pub fn nested_item(exec: &Execution, n: usize, plan: &ToolPlan) -> Value {
     let call = &exec.calls[n];
     let call_id = exec.call_id(n);
-    let id = format!(
-        "fc_{}",
-        call_id.trim_start_matches(crate::runtime::MINTED_PREFIX)
-    );
     let args: Value = serde_json::from_str(&call.args).unwrap_or(Value::Null);
     let kind = plan.call_items.get(&call.name).copied().unwrap_or(
         if plan.is_freeform(&call.name) || exec.freeform.contains(&call.name) {
@@ -29,6 +33,13 @@ pub fn nested_item(exec: &Execution, n: usize, plan: &ToolPlan) -> Value {
             "function_call"
         },
     );
+    // Each item type has its own id prefix (`ctc_` for a custom tool's call).
+    let prefix = if kind == "custom_tool_call" {
+        "ctc_"
+    } else {
+        "fc_"
+    };
+    let id = crate::runtime::hex_answer_id(prefix, &exec.id, n);
     let (namespace, name) = match call.name.split_once('.') {
         Some((ns, leaf)) => (Some(ns), leaf),
         None => (None, call.name.as_str()),
@@ -83,7 +94,7 @@ pub fn client_response(
     let start = range.start;
     output.extend(range.map(|n| nested_item(exec, n, plan)));
     json!({
-        "id": format!("{MINTED_RESPONSE_PREFIX}{}_{start}", exec.id),
+        "id": response_id(exec, start),
         "object": "response",
         "created_at": crate::runtime::now_ms() / 1000,
         "status": "completed",

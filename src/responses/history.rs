@@ -52,7 +52,7 @@ impl<'a> ItemReader<'a> {
 
     fn kind(&self, raw: &RawValue) -> Kind {
         let text = raw.get();
-        if !text.contains("\"cm") {
+        if !crate::runtime::may_name_minted(text) {
             return Kind::Other;
         }
         let Ok(item) = serde_json::from_str::<ItemView>(text) else {
@@ -141,7 +141,10 @@ impl<'a> ItemReader<'a> {
     /// turn and its output; a program the input moved past before it
     /// finished is recorded as interrupted.
     pub fn rewrite(&self, items: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        if !items.iter().any(|m| m.get().contains("\"cm")) {
+        if !items
+            .iter()
+            .any(|m| crate::runtime::may_name_minted(m.get()))
+        {
             return;
         }
         let kinds: Vec<Kind> = items.iter().map(|m| self.kind(m)).collect();
@@ -318,7 +321,7 @@ fn run_code_turn(e: &Execution) -> Vec<Value> {
 
 /// What the model is told of a program whose record the tenant lacks.
 fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
-    let id = format!("{MINTED_PREFIX}{exec_id}");
+    let id = crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
     let content = crate::runtime::history::missing_text(exec_id, tenant, lifetime);
     vec![
         json!({"type": "function_call", "call_id": id, "name": RUN_CODE,

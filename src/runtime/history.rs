@@ -72,8 +72,15 @@ fn quoted(result: &str) -> String {
 /// What the model is told of a program whose record `tenant` does not
 /// have, in any dialect: an error it can act on (run it again).
 pub fn missing_text(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> &'static str {
-    match minted_for(exec_id, tenant) {
-        Some(created) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
+    let created = minted_for(exec_id, tenant).map(|m| m.created_ms);
+    match created {
+        Some(None) => {
+            "Error: the proxy no longer holds the record of this program: it expired, or the \
+             proxy lost the record (it restarted, or ran short of memory) before the program \
+             finished; its result is unknown. Run the program again if its result is still \
+             needed."
+        }
+        Some(Some(created)) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
             "Error: the proxy lost the record of this program (it restarted, or ran short of \
              memory) before the program finished; its result is unknown. Run the program again \
              if its result is still needed."

@@ -2,7 +2,8 @@
 //! (docs/embedded-runtime.md).
 //!
 //! A program's tool calls go to the client as ordinary native calls, with
-//! ids minted by the proxy that name the execution (`cm_<execution>_<n>`).
+//! ids minted by the proxy in the provider's shape that name the execution
+//! and the call ([`ids`]).
 //! Executions are pure data: the code, a seed, a fixed clock and every call
 //! with its result. A run replays the recorded calls from the start
 //! ([`sandbox`]), so resuming needs no live interpreter, and a shared
@@ -11,6 +12,7 @@
 
 mod batch;
 pub mod history;
+mod ids;
 pub mod pool;
 pub mod sandbox;
 mod store;
@@ -22,6 +24,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::store_error::{StoreError, StoreFuture};
 pub use batch::batch_key;
+pub use ids::{
+    alias_key, call_id, call_id_as, hex_answer_id, is_minted, lost_program_call_id,
+    may_name_minted, mint_execution_id, minted_for, parse_call_id, parse_hex_answer_id,
+    random_call_id, resolve_call_id, short_form, CALL_PREFIX, TOOL_USE_PREFIX,
+};
 pub use pool::{PoolError, RunPool};
 pub use sandbox::{CallRecord, RunOutcome};
 pub use store::{ExecutionLookup, ExecutionStore, MemoryExecutionStore};
@@ -29,7 +36,7 @@ pub use view::ExecView;
 
 use crate::observe::ledger::{Outcome, ProgramEnd};
 use crate::sdk::ToolDocs;
-use crate::tenant::{os_random, unguessable, Tenant};
+use crate::tenant::{os_random, Tenant};
 
 /// Limits on one program.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,8 +90,8 @@ pub struct Execution {
     /// Whose execution this is: only this tenant can resume it or see it
     /// in its history.
     pub tenant: Tenant,
-    /// `<created ms, hex>x<128 random bits, hex>x<tenant tag>` (see
-    /// `mint_execution_id`): an unguessable capability that also tells,
+    /// 12 random letters and digits and a 4-character tag (see
+    /// [`mint_execution_id`]): an unguessable capability that also tells,
     /// when the record is gone, that this proxy minted it for this tenant.
     pub id: String,
     /// Milliseconds since the epoch; also the program's clock.
@@ -134,7 +141,8 @@ pub struct Execution {
 /// Programs one request may run back to back before the model must answer.
 pub const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
 
-/// Prefix of every call id the proxy mints.
+/// Prefix of the call ids minted before they took the provider's shape
+/// ([`ids`]): an id with it that names no call is a damaged one.
 pub const MINTED_PREFIX: &str = "cm_";
 
 impl Execution {
@@ -150,7 +158,7 @@ impl Execution {
         let mut seed = [0u8; 8];
         os_random(&mut seed);
         Execution {
-            id: mint_execution_id(&tenant, created_ms),
+            id: mint_execution_id(&tenant),
             tenant,
             created_ms,
             run_call_id,
@@ -170,12 +178,13 @@ impl Execution {
         }
     }
 
-    /// The id the client sees for call `n`: `cm_<alias>_<execution>_<n>`.
+    /// The id the client sees for call `n` on chat, Responses and Gemini:
+    /// `call_` and 24 letters and digits that name the call ([`ids`]).
     ///
     /// Some agents rewrite tool-call ids for models that take only short
     /// ones (opencode keeps the first 9 letters and digits for Mistral
-    /// models); the first 9 of this id, `cm<alias>`, still tell the calls of
-    /// a batch apart and find the call again ([`ExecutionStore::alias`]).
+    /// models); the first 9 of this id, `call<alias>`, still tell the calls
+    /// of a batch apart and find the call again ([`ExecutionStore::alias`]).
     pub fn call_id(&self, n: usize) -> String {
         call_id(&self.id, n)
     }
@@ -223,126 +232,6 @@ impl From<&Arc<Execution>> for ProgramEnd {
     fn from(exec: &Arc<Execution>) -> ProgramEnd {
         ProgramEnd::from(&**exec)
     }
-}
-
-/// A fresh execution id for `tenant`: `<created ms>x<random>x<tag>`, the
-/// random part from the OS ([`unguessable`]), the tag binding both to the
-/// tenant ([`Tenant::tag`]).
-pub fn mint_execution_id(tenant: &Tenant, created_ms: u64) -> String {
-    let created = format!("{created_ms:x}");
-    let random = unguessable();
-    let tag = tenant.tag(&[&created, &random]);
-    format!("{created}x{random}x{tag}")
-}
-
-/// When `exec_id` was created (ms since the epoch), if it is an id this
-/// proxy family minted for `tenant`. Such an id whose record is missing was
-/// lost (evicted, or the proxy restarted) or expired: the model is told and
-/// runs the program again. Any other id, another tenant's included, is one
-/// the proxy does not know.
-pub fn minted_for(exec_id: &str, tenant: &Tenant) -> Option<u64> {
-    let mut parts = exec_id.split('x');
-    let (created, random, tag) = (parts.next()?, parts.next()?, parts.next()?);
-    let hex = |s: &str, len: usize| {
-        s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    };
-    if parts.next().is_some()
-        || created.is_empty()
-        || created.len() > 16
-        || !hex(created, created.len())
-        || !hex(random, 32)
-        || !hex(tag, 16)
-        || tenant.tag(&[created, random]) != tag
-    {
-        return None;
-    }
-    u64::from_str_radix(created, 16).ok()
-}
-
-/// The id of call `n` of execution `exec_id` (see [`Execution::call_id`]).
-pub fn call_id(exec_id: &str, n: usize) -> String {
-    let alias = call_alias(exec_id, n);
-    let alias = std::str::from_utf8(&alias).unwrap_or_default();
-    format!("{MINTED_PREFIX}{alias}_{exec_id}_{n}")
-}
-
-/// Letters in a call's alias.
-const ALIAS_LEN: usize = 7;
-
-/// The alias of call `n` of execution `exec_id`: 7 lower-case base-36
-/// characters (36 bits) hashed from both, so the aliases of one execution's
-/// calls differ.
-///
-/// FNV-1a and a MurmurHash3 finaliser rather than a cryptographic hash: the
-/// secret is the execution id, which the client holds whole anyway; the
-/// alias must only spread well, be the same on every build and replica
-/// (it names a call across restarts), and be cheap, since every minted id
-/// in a history is checked on every request.
-fn call_alias(exec_id: &str, n: usize) -> [u8; ALIAS_LEN] {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let bytes = exec_id.bytes().chain([0]).chain((n as u64).to_le_bytes());
-    for b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^= h >> 33;
-    let mut out = [0u8; ALIAS_LEN];
-    for c in &mut out {
-        *c = b"0123456789abcdefghijklmnopqrstuvwxyz"[(h % 36) as usize];
-        h /= 36;
-    }
-    out
-}
-
-/// `(execution id, call number)` of a minted call id, as the proxy wrote it.
-pub fn parse_call_id(id: &str) -> Option<(&str, usize)> {
-    let rest = id.strip_prefix(MINTED_PREFIX)?;
-    let (alias, rest) = rest.split_once('_')?;
-    let (exec, n) = rest.rsplit_once('_')?;
-    let n = n.parse().ok()?;
-    (alias.as_bytes() == call_alias(exec, n)).then_some((exec, n))
-}
-
-/// The short form a call id has when an agent kept only its first 9 letters
-/// and digits (`cm` and the alias), if `id` can be one: an id that, without
-/// its other characters, starts with `cm` and has at least 9.
-pub fn short_form(id: &str) -> Option<String> {
-    let alnum: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
-    (alnum.len() > ALIAS_LEN + 1 && alnum.starts_with("cm")).then_some(alnum)
-}
-
-/// `(execution id, call number)` of call id `id` in `tenant`'s history:
-/// a minted id as written, or one an agent shortened to its first letters
-/// and digits (found through the alias the proxy recorded). `None` for any
-/// other id, and for a shortened one the proxy holds no call for.
-pub fn resolve_call_id(
-    id: &str,
-    tenant: &Tenant,
-    store: &dyn ExecutionLookup,
-) -> Option<(String, usize)> {
-    if let Some((exec, n)) = parse_call_id(id) {
-        return Some((exec.to_owned(), n));
-    }
-    let short = short_form(id)?;
-    let full = store.alias(tenant, &short[..ALIAS_LEN + 2])?;
-    let full_alnum: String = full.chars().filter(char::is_ascii_alphanumeric).collect();
-    if !full_alnum.starts_with(&short) {
-        return None;
-    }
-    parse_call_id(&full).map(|(exec, n)| (exec.to_owned(), n))
-}
-
-/// The short key of a minted call id: its first 9 letters and digits.
-pub fn alias_key(call_id: &str) -> String {
-    call_id
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(ALIAS_LEN + 2)
-        .collect()
 }
 
 /// Milliseconds since the epoch.

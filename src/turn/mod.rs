@@ -203,10 +203,19 @@ pub fn give_up_text(names: &[&str]) -> String {
     )
 }
 
-/// A fresh tool-call id: 128 bits from the OS random source
-/// ([`crate::tenant::unguessable`], the one source of minted ids).
+/// A fresh tool-call id in OpenAI's shape (`call_` and 24 letters and
+/// digits) for a call that came without one: random from the OS, the one
+/// source of minted ids.
 pub fn mint_call_id() -> String {
-    format!("call_cm{}", crate::tenant::unguessable())
+    crate::runtime::random_call_id()
+}
+
+/// A fresh item id in OpenAI's Responses shape: `prefix` and 50 hex digits
+/// from the OS random source.
+pub fn hex_item_id(prefix: &str) -> String {
+    let mut random = [0u8; 25];
+    crate::tenant::os_random(&mut random);
+    format!("{prefix}{}", crate::tenant::hex(&random))
 }
 
 /// A dialect's judge of one client stream across its upstream rounds:

@@ -24,8 +24,9 @@ async fn upstream_saw(p: &wiremock::MockServer) -> Vec<Value> {
     let sent = received(p).await;
     for body in &sent {
         let text = body.to_string();
-        assert!(
-            !text.contains("\"cm_"),
+        assert_eq!(
+            minted_ids_in(&text),
+            Vec::<String>::new(),
             "a minted id reached the upstream: {text}"
         );
         assert_eq!(
@@ -54,10 +55,7 @@ async fn parallel_reads_go_to_the_client_in_one_turn_and_the_model_sees_one_run_
     let names: Vec<&str> = agent.executed.iter().map(|(_, n, _)| n.as_str()).collect();
     assert_eq!(names, vec!["read", "read", "read"]);
     assert!(
-        agent
-            .executed
-            .iter()
-            .all(|(id, _, _)| id.starts_with("cm_")),
+        agent.executed.iter().all(|(id, _, _)| is_minted_shape(id)),
         "ids name the execution"
     );
     let turns_with_calls = messages
@@ -232,10 +230,9 @@ async fn streaming_clients_get_text_as_it_comes_and_the_nested_turn_in_the_same_
         messages[2]["content"], "Let me read it. ",
         "the model's text streamed before the hand-off"
     );
-    assert!(messages[2]["tool_calls"][0]["id"]
-        .as_str()
-        .unwrap()
-        .starts_with("cm_"));
+    assert!(is_minted_shape(
+        messages[2]["tool_calls"][0]["id"].as_str().unwrap()
+    ));
     let sent = upstream_saw(&p).await;
     assert_eq!(sent.len(), 2);
     assert_eq!(
@@ -289,7 +286,7 @@ async fn a_programs_parallel_calls_stream_one_call_per_chunk() {
             let call = &calls[0];
             assert_eq!(call["index"], n / 2, "{delta}");
             if n % 2 == 0 {
-                assert!(call["id"].as_str().unwrap().starts_with("cm_"), "{delta}");
+                assert!(is_minted_shape(call["id"].as_str().unwrap()), "{delta}");
                 assert_eq!(call["type"], "function");
                 assert_eq!(call["function"]["name"], "read");
                 assert_eq!(call["function"]["arguments"], "", "{delta}");
@@ -378,16 +375,30 @@ async fn the_history_rewrite_holds_across_later_turns() {
 
 #[tokio::test]
 async fn results_for_executions_or_calls_the_proxy_does_not_hold_are_refused() {
-    let p = provider([run_code("c", "return await tools.read({path: 'a'});")]).await;
+    let program = || run_code("c", "return await tools.read({path: 'a'});");
+    let p = provider([program(), program()]).await;
     let proxy = proxy_for(&p, &[]).await;
     let agent = FsAgent::default();
     let mut messages = conversation("go");
     let turn = agent.ask(&proxy, &messages).await;
     let real = turn["tool_calls"][0]["id"].as_str().unwrap().to_owned();
     messages.push(turn.clone());
-
-    let bogus_exec = real.replacen("cm_", "cm_f", 1);
-    for id in [bogus_exec, format!("{}9", real)] {
+    // A call another tenant (another key) was handed: a whole, well-formed
+    // id of an execution this tenant does not own.
+    let body = json!({"model": "m", "messages": conversation("go"), "tools": fs_tools()});
+    let res = proxy
+        .chat(&body, &[("authorization", "Bearer another-key")])
+        .await;
+    let theirs: Value = res.json().await.unwrap();
+    let theirs = theirs["choices"][0]["message"]["tool_calls"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(is_minted_shape(&theirs) && theirs != real);
+    // And an id in the older shape, naming this execution, that the proxy
+    // did not mint.
+    let damaged = format!("cm_abcdefg_{}_0", common::exec_of(&real));
+    for id in [theirs, damaged] {
         let mut m = messages.clone();
         m.last_mut().unwrap()["tool_calls"][0]["id"] = json!(id);
         m.push(json!({"role": "tool", "tool_call_id": id, "content": "x"}));
@@ -397,7 +408,7 @@ async fn results_for_executions_or_calls_the_proxy_does_not_hold_are_refused() {
         let err: Value = res.json().await.unwrap();
         assert_eq!(err["error"]["type"], "invalid_request_error");
     }
-    assert_eq!(received(&p).await.len(), 1, "nothing was fed to the model");
+    assert_eq!(received(&p).await.len(), 2, "nothing was fed to the model");
 }
 
 #[tokio::test]

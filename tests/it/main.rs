@@ -15,6 +15,7 @@ mod codex_traffic;
 mod common;
 mod compact_sdk;
 mod configure;
+mod conformance;
 mod conversations;
 mod dry_run;
 mod egress;

@@ -695,7 +695,7 @@ fn assert_gemini_home_untouched(home: &Path) {
 /// gemini-cli under `run`, with the user's own `GEMINI_API_KEY`: the model
 /// sees only `run_code` and the SDK and writes one program; its two reads
 /// and one write reach gemini-cli as calls in turns the proxy mints
-/// (ids `cm_<alias>_<execution>_<n>`), which gemini-cli runs with its own
+/// (ids the proxy mints, `call_` and 24 letters and digits), which gemini-cli runs with its own
 /// tools.
 #[tokio::test]
 async fn gemini_under_run_completes_a_program_of_two_reads_and_a_write() {
@@ -760,7 +760,7 @@ async fn gemini_under_run_completes_a_program_of_two_reads_and_a_write() {
     let minted = |tool_id: &str| {
         tool_id
             .split_once("__")
-            .is_some_and(|(_, id)| id.starts_with("cm_"))
+            .is_some_and(|(_, id)| crate::common::is_minted_shape(id))
     };
     assert!(
         calls.iter().all(|(_, tool_id)| minted(tool_id)),

@@ -29,7 +29,7 @@ mod harness;
 #[path = "scenarios/messages.rs"]
 mod messages;
 #[path = "scenarios/model.rs"]
-mod model;
+pub(crate) mod model;
 #[path = "scenarios/provider.rs"]
 mod provider;
 #[path = "scenarios/responses.rs"]
@@ -37,4 +37,4 @@ mod responses;
 #[path = "scenarios/turns.rs"]
 mod turns;
 #[path = "scenarios/wire.rs"]
-mod wire;
+pub(crate) mod wire;

@@ -40,16 +40,6 @@ async fn turn(proxy: &Proxy, messages: &[Value], headers: &[(&str, &str)]) -> Va
     body["choices"][0]["message"].clone()
 }
 
-/// The execution part of a minted call id `cm_<exec>_<n>`.
-fn exec_of(call_id: &str) -> &str {
-    call_id
-        .strip_prefix("cm_")
-        .and_then(|r| r.split_once('_'))
-        .and_then(|(_alias, r)| r.rsplit_once('_'))
-        .map(|(e, _)| e)
-        .expect("a minted id")
-}
-
 fn last_content(body: &Value) -> String {
     body["messages"].as_array().unwrap().last().unwrap()["content"]
         .as_str()
@@ -69,15 +59,19 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
     let mut alice = conversation("read it");
     let nested = turn(&proxy, &alice, ALICE).await;
     let id = nested["tool_calls"][0]["id"].clone();
-    let exec = exec_of(id.as_str().unwrap()).to_owned();
+    let exec = common::exec_of(id.as_str().unwrap()).to_owned();
     alice.push(nested.clone());
 
     // Mallory returns a result for Alice's call, and for a call the proxy never minted.
     let mut foreign = alice.clone();
     foreign.push(tool_result(&id, "evil"));
-    let parts: Vec<&str> = exec.split('x').collect();
-    let never = format!("{}x{}x{}", parts[0], "0".repeat(32), parts[2]);
-    let never_id = json!(id.as_str().unwrap().replace(&exec, &never));
+    // A well-formed id of an execution this proxy never held: minted by
+    // another proxy (its own store) for another key.
+    let elsewhere = provider([run_code("c", "return await tools.read({path: 'a.txt'});")]).await;
+    let other_proxy = embedded(&elsewhere, &[]).await;
+    let other = turn(&other_proxy, &conversation("read it"), BOB_KEY).await;
+    let never_id = other["tool_calls"][0]["id"].clone();
+    assert_ne!(common::exec_of(never_id.as_str().unwrap()), exec);
     let mut unknown = conversation("read it");
     let mut forged_turn = nested.clone();
     forged_turn["tool_calls"][0]["id"] = never_id.clone();
@@ -477,7 +471,7 @@ async fn an_execution_evicted_before_its_lifetime_reaches_the_model_as_a_run_cod
     let mut messages = conversation("read it");
     let nested = post(messages.clone()).await;
     let id = nested["tool_calls"][0]["id"].clone();
-    assert!(id.as_str().unwrap().starts_with("cm_"));
+    assert!(common::is_minted_shape(id.as_str().unwrap()));
     messages.push(nested);
     messages.push(tool_result(&id, "hello"));
     assert_eq!(post(messages).await["content"], "I will run it again.");

@@ -50,7 +50,12 @@ impl ResponsesJudge {
     /// The client gets no call of this turn: a message item tells why.
     pub(super) fn give_up_note(&mut self, out: &mut Vec<Bytes>) {
         let note = turn::give_up_note(&self.turn.round.calls());
-        let id = format!("msg_codemode_note_{}", self.turn.rounds.before());
+        // Named from the response and round, not at random: a stream cut
+        // anywhere must read the same.
+        let upstream = self.turn.round.upstream_id.as_deref().unwrap_or("");
+        let round = self.turn.rounds.before().to_string();
+        let hash = crate::tenant::hash_parts("note item", &[upstream.as_bytes(), round.as_bytes()]);
+        let id = format!("msg_{}", &crate::tenant::hex(&hash)[..50]);
         let item = json!({"type": "message", "id": id, "status": "completed", "role": "assistant",
                           "content": [{"type": "output_text", "text": note, "annotations": []}]});
         self.emit_whole_item(item, out);

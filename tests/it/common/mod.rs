@@ -351,3 +351,28 @@ pub fn terminate(child: &mut std::process::Child) {
         .status();
     let _ = child.wait();
 }
+
+/// Whether `id` is in the shape of the call ids the proxy mints
+/// (docs/embedded-runtime.md, "Ids"): `call_` (or `toolu_` on Messages)
+/// and 24 letters and digits, as the provider's own ids are.
+pub fn is_minted_shape(id: &str) -> bool {
+    let body = id
+        .strip_prefix("call_")
+        .or_else(|| id.strip_prefix("toolu_"));
+    body.is_some_and(|b| b.len() == 24 && b.bytes().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// The execution a minted call id names: characters 5 to 21 of its body.
+pub fn exec_of(call_id: &str) -> &str {
+    assert!(is_minted_shape(call_id), "not a minted id: {call_id}");
+    let body = &call_id[call_id.len() - 24..];
+    &body[5..21]
+}
+
+/// Every string in `text` (JSON) in the shape of a minted call id.
+pub fn minted_ids_in(text: &str) -> Vec<String> {
+    text.split('"')
+        .filter(|s| is_minted_shape(s))
+        .map(str::to_owned)
+        .collect()
+}

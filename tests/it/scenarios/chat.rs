@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::scenarios::model::{ClientView, ProviderView, ToolResult, Turn, ViewCall};
+use crate::scenarios::model::{scripted_id, ClientView, ProviderView, ToolResult, Turn, ViewCall};
 use crate::scenarios::wire::{
     args_text, args_value, error_view, halves, text_of, usage_pair, Event,
 };
@@ -63,7 +63,7 @@ pub fn continued(prev: &Value, view: &ClientView, results: &[&str]) -> Value {
 }
 
 fn call_id(round: usize, i: usize) -> String {
-    format!("call_{round}_{i}")
+    scripted_id("call_", round, i)
 }
 
 fn finish(t: &Turn) -> &'static str {

@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common;
-use crate::scenarios::model::{ClientView, Dialect, ErrExpect, Expect, ProviderView, Reply, Text};
+use crate::scenarios::model::{
+    is_scripted, ClientView, Dialect, ErrExpect, Expect, ProviderView, Reply, Text,
+};
 use crate::scenarios::provider::Provider;
 use crate::scenarios::wire::parse_events;
 
@@ -204,6 +206,8 @@ async fn send(
         let events = parse_events(&bytes);
         d.check_stream(&events)
             .map_err(|e| format!("the stream is not well formed: {e}\n  stream: {raw}"))?;
+        crate::conformance::check_events(d, &events)
+            .map_err(|e| format!("the stream is not the provider's shape: {e}\n  stream: {raw}"))?;
         d.reduce_sse(&events)
     } else {
         let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -212,6 +216,8 @@ async fn send(
                 "a {status} whose body is no JSON object ({content_type}): {raw}"
             ));
         }
+        crate::conformance::check_json(d, &v)
+            .map_err(|e| format!("the answer is not the provider's shape: {e}\n  body: {raw}"))?;
         d.reduce_json(&v)
     };
     view.status = status;
@@ -252,9 +258,9 @@ fn meets(e: &Expect, view: &ClientView, d: Dialect, stream: bool) -> Result<(), 
     if calls != expected {
         return Err(format!("calls {calls:?}, expected {expected:?}"));
     }
-    if let Some(prefix) = e.ids_prefix {
-        if let Some(c) = view.calls.iter().find(|c| !c.id.starts_with(prefix)) {
-            return Err(format!("call id {:?} does not start {prefix:?}", c.id));
+    if e.minted_ids {
+        if let Some(c) = view.calls.iter().find(|c| is_scripted(&c.id)) {
+            return Err(format!("call id {:?} is the provider's, not minted", c.id));
         }
     }
     if view.usage != e.usage {

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::scenarios::model::{
-    ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn, ViewCall,
+    scripted_id, ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn, ViewCall,
 };
 use crate::scenarios::wire::{
     args_value, error_view, halves, paragraphs, text_of, usage_pair, Event,
@@ -79,7 +79,7 @@ fn blocks(t: &Turn, round: usize) -> Vec<Value> {
     }
     for (i, c) in t.calls.iter().enumerate() {
         out.push(
-            json!({"type": "tool_use", "id": format!("toolu_{round}_{i}"),
+            json!({"type": "tool_use", "id": scripted_id("toolu_", round, i),
                         "name": c.name, "input": input_of(&c.args)}),
         );
     }
@@ -95,7 +95,7 @@ fn stop_reason(t: &Turn) -> &'static str {
 }
 
 pub fn render_json(t: &Turn, round: usize) -> Value {
-    json!({"id": format!("msg_{round}"), "type": "message", "role": "assistant",
+    json!({"id": scripted_id("msg_", round, 0), "type": "message", "role": "assistant",
            "model": "claude-test", "content": blocks(t, round), "stop_reason": stop_reason(t),
            "stop_sequence": null,
            "usage": {"input_tokens": t.usage.0, "output_tokens": t.usage.1}})
@@ -110,7 +110,7 @@ fn event(data: Value) -> String {
 
 fn start(round: usize, input_tokens: u64) -> String {
     event(
-        json!({"type": "message_start", "message": {"id": format!("msg_{round}"),
+        json!({"type": "message_start", "message": {"id": scripted_id("msg_", round, 0),
         "type": "message", "role": "assistant", "model": "claude-test", "content": [],
         "stop_reason": null, "stop_sequence": null,
         "usage": {"input_tokens": input_tokens, "output_tokens": 1}}}),

@@ -287,8 +287,9 @@ pub struct Expect {
     pub text: Text,
     /// Names and arguments of the calls the client gets.
     pub calls: Vec<(&'static str, Value)>,
-    /// Every call id the client gets starts with this.
-    pub ids_prefix: Option<&'static str>,
+    /// Every call id the client gets is one the proxy minted, not the
+    /// scripted provider's ([`is_scripted`]).
+    pub minted_ids: bool,
     pub usage: Option<(u64, u64)>,
     pub error_json: Option<ErrExpect>,
     pub error_sse: Option<ErrExpect>,
@@ -300,7 +301,7 @@ impl Expect {
         Expect {
             text: Text::Exact(text),
             calls: vec![],
-            ids_prefix: None,
+            minted_ids: false,
             usage: Some(usage),
             error_json: None,
             error_sse: None,
@@ -312,7 +313,7 @@ impl Expect {
         Expect {
             text: Text::Exact(""),
             calls: vec![],
-            ids_prefix: None,
+            minted_ids: false,
             usage: None,
             error_json: Some(json),
             error_sse: Some(sse),
@@ -324,8 +325,35 @@ impl Expect {
         self
     }
 
-    pub fn with_ids(mut self, prefix: &'static str) -> Expect {
-        self.ids_prefix = Some(prefix);
+    pub fn with_minted_ids(mut self) -> Expect {
+        self.minted_ids = true;
         self
     }
+}
+
+/// An id the scripted provider gives something of round `round`, number
+/// `i`: `prefix` and 24 letters and digits (`S<round>x<i>`, zero-padded),
+/// in the shape the providers' own ids have.
+pub fn scripted_id(prefix: &str, round: usize, i: usize) -> String {
+    format!("{prefix}{:0>24}", format!("S{round}x{i}"))
+}
+
+/// The same in hex, 50 digits (OpenAI's Responses ids).
+pub fn scripted_hex_id(prefix: &str, round: usize, i: usize) -> String {
+    format!("{prefix}{:050x}", round * 1000 + i)
+}
+
+/// Whether `id` is one [`scripted_id`] made.
+pub fn is_scripted(id: &str) -> bool {
+    let body = id.rsplit('_').next().unwrap_or(id);
+    let marked = body.trim_start_matches('0');
+    body.len() == 24
+        && marked
+            .strip_prefix('S')
+            .and_then(|r| r.split_once('x'))
+            .is_some_and(|(a, b)| {
+                !a.is_empty()
+                    && !b.is_empty()
+                    && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+            })
 }

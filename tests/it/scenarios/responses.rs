@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use crate::scenarios::model::{ClientView, Dialect, ProviderView, ToolResult, Turn, ViewCall};
+use crate::scenarios::model::{
+    scripted_hex_id, scripted_id, ClientView, Dialect, ProviderView, ToolResult, Turn, ViewCall,
+};
 use crate::scenarios::wire::{
     args_text, args_value, halves, paragraphs, text_of, usage_pair, Event,
 };
@@ -68,15 +70,15 @@ fn items(t: &Turn, round: usize) -> Vec<Value> {
     let mut out = Vec::new();
     if let Some(text) = &t.text {
         out.push(
-            json!({"type": "message", "id": format!("msg_{round}"), "status": "completed",
+            json!({"type": "message", "id": scripted_hex_id("msg_", round, 0), "status": "completed",
             "role": "assistant",
             "content": [{"type": "output_text", "text": text, "annotations": []}]}),
         );
     }
     for (i, c) in t.calls.iter().enumerate() {
         out.push(
-            json!({"type": "function_call", "id": format!("fc_{round}_{i}"),
-            "call_id": format!("call_{round}_{i}"), "name": c.name, "arguments": c.args,
+            json!({"type": "function_call", "id": scripted_hex_id("fc_", round, i),
+            "call_id": scripted_id("call_", round, i), "name": c.name, "arguments": c.args,
             "status": "completed"}),
         );
     }
@@ -84,7 +86,7 @@ fn items(t: &Turn, round: usize) -> Vec<Value> {
 }
 
 pub fn render_json(t: &Turn, round: usize) -> Value {
-    json!({"id": format!("resp_{round}"), "object": "response", "created_at": 1,
+    json!({"id": scripted_hex_id("resp_", round, 0), "object": "response", "created_at": 1,
            "status": "completed", "model": "gpt-test", "output": items(t, round),
            "usage": usage(t.usage)})
 }
@@ -105,7 +107,7 @@ impl Events {
 }
 
 fn head(round: usize) -> Value {
-    json!({"id": format!("resp_{round}"), "object": "response", "created_at": 1,
+    json!({"id": scripted_hex_id("resp_", round, 0), "object": "response", "created_at": 1,
            "status": "in_progress", "model": "gpt-test", "output": []})
 }
 
