@@ -21,7 +21,10 @@ use crate::turn::{probe, Edit, Edits, Field, JudgedCall, ModelTurn, Obj, Quiet, 
 /// A candidate's parts, judged.
 #[derive(Debug)]
 pub struct JudgedParts {
-    /// The parts as they came, each id-less call given its id.
+    /// The parts as the model sent them: what the model is shown of its
+    /// own turn (no id it did not write).
+    pub sent: Vec<Value>,
+    /// The parts as the client gets them: each id-less call given its id.
     pub whole: Vec<Value>,
     /// The calls, judged, in order.
     pub calls: Vec<JudgedCall>,
@@ -43,22 +46,30 @@ impl JudgedParts {
     }
 }
 
-/// Judges a candidate's parts; an id-less call gets one first.
+/// Judges a candidate's parts; an id-less call gets one for the client,
+/// which the model's own view of the turn ([`JudgedParts::sent`], and each
+/// call's `raw`) does not carry.
 pub fn judge_parts(parts: &[Value], plan: &ToolPlan, ids: &mut CallIds) -> JudgedParts {
     let mut judged = JudgedParts {
+        sent: parts.to_vec(),
         whole: parts.to_vec(),
         calls: Vec::new(),
         keep: Vec::with_capacity(parts.len()),
         minted: Vec::new(),
     };
     for (i, part) in judged.whole.iter_mut().enumerate() {
+        let mut given = None;
         if is_call_part(part) {
             if let Some((field, id)) = ensure_id(part, ids) {
+                given = Some(id.clone());
                 judged.minted.push((i, field, id));
             }
         }
-        match judge_part(part, plan) {
-            Some(call) => {
+        match judge_part(&parts[i], plan) {
+            Some(mut call) => {
+                if let Some(id) = given {
+                    call.id = id;
+                }
                 judged.keep.push(call.passed());
                 judged.calls.push(call);
             }
@@ -161,7 +172,7 @@ pub fn judge_answer(
         if n == 0 {
             let text = text_of(&judged.whole);
             turn.text = (!text.is_empty()).then_some(text);
-            turn.replay = json!({"role": "model", "parts": judged.whole});
+            turn.replay = json!({"role": "model", "parts": judged.sent});
             turn.calls = judged.calls;
         } else if judged.calls.iter().any(|c| !c.passed()) {
             tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");

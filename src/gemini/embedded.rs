@@ -64,46 +64,74 @@ pub fn client_answer(
     })
 }
 
-/// The ids of a model content's call parts, in order.
-fn call_ids(turn: &Value) -> Option<Vec<&str>> {
-    Some(
-        turn["parts"]
-            .as_array()?
-            .iter()
-            .filter(|p| is_call_part(p))
-            .map(|p| {
-                function_call(p)
-                    .and_then(|c| c.get("id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-            })
-            .collect(),
-    )
+/// Whether `part` is the program's call: the one named `run_call_id`, or
+/// a `run_code` call the model sent without an id (the proxy's id for it
+/// never reaches the model).
+fn is_program(part: &Value, run_call_id: &str) -> bool {
+    let Some(call) = function_call(part) else {
+        return false;
+    };
+    match call
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+    {
+        Some(id) => id == run_call_id,
+        None => call.get("name").and_then(Value::as_str) == Some(crate::mode::RUN_CODE),
+    }
+}
+
+/// Whether `denied` (a withheld call as the model sent it) is `part`: the
+/// same id, or the same part when the model gave it none.
+fn same_call(denied: &Value, part: &Value) -> bool {
+    let id = |p: &Value| {
+        function_call(p)
+            .and_then(|c| c.get("id"))
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned)
+    };
+    match (id(denied), id(part)) {
+        (Some(a), Some(b)) => a == b,
+        (None, None) => denied == part,
+        _ => false,
+    }
 }
 
 /// The model's turn as a program's history replays it, when it can be: it
-/// must hold the program's call under `run_call_id`, and every other call
-/// of it must be one the proxy answers (`answered`).
+/// must hold the program's call (under `run_call_id`, or without an id),
+/// and every other call of it must be one the proxy answers (`answered`).
 pub fn replayable(turn: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-    let ids = call_ids(turn)?;
-    let answered: Vec<&str> = answered
+    let calls: Vec<&Value> = turn["parts"]
+        .as_array()?
         .iter()
-        .filter_map(|c| call_ids_of_part(c))
+        .filter(|p| is_call_part(p))
         .collect();
-    let complete = ids.contains(&run_call_id)
-        && ids.len() == answered.len() + 1
-        && ids
+    let (program, others): (Vec<&Value>, Vec<&Value>) =
+        calls.iter().partition(|p| is_program(p, run_call_id));
+    let complete = program.len() == 1
+        && others.len() == answered.len()
+        && others
             .iter()
-            .all(|id| *id == run_call_id || answered.contains(id));
+            .all(|p| answered.iter().any(|a| same_call(a, p)));
     complete.then(|| turn.to_string())
 }
 
-fn call_ids_of_part(part: &Value) -> Option<&str> {
-    function_call(part)?.get("id")?.as_str()
+/// The id the model gave the program's call in `turn`: `run_call_id` when
+/// the turn names it, `None` when the model sent the call without an id.
+fn program_id<'a>(turn: &Value, run_call_id: &'a str) -> Option<&'a str> {
+    let named = turn["parts"].as_array().into_iter().flatten().any(|p| {
+        function_call(p)
+            .and_then(|c| c.get("id"))
+            .and_then(Value::as_str)
+            == Some(run_call_id)
+    });
+    named.then_some(run_call_id)
 }
 
-/// The model's view of one execution: its turn, then a user content with
-/// the program's output and the answers of calls denied beside it, then
+/// The model's view of one execution: its turn as the model sent it, then
+/// a user content with the program's output (naming the call as the model
+/// did: by its id, or by name and place when it gave none) and the answers of calls denied beside it, then
 /// `carried` (parts the client sent beside the nested results).
 pub fn pair(e: &Execution, carried: &[Value]) -> Vec<Value> {
     let turn = e
@@ -117,15 +145,11 @@ pub fn pair(e: &Execution, carried: &[Value]) -> Vec<Value> {
             parts.extend(e.denied_calls.iter().cloned());
             json!({"role": "model", "parts": parts})
         });
+    let id = program_id(&turn, &e.run_call_id);
     let mut v = vec![turn];
     if let Some(outcome) = &e.outcome {
         let error = outcome.starts_with("Error:");
-        let mut parts = vec![result_part(
-            &e.run_call_id,
-            crate::mode::RUN_CODE,
-            outcome,
-            error,
-        )];
+        let mut parts = vec![result_part(id, crate::mode::RUN_CODE, outcome, error)];
         parts.extend(e.denials.iter().cloned());
         parts.extend(carried.iter().cloned());
         v.push(json!({"role": "user", "parts": parts}));

@@ -224,10 +224,20 @@ fn nameless(plan: &ToolPlan) -> Verdict {
 }
 
 /// The `functionResponse` part answering a withheld call with `content`
-/// (an error whose text starts with the denial's code).
+/// (an error whose text starts with the denial's code). It names the call
+/// by the id the model gave it; a call the model sent without one is
+/// answered without one (by name and place), as the model's turn is
+/// replayed without the id the proxy gave it for the client.
 pub fn answer_part(call: &JudgedCall, content: &str) -> Value {
     let mut response = Map::new();
-    if !call.id.is_empty() {
+    let sent_id = |raw: &Map<String, Value>| {
+        raw.get("functionCall")
+            .or_else(|| raw.get("function_call"))
+            .and_then(|c| c.get("id"))
+            .and_then(Value::as_str)
+            .is_some_and(|id| !id.is_empty())
+    };
+    if !call.id.is_empty() && call.raw.as_ref().is_none_or(sent_id) {
         response.insert("id".into(), json!(call.id));
     }
     response.insert("name".into(), json!(call.name));
@@ -236,10 +246,16 @@ pub fn answer_part(call: &JudgedCall, content: &str) -> Value {
 }
 
 /// A `functionResponse` part answering a program's call `id` with its
-/// result.
-pub fn result_part(id: &str, name: &str, result: &str, error: bool) -> Value {
+/// result; `None` for a call the model sent without an id (answered by
+/// name and place).
+pub fn result_part(id: Option<&str>, name: &str, result: &str, error: bool) -> Value {
     let key = if error { "error" } else { "output" };
-    json!({"functionResponse": {"id": id, "name": name, "response": { key: result }}})
+    match id {
+        Some(id) => {
+            json!({"functionResponse": {"id": id, "name": name, "response": { key: result }}})
+        }
+        None => json!({"functionResponse": {"name": name, "response": { key: result }}}),
+    }
 }
 
 /// The call's part as the model sent it.

@@ -31,7 +31,7 @@ use crate::wire::parse_noting_repeats;
 /// What one upstream round holds so far.
 #[derive(Default)]
 struct Round {
-    /// The turn's parts as they came (ids given), withheld calls included.
+    /// The turn's parts as they came (no id given), withheld calls included.
     parts: Vec<Value>,
     /// Its calls, judged.
     calls: Vec<JudgedCall>,
@@ -188,7 +188,7 @@ impl GeminiJudge {
                 }
             }
             if first {
-                self.turn.round.parts.extend(judged.whole);
+                self.turn.round.parts.extend(judged.sent);
                 self.turn.round.calls.extend(judged.calls);
             } else if judged.calls.iter().any(|c| !c.passed()) {
                 tracing::warn!(target: "codemode::denial", "a call of a second candidate was withheld");

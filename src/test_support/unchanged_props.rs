@@ -99,6 +99,26 @@ fn shown(call: &JudgedCall) -> Value {
     }
 }
 
+/// A Gemini call as the client reads it: as the model sent it, with the
+/// id the proxy gave it when the model gave none.
+fn given_id(mut shown: Value, call: &JudgedCall, read: Reader) -> Value {
+    if read != Reader::Gemini {
+        return shown;
+    }
+    for key in ["functionCall", "function_call"] {
+        if let Some(Value::Object(c)) = shown.get_mut(key) {
+            if c.get("id")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                c.insert("id".into(), json!(call.id));
+            }
+            break;
+        }
+    }
+    shown
+}
+
 /// The property for one answer; `Err` says what broke, `Ok(true)` that
 /// the answer went out unedited holding calls.
 fn holds<D: Dialect>(answer: &Value, plan: &ToolPlan, read: Reader) -> Result<bool, String> {
@@ -131,7 +151,7 @@ fn verdict_holds(
         .calls
         .iter()
         .filter(|c| c.passed())
-        .map(shown)
+        .map(|c| given_id(shown(c), c, read))
         .collect();
     // Gemini judges every candidate; the turn is the first one's.
     let first_only = |v: &Value| -> Value {

@@ -610,3 +610,140 @@ async fn native_mode_is_transparent() {
     );
     assert_eq!(bodies(&server).await[0].1, body);
 }
+
+/// The model's content of an answer as the client reads it: whole, or the
+/// parts of every chunk of a stream in order.
+async fn model_content(res: reqwest::Response, stream: bool) -> Value {
+    assert_eq!(res.status(), 200);
+    if !stream {
+        let got: Value = res.json().await.unwrap();
+        return got["candidates"][0]["content"].clone();
+    }
+    let text = res.text().await.unwrap();
+    let parts: Vec<Value> = text
+        .replace("\r\n", "\n")
+        .split("\n\n")
+        .filter_map(|e| e.trim().strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .flat_map(|c| {
+            c["candidates"][0]["content"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    json!({"role": "model", "parts": parts})
+}
+
+/// A conversation through the code-mode proxy, whole or streamed: the
+/// model answers with `answers` in order (the first its `run_code` turn),
+/// and the client answers each call it is handed with the part
+/// `respond` makes of it, keeping the calls as it got them. The requests
+/// the model got, and the client's last model content.
+async fn converse(
+    answers: Vec<Value>,
+    stream: bool,
+    respond: impl Fn(&Value) -> Value,
+) -> (Vec<(String, Value)>, Value) {
+    let server = gemini_provider(answers).await;
+    let proxy = code_proxy(&server).await;
+    let key = [("x-goog-api-key", "k")];
+    let path = if stream { STREAM } else { GENERATE };
+    let mut contents = vec![user("read a")];
+    for _ in 0..6 {
+        let res = proxy.post(path, &request(json!(contents)), &key).await;
+        let model = model_content(res, stream).await;
+        let calls: Vec<&Value> = model["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p.get("functionCall").is_some())
+            .collect();
+        if calls.is_empty() {
+            return (bodies(&server).await, model);
+        }
+        let answers: Vec<Value> = calls.iter().map(|c| respond(c)).collect();
+        contents.push(model.clone());
+        contents.push(json!({"role": "user", "parts": answers}));
+    }
+    panic!("the conversation did not end: {contents:?}");
+}
+
+/// gemini-cli's answer to a call: `{output}`, named by the call's id.
+fn cli_answer(call: &Value, output: &str) -> Value {
+    json!({"functionResponse": {"id": call["functionCall"]["id"],
+        "name": call["functionCall"]["name"], "response": {"output": output}}})
+}
+
+/// A `run_code` call the model sent without an id is replayed to it as it
+/// sent it, in every later request: no id the proxy gave it for its own
+/// bookkeeping, its thought signature and its text beside it kept, and
+/// its result answering it by name and place (no id either). Whether the
+/// program waits on the client (its result reaches the model when the
+/// client's results come back) or ends in the request that ran it.
+#[tokio::test]
+async fn an_id_less_run_code_turn_is_replayed_to_the_model_as_it_sent_it() {
+    let waits = "const a = await tools.read_file({path: 'a'}); return a;";
+    let ends = "return 6 * 7;";
+    for stream in [false, true] {
+        for (code, beside) in [(waits, false), (ends, false), (waits, true)] {
+            let mut turn = json!({"role": "model", "parts": [
+                {"text": "Reading a.", "thoughtSignature": "sig-words"},
+                {"functionCall": {"name": "run_code", "args": {"code": code}},
+                 "thoughtSignature": "sig-run"}]});
+            if beside {
+                // A native call beside it, denied in code mode.
+                turn["parts"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(call("write_file", json!({"path": "b", "content": "x"})));
+            }
+            let (seen, last) = converse(
+                vec![
+                    json!({"candidates": [{"content": turn, "finishReason": "STOP", "index": 0}],
+                           "modelVersion": "gemini-2.5-pro"}),
+                    answer(json!([{"text": "Done."}])),
+                ],
+                stream,
+                |call| cli_answer(call, "A"),
+            )
+            .await;
+            let at = format!("stream: {stream}, program: {code}, a call beside: {beside}");
+            assert_eq!(seen.len(), 2, "{at}: {seen:?}");
+            let words: String = last["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            assert!(words.ends_with("Done."), "{at}: {last}");
+            let replay = seen[1].1["contents"].as_array().unwrap();
+            assert_eq!(replay.len(), 3, "{at}: {replay:?}");
+            assert_eq!(replay[1], turn, "{at}: the model's turn as it sent it");
+            let result = &replay[2]["parts"][0]["functionResponse"];
+            assert_eq!(
+                result.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["name", "response"],
+                "{at}: answered by name and place: {result}"
+            );
+            assert_eq!(result["name"], "run_code", "{at}");
+            let output = result["response"]["output"].as_str().unwrap();
+            let expected = if code == waits {
+                "Result: \"A\""
+            } else {
+                "Result: 42"
+            };
+            assert_eq!(output, expected, "{at}");
+            if beside {
+                let denial = &replay[2]["parts"][1]["functionResponse"];
+                assert_eq!(denial["name"], "write_file", "{at}: {replay:?}");
+                assert!(denial.get("id").is_none(), "{at}: {denial}");
+            }
+            assert!(
+                !seen[1].1.to_string().contains("call_cm"),
+                "{at}: {:?}",
+                seen[1].1
+            );
+        }
+    }
+}
