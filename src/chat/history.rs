@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, missing_text, Trailing};
+use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
     may_name_minted, resolve_call_id, short_form, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
 };
@@ -108,17 +109,10 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A tool message's content as a program reads it
+/// ([`crate::runtime::output`]).
 fn result_text(content: Option<Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
+    output_text(Field::ChatContent, content.as_ref())
 }
 
 /// Whether a message is media an agent sends after tool results, in a user

@@ -179,7 +179,15 @@ impl<'a> ContentReader<'a> {
             let id = ids.next().flatten().unwrap_or_else(|| own.to_owned());
             match self.resolve(&id) {
                 Some((e, n)) if exec.get_or_insert_with(|| e.clone()) == &e => {
-                    results.push((n, response_text(response)));
+                    // The tool it answers: the call's name in the turn
+                    // before, else the name the answer gives.
+                    let called = calls
+                        .iter()
+                        .find(|(c, _)| c == &id)
+                        .map(|(_, name)| name.as_str())
+                        .or_else(|| response.get("name").and_then(Value::as_str))
+                        .unwrap_or("");
+                    results.push((n, response_text(response, called)));
                 }
                 None if id.starts_with(MINTED_PREFIX) => unplaced.push(id),
                 _ => others.push(part),

@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classify::Verdict;
 use crate::plan::ToolPlan;
+use crate::runtime::output::{output_text, Field};
 use crate::turn::shape;
 use crate::turn::{fate, judge_names, mint_call_id, JudgedCall, Shape, Step, Unreadable};
 use crate::wire::camel;
@@ -328,19 +329,12 @@ pub fn answered_ids(calls: &[(String, String)], answers: &[Value]) -> Vec<Option
         .collect()
 }
 
-/// The text of a `functionResponse`'s `response`: its `output` or `error`
-/// when it holds just that string, else its JSON.
-pub fn response_text(response: &Map<String, Value>) -> String {
-    match response.get("response") {
-        Some(Value::Object(r)) if r.len() == 1 => match r.values().next() {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        },
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
+/// A `functionResponse`'s `response` as a program reads it, answering a
+/// call of `called`: the output out of the wrapper its client put it in
+/// (`{output}`, `{result}`, `{error}`, `{name, content}`, ...: the table
+/// in [`crate::runtime::output`]), else its JSON.
+pub fn response_text(response: &Map<String, Value>, called: &str) -> String {
+    output_text(Field::GeminiResponse(called), response.get("response"))
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::embedded::pair;
-use super::items::TOOL_REFERENCE;
 use crate::runtime::history::{interrupted, missing_text, Trailing};
+use crate::runtime::output::{output_text, Field};
 use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -205,57 +205,9 @@ impl<'a> MessageReader<'a> {
     }
 }
 
-/// The text of a `tool_result`'s content, as a program reads it: a string,
-/// or its text blocks, and a line for each `tool_reference` (Claude Code's
-/// `ToolSearch` answers with nothing else): the tool it loaded is declared
-/// from the client's next request on, so the next program can call it.
+/// A `tool_result`'s content as a program reads it
+/// ([`crate::runtime::output`]): a string, or its text blocks, and a line
+/// for each `tool_reference` (Claude Code's `ToolSearch`).
 fn result_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => {
-            let mut text = String::new();
-            for p in parts {
-                if let Some(t) = p.get("text").and_then(Value::as_str) {
-                    text.push_str(t);
-                } else if p.get("type").and_then(Value::as_str) == Some(TOOL_REFERENCE) {
-                    let name = p.get("tool_name").and_then(Value::as_str).unwrap_or("");
-                    if !text.is_empty() && !text.ends_with('\n') {
-                        text.push('\n');
-                    }
-                    text.push_str(&format!(
-                        "Loaded tool {name:?}: the next program can call it as `await {}(args)`.\n",
-                        crate::sdk::tool_access(name)
-                    ));
-                }
-            }
-            text
-        }
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::result_text;
-
-    #[test]
-    fn a_program_reads_what_a_tool_search_loaded() {
-        let loaded = json!([{"type": "tool_reference", "tool_name": "WebFetch"},
-                            {"type": "tool_reference", "tool_name": "mcp__docs__search"}]);
-        assert_eq!(
-            result_text(&loaded),
-            "Loaded tool \"WebFetch\": the next program can call it as `await tools.WebFetch(args)`.\n\
-             Loaded tool \"mcp__docs__search\": the next program can call it as `await tools.mcp__docs__search(args)`.\n"
-        );
-        let mixed = json!([{"type": "text", "text": "Found:"},
-                           {"type": "tool_reference", "tool_name": "a-b"}]);
-        assert_eq!(
-            result_text(&mixed),
-            "Found:\nLoaded tool \"a-b\": the next program can call it as `await tools[\"a-b\"](args)`.\n"
-        );
-        assert_eq!(result_text(&json!("plain")), "plain");
-    }
+    output_text(Field::MessagesContent, Some(content))
 }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, Trailing};
+use crate::runtime::output::Field;
 use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -278,18 +279,9 @@ impl ItemReader<'_> {
     }
 }
 
-/// The text of an output: a string, or the text of its parts.
+/// An output as a program reads it ([`crate::runtime::output`]).
 fn output_text(output: Option<Value>) -> String {
-    match output {
-        Some(Value::String(s)) => s,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
+    crate::runtime::output::output_text(Field::ResponsesOutput, output.as_ref())
 }
 
 /// The model's view of one execution: its turn, and the program's output

@@ -13,6 +13,7 @@
 mod batch;
 pub mod history;
 mod ids;
+pub mod output;
 pub mod pool;
 pub mod sandbox;
 mod store;

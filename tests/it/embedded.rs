@@ -2,7 +2,7 @@
 //! agent that runs its own tools and has never heard of run_code.
 
 use crate::common;
-use crate::common::agent::{conversation, fs_tools, FsAgent};
+use crate::common::agent::{self, conversation, fs_tools, FsAgent};
 use crate::common::*;
 use serde_json::{json, Value};
 
@@ -453,4 +453,53 @@ async fn native_mode_never_executes_run_code() {
         vec!["run_code"],
         "native mode is transparent"
     );
+}
+
+/// A program gets a tool's output, not the parts its client put it in
+/// (docs/embedded-runtime.md, "What a program's call resolves to"): a
+/// `tool` message whose content is text parts reaches `await tools.read()`
+/// as their text; one holding another part reaches it as it came, as JSON.
+#[tokio::test]
+async fn a_program_gets_the_text_of_a_tool_messages_text_parts() {
+    let code = "return await tools.read({path: 'a.txt'});";
+    let image = json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}});
+    let cases = [
+        (
+            json!([{"type": "text", "text": "alpha-1\n"}, {"type": "text", "text": "bravo-2"}]),
+            "alpha-1\nbravo-2".to_owned(),
+        ),
+        (
+            json!([{"type": "text", "text": "a.png"}, image]),
+            json!([{"type": "text", "text": "a.png"}, image]).to_string(),
+        ),
+    ];
+    for (content, output) in &cases {
+        let p = provider([
+            run_code("call_prog", code),
+            text_completion("Read.", usage(1, 1)),
+        ])
+        .await;
+        let proxy = proxy_for(&p, &[]).await;
+        let mut messages = conversation("Read a.txt");
+        let res = proxy
+            .post("/v1/chat/completions", &agent::fs_body(&messages), &[])
+            .await;
+        let got: Value = res.json().await.unwrap();
+        let turn = got["choices"][0]["message"].clone();
+        let id = turn["tool_calls"][0]["id"].clone();
+        assert_eq!(turn["tool_calls"].as_array().unwrap().len(), 1, "{got}");
+        messages.push(turn);
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        let res = proxy
+            .post("/v1/chat/completions", &agent::fs_body(&messages), &[])
+            .await;
+        let got: Value = res.json().await.unwrap();
+        assert_eq!(got["choices"][0]["message"]["content"], "Read.");
+        let sent = upstream_saw(&p).await;
+        assert_eq!(
+            sent[1]["messages"].as_array().unwrap().last().unwrap()["content"],
+            format!("Result: {}", json!(output)),
+            "{content}"
+        );
+    }
 }

@@ -747,3 +747,66 @@ async fn an_id_less_run_code_turn_is_replayed_to_the_model_as_it_sent_it() {
         }
     }
 }
+
+/// A program gets a tool's output, not the wrapper its client put it in
+/// (docs/embedded-runtime.md, "What a program's call resolves to"):
+/// gemini-cli's `{output}`, `google-genai`'s `{result}` and `{error}`,
+/// `@ai-sdk/google`'s `{name, content}`, `@google/genai`'s MCP
+/// `{content: [text parts]}`; a response that is none of them exactly
+/// reaches the program as it came. Whole and streamed, with the call's id
+/// echoed and without.
+#[tokio::test]
+async fn a_program_gets_the_tools_output_out_of_each_clients_wrapper() {
+    let code = "const r = await tools.read_file({path: 'a'}); return r;";
+    let cases = [
+        (json!({"output": "A"}), "A"),
+        (json!({"result": "A"}), "A"),
+        (json!({"result": {"lines": 3}}), r#"{"lines":3}"#),
+        (json!({"error": "ENOENT: a"}), "ENOENT: a"),
+        (json!({"name": "read_file", "content": "A"}), "A"),
+        (
+            json!({"name": "read_file", "content": [{"type": "text", "text": "A"},
+                                                    {"type": "text", "text": "B"}]}),
+            "AB",
+        ),
+        (json!({"content": [{"type": "text", "text": "A"}]}), "A"),
+        (
+            json!({"output": "A", "exitCode": 0}),
+            r#"{"output":"A","exitCode":0}"#,
+        ),
+        (
+            json!({"name": "write_file", "content": "A"}),
+            r#"{"name":"write_file","content":"A"}"#,
+        ),
+        (json!({"lines": 3}), r#"{"lines":3}"#),
+    ];
+    for stream in [false, true] {
+        for (echo_id, (response, output)) in [true, false].into_iter().cycle().zip(&cases) {
+            let (seen, _) = converse(
+                vec![
+                    answer(json!([{"functionCall": {"name": "run_code", "args": {"code": code}}}])),
+                    answer(json!([{"text": "Done."}])),
+                ],
+                stream,
+                |call| {
+                    let mut part = json!({"functionResponse": {
+                        "name": call["functionCall"]["name"], "response": response}});
+                    if echo_id {
+                        part["functionResponse"]["id"] = call["functionCall"]["id"].clone();
+                    }
+                    part
+                },
+            )
+            .await;
+            let at = format!("stream: {stream}, id echoed: {echo_id}, {response}");
+            assert_eq!(seen.len(), 2, "{at}: {seen:?}");
+            let result = &seen[1].1["contents"][2]["parts"][0]["functionResponse"];
+            assert_eq!(result["name"], "run_code", "{at}");
+            assert_eq!(
+                result["response"]["output"],
+                format!("Result: {}", json!(output)),
+                "{at}"
+            );
+        }
+    }
+}

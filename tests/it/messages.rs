@@ -343,3 +343,56 @@ async fn the_anthropic_key_replaces_the_clients() {
     assert_eq!(seen[0].headers["x-api-key"], "sk-ant-operator");
     assert!(!seen[0].headers.contains_key("authorization"));
 }
+
+/// A program gets a tool's output, not the blocks its client put it in
+/// (docs/embedded-runtime.md, "What a program's call resolves to"): a
+/// `tool_result` whose content is text blocks (Claude Code's, a cache mark
+/// on the last) reaches `await tools.Read()` as their text; a content
+/// holding another block (an image) reaches it as it came, as JSON.
+#[tokio::test]
+async fn a_program_gets_the_text_of_a_tool_results_text_blocks() {
+    let code = "return await tools.Read({file_path: 'a.txt'});";
+    let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}});
+    let cases = [
+        (
+            json!([{"type": "text", "text": "alpha-1\n"},
+                   {"type": "text", "text": "bravo-2", "cache_control": {"type": "ephemeral"}}]),
+            "alpha-1\nbravo-2".to_owned(),
+        ),
+        (
+            json!([{"type": "text", "text": "a.png"}, image]),
+            json!([{"type": "text", "text": "a.png"}, image]).to_string(),
+        ),
+    ];
+    for stream in [false, true] {
+        for (content, output) in &cases {
+            let model =
+                MessagesModel::new([vec![run_code_use("toolu_p", code)], vec![text("Read.")]]);
+            let server = model.serve().await;
+            let proxy = proxy_for(&server, "code").await;
+            let mut messages = vec![json!({"role": "user", "content": "Read a.txt"})];
+            let message = ask(&proxy, &messages, stream).await;
+            let calls: Vec<&Value> = message["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .collect();
+            assert_eq!(calls.len(), 1, "{message}");
+            let id = calls[0]["id"].clone();
+            messages.push(json!({"role": "assistant", "content": message["content"]}));
+            messages.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": content}]}));
+            let answer = ask(&proxy, &messages, stream).await;
+            assert_eq!(text_of(&answer), "Read.");
+            let seen = model.seen();
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            let last = seen[1].body["messages"].as_array().unwrap();
+            assert_eq!(
+                last[2]["content"][0]["content"][0]["text"],
+                format!("Result: {}", json!(output)),
+                "stream: {stream}, {content}"
+            );
+        }
+    }
+}

@@ -329,3 +329,59 @@ async fn a_program_runs_with_previous_response_id_json() {
 async fn a_program_runs_with_previous_response_id_streamed() {
     program_with_previous_response_id(true).await;
 }
+
+/// A program gets a tool's output, not the parts its client put it in
+/// (docs/embedded-runtime.md, "What a program's call resolves to"): a
+/// `function_call_output` whose output is `input_text` parts reaches
+/// `await tools.read()` as their text; one holding another part (an
+/// image) reaches it as it came, as JSON.
+#[tokio::test]
+async fn a_program_gets_the_text_of_an_outputs_input_text_parts() {
+    let code = "return await tools.read({path: 'a.txt'});";
+    let image = json!({"type": "input_image", "image_url": "data:image/png;base64,iVBO"});
+    let cases = [
+        (
+            json!([{"type": "input_text", "text": "alpha-1\n"},
+                   {"type": "input_text", "text": "bravo-2"}]),
+            "alpha-1\nbravo-2".to_owned(),
+        ),
+        (
+            json!([{"type": "input_text", "text": "a.png"}, image]),
+            json!([{"type": "input_text", "text": "a.png"}, image]).to_string(),
+        ),
+    ];
+    for stream in [false, true] {
+        for (parts, output) in &cases {
+            let model =
+                ResponsesModel::new([vec![run_code_call("call_p", code)], vec![said("Read.")]]);
+            let server = model.serve().await;
+            let proxy = proxy_for(&server, "code").await;
+            let mut input = vec![json!({"role": "user", "content": "Read a.txt"})];
+            let response = ask(&proxy, &input, stream).await;
+            let mut calls = 0;
+            for item in response["output"].as_array().unwrap() {
+                input.push(item.clone());
+                if item["type"] == "function_call" {
+                    calls += 1;
+                    input.push(json!({"type": "function_call_output",
+                                      "call_id": item["call_id"], "output": parts}));
+                }
+            }
+            assert_eq!(calls, 1, "{response}");
+            let answer = ask(&proxy, &input, stream).await;
+            assert_eq!(text_of(&answer), "Read.");
+            let seen = model.seen();
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            let last = seen[1].body["input"].as_array().unwrap();
+            let result = last
+                .iter()
+                .find(|i| i["type"] == "function_call_output")
+                .unwrap();
+            assert_eq!(
+                result["output"],
+                format!("Result: {}", json!(output)),
+                "stream: {stream}, {parts}"
+            );
+        }
+    }
+}
