@@ -8,7 +8,7 @@
 //! before it ([`super::parts::answered_ids`]). The API makes a call's id
 //! optional, and clients drop the ones the proxy gave (`langchain-google-
 //! genai`, agno, pi): a model turn whose calls carry none of the proxy's
-//! ids is found by what it calls ([`crate::runtime::batch_key`]).
+//! ids is found by what it calls ([`crate::runtime::echoed_batch`]).
 
 use std::collections::BTreeMap;
 
@@ -20,7 +20,7 @@ use super::embedded::{pair, UNSIGNED};
 use super::parts::{answered_ids, called, function_call, function_response, response_text};
 use crate::runtime::history::{interrupted, missing_text, Trailing};
 use crate::runtime::{
-    batch_key, is_minted, parse_call_id, resolve_call_id, Execution, ExecutionLookup, Limits,
+    echoed_batch, is_minted, resolve_call_id, EchoedCall, Execution, ExecutionLookup, Limits,
     MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
@@ -122,45 +122,38 @@ impl<'a> ContentReader<'a> {
 
     /// The calls of a model turn that names none of the proxy's ids, with
     /// the ids of the batch it echoes, when one of the tenant's programs
-    /// handed out exactly these calls (names and arguments, in order).
+    /// handed out exactly these calls (names and arguments, in any order).
     fn by_content(
         &self,
         parts: &[Value],
         calls: &[(String, String)],
     ) -> Option<Vec<(String, String)>> {
-        // The model's own turn (its `run_code`) is no program's batch.
-        let own = |(id, name): &(String, String)| {
-            is_minted(id) || id.starts_with(MINTED_PREFIX) || name == crate::mode::RUN_CODE
-        };
-        if calls.is_empty() || calls.iter().any(own) {
+        // A turn naming one of the proxy's ids is read by its ids.
+        if calls
+            .iter()
+            .any(|(id, _)| is_minted(id) || id.starts_with(MINTED_PREFIX))
+        {
             return None;
         }
-        let args: Vec<(String, String)> = parts
+        let echoed: Vec<EchoedCall<'_>> = parts
             .iter()
             .filter_map(function_call)
-            .map(|c| {
-                let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-                let args = c
+            .map(|c| EchoedCall {
+                id: None,
+                name: c.get("name").and_then(Value::as_str).unwrap_or(""),
+                args: c
                     .get("args")
-                    .map_or_else(|| "{}".to_owned(), Value::to_string);
-                (name.to_owned(), args)
+                    .map_or_else(|| "{}".into(), |a| a.to_string().into()),
             })
             .collect();
-        let key = batch_key(args.iter().map(|(n, a)| (n.as_str(), a.as_str())))?;
-        let first = self.store.alias(self.tenant, &key)?;
-        let (exec_id, start) = parse_call_id(&first)?;
-        let exec = self.store.get(self.tenant, exec_id)?;
-        let batch = exec.calls.get(start..start + calls.len())?;
-        let fits = batch
-            .iter()
-            .zip(calls)
-            .all(|(c, (_, name))| &c.name == name);
-        fits.then(|| {
-            (start..start + calls.len())
+        let echo = echoed_batch(self.store, self.tenant, &echoed, &[]).ok()??;
+        Some(
+            echo.calls
+                .into_iter()
                 .zip(calls)
-                .map(|(n, (_, name))| (exec.call_id(n), name.clone()))
-                .collect()
-        })
+                .map(|(id, (_, name))| (id, name.clone()))
+                .collect(),
+        )
     }
 
     fn results(&self, calls: &[(String, String)], parts: Vec<Value>) -> Kind {

@@ -3,34 +3,44 @@
 
 /// The key a batch of calls is found by when a client echoes it without
 /// the ids the proxy gave them (the Gemini API makes a call's id optional,
-/// and `langchain-google-genai`, agno and pi drop it): its calls' names
-/// and arguments, in order, the arguments read as JSON with keys sorted
-/// (a client may write them back in another order or spacing). `cb:` and
-/// 32 hex digits; no call id's alias has a `:`. `None` for no calls.
+/// and `langchain-google-genai`, agno and pi drop it; agno rewrites a chat
+/// id that does not start with `call_`): its calls' names and arguments,
+/// in any order (a client may send a batch back reordered), the arguments
+/// read as JSON with keys sorted (a client may write them back in another
+/// order or spacing). `cb:` and 32 hex digits; no call id's alias has a
+/// `:`. `None` for no calls.
 ///
 /// Two of a tenant's programs that hand out the same batch share the key;
 /// the one saved last keeps it (the batch a client echoes now is the one
 /// it was handed last), and a result that does not fit the program it
 /// reaches is refused there as any other.
 pub fn batch_key<'a>(calls: impl Iterator<Item = (&'a str, &'a str)>) -> Option<String> {
+    let mut entries: Vec<Vec<u8>> = calls
+        .map(|(name, args)| {
+            let args = canonical_args(args);
+            let mut entry = Vec::with_capacity(name.len() + args.len() + 16);
+            for field in [name, &args] {
+                entry.extend_from_slice(&(field.len() as u64).to_be_bytes());
+                entry.extend_from_slice(field.as_bytes());
+            }
+            entry
+        })
+        .collect();
+    if entries.is_empty() {
+        return None;
+    }
+    entries.sort_unstable();
     let mut h = ring::digest::Context::new(&ring::digest::SHA256);
-    h.update(b"codemode-proxy batch v1\0");
-    let mut any = false;
-    for (name, args) in calls {
-        any = true;
-        let args = serde_json::from_str::<serde_json::Value>(args)
-            .map_or_else(|_| args.to_owned(), |v| canonical(&v));
-        for field in [name, &args] {
-            h.update(&(field.len() as u64).to_be_bytes());
-            h.update(field.as_bytes());
-        }
+    h.update(b"codemode-proxy batch v2\0");
+    for entry in &entries {
+        h.update(entry);
     }
     let digest = h.finish();
     let hex: String = digest.as_ref()[..16]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    any.then(|| format!("cb:{hex}"))
+    Some(format!("cb:{hex}"))
 }
 
 /// `value` as JSON text with every object's keys sorted.
@@ -52,4 +62,156 @@ fn canonical(value: &serde_json::Value) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// One call of a turn a client sent back, as its dialect reads it: the id
+/// it carries (the client's own, or none), the tool it names, its
+/// arguments as JSON text.
+#[derive(Clone, Debug)]
+pub struct EchoedCall<'a> {
+    /// The id the client gave the call, if any.
+    pub id: Option<&'a str>,
+    /// The tool it calls.
+    pub name: &'a str,
+    /// Its arguments, as JSON text.
+    pub args: std::borrow::Cow<'a, str>,
+}
+
+/// One result the client sent after such a turn: the call id it names (if
+/// any) and its content, as written (only compared).
+#[derive(Clone, Debug)]
+pub struct EchoedResult<'a> {
+    /// The call id the result names, if any.
+    pub id: Option<&'a str>,
+    /// Its content, as the client wrote it.
+    pub content: &'a str,
+}
+
+/// A turn a client sent back with ids the proxy never gave (rewritten, or
+/// dropped), found to be a batch one of the tenant's programs handed out:
+/// the id the proxy gave each of its calls, and each result's.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Echo {
+    /// The minted id of each call of the turn, in the turn's order.
+    pub calls: Vec<String>,
+    /// The minted id each result answers, in the results' order; `None`
+    /// for a result that names none of the turn's calls.
+    pub results: Vec<Option<String>>,
+}
+
+/// The batch a turn echoes without the proxy's ids, when it is one: the
+/// turn's calls (names and arguments, in any order) are exactly a batch of
+/// calls one of `tenant`'s programs handed out ([`batch_key`]). Each
+/// dialect reads its turn's calls and results and writes the ids back; the
+/// matching is here, once.
+///
+/// A call is the batch's call with its name and arguments (the first one
+/// not taken, in order). A result answers the call whose id it names, as
+/// the client paired them (the `k`-th result naming an id answers the
+/// `k`-th call with that id, so calls without ids are answered in order).
+/// `Ok(None)`: not a batch the proxy knows (the model's own `run_code`,
+/// a native call). `Err` names what the proxy cannot tell: the turn sent
+/// identical calls back in another order than they were handed out, and
+/// their results differ.
+pub fn echoed_batch(
+    store: &dyn crate::runtime::ExecutionLookup,
+    tenant: &crate::tenant::Tenant,
+    calls: &[EchoedCall<'_>],
+    results: &[EchoedResult<'_>],
+) -> Result<Option<Echo>, String> {
+    if calls.is_empty() || calls.iter().any(|c| c.name == crate::mode::RUN_CODE) {
+        return Ok(None);
+    }
+    let Some(key) = batch_key(calls.iter().map(|c| (c.name, c.args.as_ref()))) else {
+        return Ok(None);
+    };
+    let Some(first) = store.alias(tenant, &key) else {
+        return Ok(None);
+    };
+    let Some((exec_id, start)) = crate::runtime::parse_call_id(&first) else {
+        return Ok(None);
+    };
+    let Some(exec) = store.get(tenant, exec_id) else {
+        return Ok(None);
+    };
+    let Some(batch) = exec.calls.get(start..start + calls.len()) else {
+        return Ok(None);
+    };
+    let entry = |name: &str, args: &str| (name.to_owned(), canonical_args(args));
+    let handed: Vec<(String, String)> = batch.iter().map(|c| entry(&c.name, &c.args)).collect();
+    let sent: Vec<(String, String)> = calls.iter().map(|c| entry(c.name, &c.args)).collect();
+    // Each call of the turn is the first call of the batch like it not yet taken.
+    let mut taken = vec![false; handed.len()];
+    let mut numbers = Vec::with_capacity(sent.len());
+    for s in &sent {
+        let Some(j) = (0..handed.len()).find(|&j| !taken[j] && handed[j] == *s) else {
+            return Ok(None);
+        };
+        taken[j] = true;
+        numbers.push(start + j);
+    }
+    // The client's own pairing: the k-th result naming an id answers the
+    // k-th call carrying it (no id is an id too).
+    let mut used: Vec<usize> = vec![0; calls.len()];
+    let answered: Vec<Option<usize>> = results
+        .iter()
+        .map(|r| {
+            let same: Vec<usize> = (0..calls.len())
+                .filter(|&i| {
+                    calls[i].id.filter(|id| !id.is_empty()) == r.id.filter(|id| !id.is_empty())
+                })
+                .collect();
+            let k = same.iter().map(|&i| used[i]).sum::<usize>();
+            let i = *same.get(k)?;
+            used[i] += 1;
+            Some(i)
+        })
+        .collect();
+    // Identical calls sent back in another order: which is which is a
+    // guess, harmless only when their results agree.
+    let reordered = numbers.iter().enumerate().any(|(i, &n)| n != start + i);
+    if reordered {
+        for i in 0..sent.len() {
+            for j in i + 1..sent.len() {
+                if sent[i] != sent[j] {
+                    continue;
+                }
+                let content = |c: usize| {
+                    answered
+                        .iter()
+                        .position(|a| *a == Some(c))
+                        .map(|r| results[r].content)
+                };
+                let (a, b) = (content(i), content(j));
+                if a.is_some() && b.is_some() && a != b {
+                    return Err(format!(
+                        "the assistant turn sends back two `{}` calls with the same arguments, in \
+                         another order than the proxy handed them out and with ids it did not \
+                         give them (`{}`, `{}`), and their results differ: the proxy cannot tell \
+                         which result answers which of the program's calls `{}` and `{}`. Send \
+                         the calls back with the ids they came with, or in the order they came",
+                        sent[i].0,
+                        calls[i].id.unwrap_or(""),
+                        calls[j].id.unwrap_or(""),
+                        exec.call_id(numbers[i]),
+                        exec.call_id(numbers[j]),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Some(Echo {
+        calls: numbers.iter().map(|&n| exec.call_id(n)).collect(),
+        results: answered
+            .into_iter()
+            .map(|a| a.map(|i| exec.call_id(numbers[i])))
+            .collect(),
+    }))
+}
+
+/// Arguments as compared: JSON with every object's keys sorted, or the
+/// text as it came when it is not JSON.
+fn canonical_args(args: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(args)
+        .map_or_else(|_| args.to_owned(), |v| canonical(&v))
 }

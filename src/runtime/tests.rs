@@ -610,7 +610,7 @@ fn describe_returns_a_tools_declaration_without_a_call() {
 }
 
 #[test]
-fn a_batch_is_keyed_by_its_calls_whatever_order_or_spacing_its_arguments_come_in() {
+fn a_batch_is_keyed_by_its_calls_whatever_order_they_or_their_arguments_come_in() {
     let key = |calls: &[(&str, &str)]| batch_key(calls.iter().copied()).unwrap();
     let a = key(&[
         ("read", r#"{"path":"a","limit":5}"#),
@@ -624,7 +624,7 @@ fn a_batch_is_keyed_by_its_calls_whatever_order_or_spacing_its_arguments_come_in
             ("bash", r#"{"cmd": "ls"}"#)
         ])
     );
-    assert_ne!(
+    assert_eq!(
         a,
         key(&[
             ("bash", r#"{"cmd":"ls"}"#),
@@ -640,4 +640,128 @@ fn a_batch_is_keyed_by_its_calls_whatever_order_or_spacing_its_arguments_come_in
     );
     assert_ne!(key(&[("read", "{}")]), key(&[("reads", "{}")]));
     assert_eq!(batch_key(std::iter::empty()), None);
+}
+
+/// A store holding one program that handed out `batch` as its first batch.
+fn handed(batch: &[(&str, &str)]) -> (MemoryExecutionStore, Execution) {
+    let tenant = crate::tenant::Tenant::anonymous("s");
+    let store =
+        MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+    let mut e = Execution::new(tenant, "call_1".into(), "x".into(), None, tools());
+    e.batches.push(0);
+    e.calls = batch
+        .iter()
+        .map(|(name, args)| CallRecord {
+            name: (*name).into(),
+            args: (*args).into(),
+            result: None,
+        })
+        .collect();
+    ExecutionLookup::put(&store, std::sync::Arc::new(e.clone()));
+    (store, e)
+}
+
+fn echoed<'a>(calls: &[(&'a str, &'a str, &'a str)]) -> Vec<EchoedCall<'a>> {
+    calls
+        .iter()
+        .map(|&(id, name, args)| EchoedCall {
+            id: (!id.is_empty()).then_some(id),
+            name,
+            args: args.into(),
+        })
+        .collect()
+}
+
+fn results<'a>(results: &[(&'a str, &'a str)]) -> Vec<EchoedResult<'a>> {
+    results
+        .iter()
+        .map(|&(id, content)| EchoedResult {
+            id: (!id.is_empty()).then_some(id),
+            content,
+        })
+        .collect()
+}
+
+#[test]
+fn a_batch_sent_back_with_other_ids_in_another_order_is_paired_by_the_clients_ids() {
+    let (store, e) = handed(&[("read", r#"{"path":"a"}"#), ("list", r#"{"dir":"b"}"#)]);
+    let calls = echoed(&[
+        ("call_x", "list", r#"{ "dir": "b" }"#),
+        ("call_y", "read", r#"{"path":"a"}"#),
+    ]);
+    let found = echoed_batch(
+        &store,
+        &e.tenant,
+        &calls,
+        &results(&[("call_y", "A"), ("call_x", "B"), ("call_z", "C")]),
+    );
+    assert_eq!(
+        found,
+        Ok(Some(Echo {
+            calls: vec![e.call_id(1), e.call_id(0)],
+            results: vec![Some(e.call_id(0)), Some(e.call_id(1)), None],
+        }))
+    );
+    // Calls without ids are answered in order by results without ids.
+    let calls = echoed(&[
+        ("", "read", r#"{"path":"a"}"#),
+        ("", "list", r#"{"dir":"b"}"#),
+    ]);
+    let found = echoed_batch(&store, &e.tenant, &calls, &results(&[("", "A"), ("", "B")]));
+    assert_eq!(
+        found.unwrap().unwrap().results,
+        vec![Some(e.call_id(0)), Some(e.call_id(1))]
+    );
+    // Another tenant, other arguments, the model's own call: no batch.
+    let other = crate::tenant::Tenant::anonymous("t");
+    let calls = echoed(&[
+        ("call_y", "read", r#"{"path":"a"}"#),
+        ("call_x", "list", r#"{"dir":"b"}"#),
+    ]);
+    assert_eq!(echoed_batch(&store, &other, &calls, &[]), Ok(None));
+    let calls = echoed(&[
+        ("call_y", "read", r#"{"path":"c"}"#),
+        ("call_x", "list", r#"{"dir":"b"}"#),
+    ]);
+    assert_eq!(echoed_batch(&store, &e.tenant, &calls, &[]), Ok(None));
+    let calls = echoed(&[("call_y", crate::mode::RUN_CODE, r#"{"code":"1"}"#)]);
+    assert_eq!(echoed_batch(&store, &e.tenant, &calls, &[]), Ok(None));
+}
+
+#[test]
+fn identical_calls_sent_back_reordered_with_differing_results_are_refused() {
+    let batch = [
+        ("read", r#"{"path":"a"}"#),
+        ("read", r#"{"path":"a"}"#),
+        ("list", "{}"),
+    ];
+    let (store, e) = handed(&batch);
+    // In the order handed out: each is where it stands.
+    let in_order = echoed(&[
+        ("call_1", "read", r#"{"path":"a"}"#),
+        ("call_2", "read", r#"{"path":"a"}"#),
+        ("call_3", "list", "{}"),
+    ]);
+    let r = results(&[("call_2", "two"), ("call_1", "one"), ("call_3", "three")]);
+    let found = echoed_batch(&store, &e.tenant, &in_order, &r)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        found.results,
+        vec![Some(e.call_id(1)), Some(e.call_id(0)), Some(e.call_id(2))]
+    );
+    // Reordered: the two reads cannot be told apart.
+    let reordered = echoed(&[
+        ("call_3", "list", "{}"),
+        ("call_1", "read", r#"{"path":"a"}"#),
+        ("call_2", "read", r#"{"path":"a"}"#),
+    ]);
+    let err = echoed_batch(&store, &e.tenant, &reordered, &r).unwrap_err();
+    assert!(
+        err.contains("two `read` calls") && err.contains(&e.call_id(0)),
+        "{err}"
+    );
+    // Unless their results agree.
+    let same = results(&[("call_2", "one"), ("call_1", "one"), ("call_3", "three")]);
+    assert!(echoed_batch(&store, &e.tenant, &reordered, &same).is_ok());
 }
