@@ -11,10 +11,11 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
-use crate::runtime::history::{interrupted, missing_text, Trailing};
+use crate::runtime::history::{interrupted, missing_text, Refused, Trailing};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    may_name_minted, resolve_call_id, short_form, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+    echoed_batch, may_name_minted, resolve_call_id, short_form, EchoedCall, EchoedResult,
+    Execution, ExecutionLookup, Limits, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -100,6 +101,13 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Whether `id` is one the proxy gave, or has its shape: a turn naming
+    /// one is read by its ids (an id of its shape it never minted is
+    /// refused), never looked up by what it calls.
+    fn names_proxy_id(&self, id: &str) -> bool {
+        id.starts_with(MINTED_PREFIX) || self.resolve(id).is_some()
+    }
+
     fn resolve(&self, id: &str) -> Option<(String, usize)> {
         let found = resolve_call_id(id, self.tenant, self.store);
         if found.is_none() && short_form(id).is_some() && !id.starts_with(MINTED_PREFIX) {
@@ -155,19 +163,104 @@ impl Reader<'_> {
     ///
     /// `Err` names results the proxy cannot place: ids with its prefix
     /// that it never minted (changed, or made up). They are refused, never
-    /// guessed at.
+    /// guessed at. A turn sent back with ids the proxy never gave is read
+    /// as the batch it echoes ([`Reader::echoes`]).
     pub fn trailing_results(
         &self,
         messages: &[Box<RawValue>],
-    ) -> Result<Option<Trailing>, Vec<String>> {
+    ) -> Result<Option<Trailing>, Refused> {
+        let renamed = self.echoes(messages).map_err(Refused::Unclear)?;
+        let messages = renamed.as_deref().unwrap_or(messages);
         let mut unplaced = Vec::new();
         let found = self.trailing(messages, &mut unplaced);
         if unplaced.is_empty() {
             Ok(found)
         } else {
             unplaced.reverse();
-            Err(unplaced)
+            Err(Refused::NotHandedOut(unplaced))
         }
+    }
+
+    /// `messages` with each assistant turn whose calls carry none of the
+    /// proxy's ids (agno rewrites every id that does not start with
+    /// `call_`), when it echoes a batch one of the tenant's programs handed
+    /// out, given the ids the proxy gave its calls, and the tool messages
+    /// after it theirs, paired as the client paired them. `None` when no
+    /// turn needs it; `Err` when a turn's results cannot be told apart.
+    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        let mut renamed: Option<Vec<Box<RawValue>>> = None;
+        for i in 0..messages.len() {
+            let text = messages[i].get();
+            if !text.contains("\"tool_calls\"") || !text.contains("\"assistant\"") {
+                continue;
+            }
+            let Ok(turn) = serde_json::from_str::<Value>(text) else {
+                continue;
+            };
+            let Some(tool_calls) = turn.get("tool_calls").and_then(Value::as_array) else {
+                continue;
+            };
+            let id = |c: &Value| c.get("id").and_then(Value::as_str).map(str::to_owned);
+            if tool_calls
+                .iter()
+                .any(|c| id(c).is_some_and(|id| self.names_proxy_id(&id)))
+            {
+                continue;
+            }
+            let calls: Vec<EchoedCall<'_>> = tool_calls
+                .iter()
+                .map(|c| EchoedCall {
+                    id: c.get("id").and_then(Value::as_str),
+                    name: c["function"]["name"].as_str().unwrap_or(""),
+                    args: c["function"]["arguments"].as_str().unwrap_or("{}").into(),
+                })
+                .collect();
+            // The tool messages right after the turn answer it.
+            let answers: Vec<(usize, Value)> = messages[i + 1..]
+                .iter()
+                .map_while(|raw| {
+                    serde_json::from_str::<Value>(raw.get())
+                        .ok()
+                        .filter(|m| m["role"] == "tool")
+                })
+                .enumerate()
+                .map(|(k, m)| (i + 1 + k, m))
+                .collect();
+            let contents: Vec<String> = answers
+                .iter()
+                .map(|(_, m)| m["content"].to_string())
+                .collect();
+            let results: Vec<EchoedResult<'_>> = answers
+                .iter()
+                .zip(&contents)
+                .map(|((_, m), content)| EchoedResult {
+                    id: m.get("tool_call_id").and_then(Value::as_str),
+                    content,
+                })
+                .collect();
+            let Some(echo) = echoed_batch(self.store, self.tenant, &calls, &results)? else {
+                continue;
+            };
+            let out = renamed.get_or_insert_with(|| messages.to_vec());
+            let mut turn = turn.clone();
+            for (call, id) in turn["tool_calls"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+                .zip(&echo.calls)
+            {
+                call["id"] = json!(id);
+            }
+            out[i] = to_raw(&turn);
+            for ((k, m), id) in answers.iter().zip(&echo.results) {
+                if let Some(id) = id {
+                    let mut m = m.clone();
+                    m["tool_call_id"] = json!(id);
+                    out[*k] = to_raw(&m);
+                }
+            }
+        }
+        Ok(renamed)
     }
 
     fn trailing(&self, messages: &[Box<RawValue>], unplaced: &mut Vec<String>) -> Option<Trailing> {
@@ -212,6 +305,11 @@ impl Reader<'_> {
     /// become a placeholder pair, so the conversation stays well formed:
     /// another tenant's execution is never looked at.
     pub fn rewrite(&self, messages: &mut Vec<Box<RawValue>>, limits: &Limits) {
+        // A turn whose results cannot be told apart was refused with its
+        // request; read after, it is left as it came.
+        if let Ok(Some(renamed)) = self.echoes(messages) {
+            *messages = renamed;
+        }
         if !messages.iter().any(|m| may_name_minted(m.get())) {
             return;
         }

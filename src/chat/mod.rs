@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::Trailing;
+use crate::runtime::history::{Refused, Trailing};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
@@ -96,7 +96,7 @@ impl Dialect for Chat {
         request: &ChatRequest,
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
-    ) -> Result<Option<Trailing>, Vec<String>> {
+    ) -> Result<Option<Trailing>, Refused> {
         Reader::new(store, tenant).trailing_results(&request.messages)
     }
 

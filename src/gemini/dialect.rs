@@ -15,7 +15,7 @@ use super::request::GeminiRequest;
 use super::stream::GeminiJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::Trailing;
+use crate::runtime::history::{Refused, Trailing};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
@@ -116,8 +116,10 @@ impl Dialect for Gemini {
         request: &GeminiRequest,
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
-    ) -> Result<Option<Trailing>, Vec<String>> {
-        ContentReader::new(store, tenant).trailing_results(request.contents())
+    ) -> Result<Option<Trailing>, Refused> {
+        ContentReader::new(store, tenant)
+            .trailing_results(request.contents())
+            .map_err(Refused::NotHandedOut)
     }
 
     fn push(request: &mut GeminiRequest, items: &[Value]) {

@@ -16,7 +16,7 @@ use super::request::MessagesRequest;
 use super::stream::MessagesJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::Trailing;
+use crate::runtime::history::{Refused, Trailing};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
@@ -104,7 +104,7 @@ impl Dialect for Messages {
         request: &MessagesRequest,
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
-    ) -> Result<Option<Trailing>, Vec<String>> {
+    ) -> Result<Option<Trailing>, Refused> {
         MessageReader::new(store, tenant).trailing_results(request.messages())
     }
 

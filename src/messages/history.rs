@@ -10,9 +10,12 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::embedded::pair;
-use crate::runtime::history::{interrupted, missing_text, Trailing};
+use crate::runtime::history::{interrupted, missing_text, Refused, Trailing};
 use crate::runtime::output::{output_text, Field};
-use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
+use crate::runtime::{
+    echoed_batch, resolve_call_id, EchoedCall, EchoedResult, Execution, ExecutionLookup, Limits,
+    MINTED_PREFIX,
+};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -103,6 +106,13 @@ impl<'a> MessageReader<'a> {
         }
     }
 
+    /// Whether `id` is one the proxy gave, or has its shape: a turn naming
+    /// one is read by its ids (an id of its shape it never minted is
+    /// refused), never looked up by what it calls.
+    fn names_proxy_id(&self, id: &str) -> bool {
+        id.starts_with(MINTED_PREFIX) || self.resolve(id).is_some()
+    }
+
     fn resolve(&self, id: &str) -> Option<(String, usize)> {
         resolve_call_id(id, self.tenant, self.store)
     }
@@ -110,15 +120,20 @@ impl<'a> MessageReader<'a> {
     /// The results the client returns now: the last message's `tool_result`
     /// blocks, when the assistant turn before it carries minted calls.
     /// `Err` names results the proxy cannot place (refused, not guessed).
+    /// A turn sent back with ids the proxy never gave is read as the batch
+    /// it echoes ([`MessageReader::echoes`]).
     pub fn trailing_results(
         &self,
         messages: &[Box<RawValue>],
-    ) -> Result<Option<Trailing>, Vec<String>> {
+    ) -> Result<Option<Trailing>, Refused> {
+        let from = messages.len().saturating_sub(2);
+        let renamed = self.echoes(&messages[from..]).map_err(Refused::Unclear)?;
+        let messages = renamed.as_deref().unwrap_or(&messages[from..]);
         let Some(last) = messages.last() else {
             return Ok(None);
         };
         let (exec, results) = match self.kind(last) {
-            Kind::Unplaced(ids) => return Err(ids),
+            Kind::Unplaced(ids) => return Err(Refused::NotHandedOut(ids)),
             Kind::Results(e, r, _) => (e, r),
             _ => return Ok(None),
         };
@@ -137,10 +152,98 @@ impl<'a> MessageReader<'a> {
         }))
     }
 
+    /// `messages` with each assistant turn whose `tool_use` blocks carry
+    /// none of the proxy's ids, when it echoes a batch one of the tenant's
+    /// programs handed out, given the ids the proxy gave its calls, and the
+    /// `tool_result` blocks of the user message after it theirs, paired as
+    /// the client paired them. `None` when no turn needs it; `Err` when a
+    /// turn's results cannot be told apart.
+    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        let mut renamed: Option<Vec<Box<RawValue>>> = None;
+        for i in 0..messages.len() {
+            let text = messages[i].get();
+            if !text.contains("\"tool_use\"") || !text.contains("\"assistant\"") {
+                continue;
+            }
+            let Ok(mut turn) = serde_json::from_str::<Value>(text) else {
+                continue;
+            };
+            let Some(blocks) = turn["content"]
+                .as_array()
+                .filter(|_| turn["role"] == "assistant")
+            else {
+                continue;
+            };
+            let uses: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "tool_use").collect();
+            if uses
+                .iter()
+                .any(|b| b["id"].as_str().is_some_and(|id| self.names_proxy_id(id)))
+            {
+                continue;
+            }
+            let calls: Vec<EchoedCall<'_>> = uses
+                .iter()
+                .map(|b| EchoedCall {
+                    id: b["id"].as_str(),
+                    name: b["name"].as_str().unwrap_or(""),
+                    args: b
+                        .get("input")
+                        .map_or_else(|| "{}".into(), |a| a.to_string().into()),
+                })
+                .collect();
+            // The user message right after the turn answers it.
+            let mut answer = messages
+                .get(i + 1)
+                .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                .filter(|m| m["role"] == "user" && m["content"].is_array());
+            let answered: Vec<&Value> = answer
+                .as_ref()
+                .map(|m| m["content"].as_array().into_iter().flatten())
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "tool_result")
+                .collect();
+            let contents: Vec<String> = answered.iter().map(|b| b["content"].to_string()).collect();
+            let results: Vec<EchoedResult<'_>> = answered
+                .iter()
+                .zip(&contents)
+                .map(|(b, content)| EchoedResult {
+                    id: b["tool_use_id"].as_str(),
+                    content,
+                })
+                .collect();
+            let Some(echo) = echoed_batch(self.store, self.tenant, &calls, &results)? else {
+                continue;
+            };
+            let out = renamed.get_or_insert_with(|| messages.to_vec());
+            let uses = turn["content"].as_array_mut().into_iter().flatten();
+            for (b, id) in uses.filter(|b| b["type"] == "tool_use").zip(&echo.calls) {
+                b["id"] = json!(id);
+            }
+            out[i] = to_raw(&turn);
+            if let Some(m) = answer.as_mut() {
+                let blocks = m["content"].as_array_mut().into_iter().flatten();
+                let results = blocks.filter(|b| b["type"] == "tool_result");
+                for (b, id) in results.zip(&echo.results) {
+                    if let Some(id) = id {
+                        b["tool_use_id"] = json!(id);
+                    }
+                }
+                out[i + 1] = to_raw(m);
+            }
+        }
+        Ok(renamed)
+    }
+
     /// Replaces each execution's nested traffic by the model's `run_code`
     /// turn and its result; a program the conversation moved past before
     /// it finished is recorded as interrupted.
     pub fn rewrite(&self, messages: &mut Vec<Box<RawValue>>, limits: &Limits) {
+        // A turn whose results cannot be told apart was refused with its
+        // request; read after, it is left as it came.
+        if let Ok(Some(renamed)) = self.echoes(messages) {
+            *messages = renamed;
+        }
         if !messages
             .iter()
             .any(|m| crate::runtime::may_name_minted(m.get()))

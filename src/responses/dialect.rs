@@ -15,7 +15,7 @@ use super::request::ResponsesRequest;
 use super::stream::ResponsesJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::Trailing;
+use crate::runtime::history::{Refused, Trailing};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
@@ -115,7 +115,7 @@ impl Dialect for Responses {
         request: &ResponsesRequest,
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
-    ) -> Result<Option<Trailing>, Vec<String>> {
+    ) -> Result<Option<Trailing>, Refused> {
         let input = request.input_items();
         if input.is_empty() {
             return Ok(None);

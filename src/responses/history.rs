@@ -9,9 +9,12 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
-use crate::runtime::history::{interrupted, Trailing};
+use crate::runtime::history::{interrupted, Refused, Trailing};
 use crate::runtime::output::Field;
-use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
+use crate::runtime::{
+    echoed_batch, resolve_call_id, EchoedCall, EchoedResult, Execution, ExecutionLookup, Limits,
+    MINTED_PREFIX,
+};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -86,14 +89,22 @@ impl<'a> ItemReader<'a> {
         }
     }
 
+    /// Whether `id` is one the proxy gave, or has its shape: a run naming
+    /// one is read by its ids (an id of its shape it never minted is
+    /// refused), never looked up by what it calls.
+    fn names_proxy_id(&self, id: &str) -> bool {
+        id.starts_with(MINTED_PREFIX) || resolve_call_id(id, self.tenant, self.store).is_some()
+    }
+
     /// The outputs at the end of the input for a program's calls, and the
     /// call items before them (a stateless client sends both; one that
     /// continues with `previous_response_id` sends only the outputs).
     /// `Err` names outputs the proxy cannot place (refused, never guessed).
-    pub fn trailing_results(
-        &self,
-        items: &[Box<RawValue>],
-    ) -> Result<Option<Trailing>, Vec<String>> {
+    /// Call items sent back with ids the proxy never gave are read as the
+    /// batch they echo ([`ItemReader::echoes`]).
+    pub fn trailing_results(&self, items: &[Box<RawValue>]) -> Result<Option<Trailing>, Refused> {
+        let renamed = self.echoes(items).map_err(Refused::Unclear)?;
+        let items = renamed.as_deref().unwrap_or(items);
         let mut results = Vec::new();
         let mut unplaced = Vec::new();
         let mut i = items.len();
@@ -107,7 +118,7 @@ impl<'a> ItemReader<'a> {
         }
         if !unplaced.is_empty() {
             unplaced.reverse();
-            return Err(unplaced);
+            return Err(Refused::NotHandedOut(unplaced));
         }
         let mut calls = Vec::new();
         let mut exec = None;
@@ -138,10 +149,144 @@ impl<'a> ItemReader<'a> {
         }))
     }
 
+    /// `items` with each run of call items and outputs whose calls carry
+    /// none of the proxy's ids, when the calls echo a batch one of the
+    /// tenant's programs handed out, given the `call_id`s the proxy gave
+    /// them, and the outputs theirs, paired as the client paired them.
+    /// `None` when no run needs it; `Err` when a run's outputs cannot be
+    /// told apart.
+    fn echoes(&self, items: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        let read = |raw: &RawValue| -> Option<Value> {
+            let text = raw.get();
+            if !text.contains("call") {
+                return None;
+            }
+            let item: Value = serde_json::from_str(text).ok()?;
+            let kind = item["type"].as_str()?;
+            (super::items::is_call_type(kind) || kind.ends_with("_output")).then_some(item)
+        };
+        let mut renamed: Option<Vec<Box<RawValue>>> = None;
+        let mut i = 0;
+        while i < items.len() {
+            let run: Vec<(usize, Value)> = items[i..]
+                .iter()
+                .map_while(|raw| read(raw))
+                .enumerate()
+                .map(|(k, item)| (i + k, item))
+                .collect();
+            if run.is_empty() {
+                i += 1;
+                continue;
+            }
+            i += run.len();
+            // Batches one after another (calls, outputs, calls, outputs)
+            // are told apart where a call follows an output; a client that
+            // puts each output after its call splits a batch, so a batch
+            // is looked for in one or more pieces in a row.
+            let mut pieces: Vec<&[(usize, Value)]> = Vec::new();
+            let mut start = 0;
+            for k in 1..run.len() {
+                if !is_output(&run[k].1) && is_output(&run[k - 1].1) {
+                    pieces.push(&run[start..k]);
+                    start = k;
+                }
+            }
+            pieces.push(&run[start..]);
+            let mut p = 0;
+            while p < pieces.len() {
+                let mut taken = 1;
+                for q in p..pieces.len().min(p + MAX_PIECES) {
+                    let group: Vec<&(usize, Value)> =
+                        pieces[p..=q].iter().flat_map(|g| g.iter()).collect();
+                    let Some(named) = self.echo(&group)? else {
+                        continue;
+                    };
+                    let out = renamed.get_or_insert_with(|| items.to_vec());
+                    for (k, item) in named {
+                        out[k] = to_raw(&item);
+                    }
+                    taken = q - p + 1;
+                    break;
+                }
+                p += taken;
+            }
+        }
+        Ok(renamed)
+    }
+
+    /// The items of `group` given the ids of the batch its calls echo
+    /// ([`echoed_batch`]), when they echo one.
+    fn echo(&self, group: &[&(usize, Value)]) -> Result<Option<Vec<(usize, Value)>>, String> {
+        let (outputs, calls): (Vec<&(usize, Value)>, Vec<&(usize, Value)>) =
+            group.iter().partition(|(_, item)| is_output(item));
+        let minted = |c: &Value| {
+            c["call_id"]
+                .as_str()
+                .is_some_and(|id| self.names_proxy_id(id))
+        };
+        if calls.is_empty() || calls.iter().any(|(_, c)| minted(c)) {
+            return Ok(None);
+        }
+        let names: Vec<String> = calls
+            .iter()
+            .map(|(_, c)| {
+                c.as_object()
+                    .map(super::items::tool_name)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let echoed: Vec<EchoedCall<'_>> = calls
+            .iter()
+            .zip(&names)
+            .map(|((_, c), name)| EchoedCall {
+                id: c["call_id"].as_str(),
+                name,
+                args: match (&c["arguments"], &c["input"]) {
+                    (Value::String(args), _) => args.as_str().into(),
+                    (_, input @ Value::String(_)) => input.to_string().into(),
+                    _ => "".into(),
+                },
+            })
+            .collect();
+        let contents: Vec<String> = outputs
+            .iter()
+            .map(|(_, o)| o["output"].to_string())
+            .collect();
+        let results: Vec<EchoedResult<'_>> = outputs
+            .iter()
+            .zip(&contents)
+            .map(|((_, o), content)| EchoedResult {
+                id: o["call_id"].as_str(),
+                content,
+            })
+            .collect();
+        let Some(echo) = echoed_batch(self.store, self.tenant, &echoed, &results)? else {
+            return Ok(None);
+        };
+        let ids = echo.calls.iter().map(Some);
+        let named = calls.iter().zip(ids);
+        let answered = outputs.iter().zip(echo.results.iter().map(Option::as_ref));
+        Ok(Some(
+            named
+                .chain(answered)
+                .filter_map(|((k, item), id)| {
+                    let mut item = item.clone();
+                    item["call_id"] = json!(id?);
+                    Some((*k, item))
+                })
+                .collect(),
+        ))
+    }
+
     /// Replaces each execution's nested items by the model's `run_code`
     /// turn and its output; a program the input moved past before it
     /// finished is recorded as interrupted.
     pub fn rewrite(&self, items: &mut Vec<Box<RawValue>>, limits: &Limits) {
+        // A run whose outputs cannot be told apart was refused with its
+        // request; read after, it is left as it came.
+        if let Ok(Some(renamed)) = self.echoes(items) {
+            *items = renamed;
+        }
         if !items
             .iter()
             .any(|m| crate::runtime::may_name_minted(m.get()))
@@ -202,6 +347,16 @@ impl<'a> ItemReader<'a> {
         }
         *items = out;
     }
+}
+
+/// Pieces of a run of call items and outputs one batch is looked for in.
+const MAX_PIECES: usize = 16;
+
+/// Whether an item is an output (`function_call_output`, ...).
+fn is_output(item: &Value) -> bool {
+    item["type"]
+        .as_str()
+        .is_some_and(|t| t.ends_with("_output"))
 }
 
 /// The ids of the model's items other than calls in a program's turn.

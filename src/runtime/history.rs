@@ -29,6 +29,18 @@ pub struct Trailing {
     pub calls: Vec<(usize, String)>,
 }
 
+/// Why the results a request returns cannot be read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Results naming calls with the proxy's prefix that it never minted
+    /// (changed, or made up): refused, never guessed at.
+    NotHandedOut(Vec<String>),
+    /// A turn sent back without the proxy's ids that matches one of its
+    /// batches, where which result answers which call cannot be told: what
+    /// is missing, in words ([`super::echoed_batch`]).
+    Unclear(String),
+}
+
 /// Bytes of one call's result quoted in an interruption.
 const QUOTED_RESULT_BYTES: usize = 2_000;
 

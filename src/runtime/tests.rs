@@ -697,7 +697,7 @@ fn a_batch_sent_back_with_other_ids_in_another_order_is_paired_by_the_clients_id
     );
     assert_eq!(
         found,
-        Ok(Some(Echo {
+        Ok(Some(batch::Echo {
             calls: vec![e.call_id(1), e.call_id(0)],
             results: vec![Some(e.call_id(0)), Some(e.call_id(1)), None],
         }))

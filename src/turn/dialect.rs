@@ -19,7 +19,7 @@ use super::{Edits, JudgedCall, Quiet, RoundJudge, Unreadable};
 use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::Trailing;
+use crate::runtime::history::{Refused, Trailing};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
@@ -119,7 +119,7 @@ pub trait Dialect: Send + Sync + Sized + 'static {
         request: &Self::Request,
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
-    ) -> Result<Option<Trailing>, Vec<String>>;
+    ) -> Result<Option<Trailing>, Refused>;
     /// The conversation the request continues, for its mixed turns'
     /// stored denials.
     fn anchor(request: &Self::Request) -> Anchor;

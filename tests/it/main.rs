@@ -18,6 +18,7 @@ mod configure;
 mod conformance;
 mod conversations;
 mod dry_run;
+mod echoes;
 mod egress;
 mod embedded;
 mod errors;

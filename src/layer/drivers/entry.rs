@@ -18,6 +18,7 @@ use crate::layer::forward::{provider_headers, read_client_body, reads_usage_of, 
 use crate::layer::{State, Upstream};
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
+use crate::runtime::history::Refused;
 use crate::select::Selection;
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
@@ -156,8 +157,13 @@ async fn resume<D: Dialect>(
     request: &D::Request,
     plan: &ToolPlan,
 ) -> Result<Option<Response<ProxyBody>>, ProxyError> {
-    let trailing = D::trailing_results(request, &stores.executions, &stores.tenant)
-        .map_err(|ids| not_handed_out(&ids))?;
+    let trailing =
+        D::trailing_results(request, &stores.executions, &stores.tenant).map_err(|refused| {
+            match refused {
+                Refused::NotHandedOut(ids) => not_handed_out(&ids),
+                Refused::Unclear(what) => ProxyError::InvalidRequest(what),
+            }
+        })?;
     let Some(trailing) = trailing else {
         return Ok(None);
     };
