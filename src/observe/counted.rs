@@ -55,6 +55,55 @@ impl Outcome {
     }
 }
 
+/// Why a program that waited on its client's results ended without them,
+/// as the `reason` label spells it: never silently (a log line names the
+/// program, a counter and the inspector say why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abandoned {
+    /// The conversation went on without its results (the user moved on,
+    /// an agent's step limit): closed as interrupted.
+    Interrupted,
+    /// Its results came after `CODEMODE_RUN_LIFETIME_SECS`.
+    Expired,
+    /// Its results came, and its record was gone (evicted, a restart
+    /// without a shared store).
+    Lost,
+    /// The in-memory store dropped it while it waited: no result came
+    /// within `CODEMODE_RUN_LIFETIME_SECS` (the client never sent its
+    /// calls back, or sent them in a shape nothing matched).
+    Unanswered,
+    /// The in-memory store dropped it while it waited, to stay within its
+    /// budget (`CODEMODE_EXECUTION_STORE_MB`).
+    Evicted,
+}
+
+impl Abandoned {
+    /// Every reason.
+    pub const ALL: [Abandoned; 5] = [
+        Abandoned::Interrupted,
+        Abandoned::Expired,
+        Abandoned::Lost,
+        Abandoned::Unanswered,
+        Abandoned::Evicted,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Abandoned::Interrupted => "interrupted",
+            Abandoned::Expired => "expired",
+            Abandoned::Lost => "lost",
+            Abandoned::Unanswered => "unanswered",
+            Abandoned::Evicted => "evicted",
+        }
+    }
+
+    /// The reason's place in [`Abandoned::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Which endpoint served a request, as the `route` label spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -126,6 +175,8 @@ pub(crate) struct Finished {
     pub(crate) repairs: u64,
     /// By [`Outcome::index`].
     pub(crate) executions: [u64; Outcome::ALL.len()],
+    /// By [`Abandoned::index`].
+    pub(crate) abandoned: [u64; Abandoned::ALL.len()],
     pub(crate) nested_calls: u64,
     pub(crate) tokens: (u64, u64),
     pub(crate) round_trips_saved: u64,

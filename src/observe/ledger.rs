@@ -27,7 +27,7 @@ pub const MAX_REQUEST_ID: usize = 128;
 
 mod watch;
 
-pub use super::counted::{Outcome, ProgramEnd, Route};
+pub use super::counted::{Abandoned, Outcome, ProgramEnd, Route};
 
 pub use watch::{inspecting, program_lost, program_seen, set_model, turn_decided};
 
@@ -60,6 +60,7 @@ pub struct RequestLedger {
     repairs: AtomicU64,
     denials: [AtomicU64; 2],
     executions: [AtomicU64; 4],
+    abandoned: [AtomicU64; 5],
     nested_calls: AtomicU64,
     round_trips_saved: AtomicU64,
     context_bytes_saved: AtomicU64,
@@ -99,6 +100,7 @@ impl RequestLedger {
             repairs: AtomicU64::new(0),
             denials: Default::default(),
             executions: Default::default(),
+            abandoned: Default::default(),
             nested_calls: AtomicU64::new(0),
             round_trips_saved: AtomicU64::new(0),
             context_bytes_saved: AtomicU64::new(0),
@@ -220,6 +222,7 @@ impl RequestLedger {
             denials: self.denials.each_ref().map(|n| n.load(Relaxed)),
             repairs: self.repairs.load(Relaxed),
             executions: self.executions.each_ref().map(|n| n.load(Relaxed)),
+            abandoned: self.abandoned.each_ref().map(|n| n.load(Relaxed)),
             nested_calls: self.nested_calls.load(Relaxed),
             tokens: (self.tokens_in.load(Relaxed), self.tokens_out.load(Relaxed)),
             round_trips_saved: self.round_trips_saved.load(Relaxed),
@@ -248,6 +251,7 @@ impl RequestLedger {
             repairs = finished.repairs,
             denials = finished.denials.iter().sum::<u64>(),
             executions = finished.executions.iter().sum::<u64>(),
+            abandoned = finished.abandoned.iter().sum::<u64>(),
             input_tokens = finished.tokens.0,
             output_tokens = finished.tokens.1,
             nested_calls = finished.nested_calls,
@@ -373,6 +377,17 @@ pub fn program_ended(program: impl Into<ProgramEnd>) {
         l.nested_calls.fetch_add(end.nested_calls, Relaxed);
         l.context_bytes_saved
             .fetch_add(end.context_bytes_saved, Relaxed);
+    });
+}
+
+/// A program that waited on its client's results ended without them, or
+/// its results found its record gone: logged with the program's id and
+/// the reason, and counted (`codemode_programs_abandoned_total`, the
+/// access log's `abandoned`). The inspector hears of it where it ends.
+pub fn program_abandoned(program: &str, reason: Abandoned) {
+    tracing::info!(target: "codemode::program", program, reason = reason.as_str(), "program abandoned: it waited on tool results and ended without them");
+    with(|l| {
+        l.abandoned[reason.index()].fetch_add(1, Relaxed);
     });
 }
 

@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use super::counted::{Finished, Outcome, Route, DENIAL_CODES};
+use super::counted::{Abandoned, Finished, Outcome, Route, DENIAL_CODES};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -40,6 +40,11 @@ struct CodeLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -78,6 +83,8 @@ pub struct Metrics {
     repairs: Counter,
     /// By [`Outcome::index`].
     executions: [Counter; Outcome::ALL.len()],
+    /// By [`Abandoned::index`].
+    abandoned: [Counter; Abandoned::ALL.len()],
     nested_calls: Counter,
     input_tokens: Counter,
     output_tokens: Counter,
@@ -87,6 +94,8 @@ pub struct Metrics {
     programs_waiting: Gauge,
     /// By [`Occupancy::stores`]' order.
     store_bytes: [Gauge; 3],
+    /// `Occupancy::dropped_waiting` as last counted.
+    dropped_seen: [AtomicU64; 2],
     /// Answers of 401 or 403 on the routes that reach a provider, by
     /// [`Route`]: not a series (the requests family has them by status),
     /// kept so `codemode-proxy run` can say which credential to fix.
@@ -125,6 +134,9 @@ pub(crate) struct Occupancy {
     /// Weighed bytes of the in-memory plan cache, execution store and
     /// splice store (`None` for a store that lives elsewhere).
     pub(crate) stores: [Option<u64>; 3],
+    /// Programs the in-memory execution store dropped while they waited,
+    /// so far: `[unanswered, evicted]`.
+    pub(crate) dropped_waiting: [u64; 2],
 }
 
 const STORES: [&str; 3] = ["plans", "executions", "splices"];
@@ -169,6 +181,12 @@ impl Metrics {
             "codemode_executions",
             "Programs the embedded runtime ran to their end, by outcome",
             executions.clone(),
+        );
+        let abandoned = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "codemode_programs_abandoned",
+            "Programs that waited on tool results and ended without them, by reason",
+            abandoned.clone(),
         );
         let nested_calls = Counter::default();
         registry.register(
@@ -223,6 +241,13 @@ impl Metrics {
                 })
                 .clone()
         });
+        let abandoned = Abandoned::ALL.map(|reason| {
+            abandoned
+                .get_or_create(&ReasonLabel {
+                    reason: reason.as_str(),
+                })
+                .clone()
+        });
         let [input_tokens, output_tokens] =
             ["input", "output"].map(|r#type| tokens.get_or_create(&TypeLabel { r#type }).clone());
         Metrics {
@@ -234,6 +259,7 @@ impl Metrics {
             denials,
             repairs,
             executions,
+            abandoned,
             nested_calls,
             input_tokens,
             output_tokens,
@@ -242,6 +268,7 @@ impl Metrics {
             programs_running,
             programs_waiting,
             store_bytes,
+            dropped_seen: Default::default(),
             refused: Default::default(),
             client_code: AtomicU64::new(0),
         }
@@ -275,6 +302,17 @@ impl Metrics {
         set(&self.programs_waiting, now.programs_waiting as u64);
         for (gauge, bytes) in self.store_bytes.iter().zip(now.stores) {
             set(gauge, bytes.unwrap_or(0));
+        }
+        let reasons = [Abandoned::Unanswered, Abandoned::Evicted];
+        for ((reason, seen), n) in reasons
+            .iter()
+            .zip(&self.dropped_seen)
+            .zip(now.dropped_waiting)
+        {
+            add(
+                &self.abandoned[reason.index()],
+                n.saturating_sub(seen.swap(n, Relaxed)),
+            );
         }
     }
 
@@ -313,6 +351,9 @@ impl Metrics {
         }
         add(&self.repairs, f.repairs);
         for (counter, &n) in self.executions.iter().zip(&f.executions) {
+            add(counter, n);
+        }
+        for (counter, &n) in self.abandoned.iter().zip(&f.abandoned) {
             add(counter, n);
         }
         add(&self.nested_calls, f.nested_calls);

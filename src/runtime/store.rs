@@ -1,8 +1,10 @@
 //! Where executions wait for the client's results.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use moka::notification::RemovalCause;
 use moka::sync::Cache;
 
 use super::Execution;
@@ -59,6 +61,12 @@ pub trait ExecutionLookup: Send + Sync {
     fn weighed_bytes(&self) -> u64 {
         0
     }
+    /// Programs this store dropped while they waited on their client, so
+    /// far: `[unanswered (outlived their lifetime), evicted (for room)]`
+    /// (the in-memory store; a shared store's records expire on its side).
+    fn dropped_waiting(&self) -> [u64; 2] {
+        [0, 0]
+    }
 }
 
 type Key = (Tenant, Box<str>);
@@ -71,6 +79,8 @@ type Key = (Tenant, Box<str>);
 /// can never push out one a client is working on.
 pub struct MemoryExecutionStore {
     waiting: Cache<Key, Arc<Execution>>,
+    /// Waiting programs dropped: `[outlived their lifetime, evicted]`.
+    dropped: Arc<[AtomicU64; 2]>,
     ended: Cache<Key, Arc<Execution>>,
     aliases: Cache<Key, Arc<str>>,
     /// Held while a compare-and-set reads and writes, so two of them on
@@ -91,8 +101,30 @@ impl MemoryExecutionStore {
                 .time_to_live(cache_ttl(ttl))
                 .build()
         };
+        let dropped: Arc<[AtomicU64; 2]> = Arc::default();
+        let counted = dropped.clone();
+        // A waiting program the cache drops ended without its results:
+        // said, never silent (a replaced or closed one is not dropped).
+        let waiting = Cache::builder()
+            .max_capacity(half)
+            .weigher(|k: &Key, e: &Arc<Execution>| weight(k.1.len() + execution_bytes(e)))
+            .time_to_live(cache_ttl(lifetime))
+            .eviction_listener(move |key: Arc<Key>, e: Arc<Execution>, cause| {
+                let reason = match cause {
+                    RemovalCause::Expired => 0,
+                    RemovalCause::Size => 1,
+                    RemovalCause::Explicit | RemovalCause::Replaced => return,
+                };
+                if e.outcome.is_none() {
+                    counted[reason].fetch_add(1, Relaxed);
+                    let reason = ["unanswered", "evicted"][reason];
+                    tracing::info!(target: "codemode::program", program = %key.1, run_call = %e.run_call_id, calls = e.calls.len(), reason, "program abandoned: the store dropped it while it waited on tool results");
+                }
+            })
+            .build();
         MemoryExecutionStore {
-            waiting: cache(lifetime),
+            waiting,
+            dropped,
             ended: cache(keep),
             // Aliases are small (a key and an id); they live as long as the
             // longer-lived of the two kinds of records.
@@ -151,6 +183,11 @@ impl ExecutionLookup for MemoryExecutionStore {
     fn get(&self, tenant: &Tenant, id: &str) -> Option<Arc<Execution>> {
         let key: Key = (*tenant, id.into());
         self.waiting.get(&key).or_else(|| self.ended.get(&key))
+    }
+
+    fn dropped_waiting(&self) -> [u64; 2] {
+        self.waiting.run_pending_tasks();
+        self.dropped.each_ref().map(|n| n.load(Relaxed))
     }
 
     fn alias(&self, tenant: &Tenant, short: &str) -> Option<String> {

@@ -167,7 +167,11 @@ impl ExecutionLookup for ExecView {
 /// A history's reading closed a program (interrupted: its conversation
 /// went on without it): it counts as ended, once it is saved.
 fn closed(exec: &Execution) {
-    if exec.outcome.is_some() {
+    use crate::observe::ledger::{Abandoned, Outcome};
+    if let Some(outcome) = &exec.outcome {
+        if Outcome::of(outcome) == Outcome::Interrupted {
+            crate::observe::ledger::program_abandoned(&exec.id, Abandoned::Interrupted);
+        }
         crate::observe::ledger::program_ended(exec);
         crate::observe::ledger::program_seen(exec, crate::observe::inspector::Phase::Ended, false);
     }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 use wiremock::{Request, Respond, ResponseTemplate};
 
-use crate::common::inspector::{inspected_proxy, newest_execution, Api};
+use crate::common::inspector::{get, inspected_proxy, newest_execution, Api, TOKEN};
 use crate::common::messages_model::{fs_input_schema_tools, run_code_use, text, MessagesModel};
 use crate::common::responses_model::{fs_function_tools, run_code_call, said, ResponsesModel};
 use crate::common::{agent::fs_tools, call, scripted, sse_client, Proxy};
@@ -415,4 +415,61 @@ async fn identical_calls_sent_back_reordered_with_different_results_are_refused(
         let result = program_result(&server, api).await;
         assert!(result.contains("A0A1B2"), "{api:?}: {result}");
     }
+}
+
+/// The agno case when the user moves on: the batch, sent back with ids of
+/// the client's own, is followed by a new question. The program is ended
+/// as interrupted, and says so in the metrics and the inspector.
+#[tokio::test]
+async fn a_program_the_client_moves_away_from_with_rewritten_ids_is_recorded_as_abandoned() {
+    let server = model(Api::Chat, CODE).await;
+    let proxy = inspected_proxy(&server, &[]).await;
+    let mut history = vec![json!({"role": "user", "content": "Read a, b and c"})];
+    let (_, answer) = ask(&proxy, Api::Chat, &history, false).await;
+    assert_eq!(newest_execution(&proxy).await["state"], "waiting");
+    let results = vec!["A".to_owned(), "B".to_owned()];
+    echo_back(
+        Api::Chat,
+        &answer,
+        Echo::Rewritten,
+        &results,
+        &mut 0,
+        &mut history,
+    );
+    history.push(json!({"role": "user", "content": "Never mind."}));
+    let (status, answer) = ask(&proxy, Api::Chat, &history, false).await;
+    assert_eq!(status, 200, "{answer}");
+    let e = newest_execution(&proxy).await;
+    assert_eq!(e["state"], "interrupted", "{e}");
+    let metrics = proxy.metrics().await;
+    assert!(
+        metrics.contains(r#"codemode_programs_abandoned_total{reason="interrupted"} 1"#),
+        "{metrics}"
+    );
+    let (_, list) = get(&proxy, "/codemode/api/executions", Some(TOKEN)).await;
+    assert_eq!(list["executions"][0]["state"], "interrupted", "{list}");
+}
+
+/// A client that never sends a batch back (or sends it in a shape nothing
+/// matches): once its lifetime passes the store drops the program, and
+/// the metrics and the inspector say so.
+#[tokio::test]
+async fn a_program_whose_calls_never_come_back_is_recorded_when_the_store_drops_it() {
+    let server = model(Api::Chat, CODE).await;
+    let proxy = inspected_proxy(&server, &[("CODEMODE_RUN_LIFETIME_SECS", "1")]).await;
+    let history = vec![json!({"role": "user", "content": "Read a, b and c"})];
+    let (status, answer) = ask(&proxy, Api::Chat, &history, false).await;
+    assert_eq!(status, 200, "{answer}");
+    let metrics = proxy.metrics().await;
+    assert!(
+        metrics.contains(r#"codemode_programs_abandoned_total{reason="unanswered"} 0"#),
+        "{metrics}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let metrics = proxy.metrics().await;
+    assert!(
+        metrics.contains(r#"codemode_programs_abandoned_total{reason="unanswered"} 1"#),
+        "{metrics}"
+    );
+    assert_eq!(newest_execution(&proxy).await["state"], "expired");
 }

@@ -42,6 +42,10 @@ pub(crate) fn metrics(state: &State) -> Response<ProxyBody> {
                 state.executions.local().map(|s| s.weighed_bytes()),
                 state.splices.local().map(|s| s.weighed_bytes()),
             ],
+            dropped_waiting: state
+                .executions
+                .local()
+                .map_or([0, 0], |s| s.dropped_waiting()),
         });
     let mut res = Response::new(full(state.metrics.encode()));
     res.headers_mut().insert(

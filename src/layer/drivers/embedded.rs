@@ -90,6 +90,7 @@ async fn resume_once(
     let limits = &state.config.limits;
     let Some(held) = held else {
         if minted_for(exec_id, tenant).is_some() {
+            ledger::program_abandoned(exec_id, ledger::Abandoned::Lost);
             ledger::program_lost(exec_id);
             return Ok(Some(Resumed::AskModel));
         }
@@ -136,6 +137,7 @@ async fn resume_once(
             limits.lifetime.as_secs()
         ));
         return Ok(save_over(state, stores, exec).await?.map(|e| {
+            ledger::program_abandoned(&e.id, ledger::Abandoned::Expired);
             ledger::program_ended(&e);
             ledger::program_seen(&*e, Phase::Expired, false);
             Resumed::AskModel

@@ -171,6 +171,7 @@ mod tests {
             denials: [0; 2],
             repairs: 0,
             executions: [0; 4],
+            abandoned: [0; 5],
             nested_calls: 0,
             tokens: (10, 2),
             round_trips_saved: 1,
