@@ -217,7 +217,7 @@ impl<'a> ItemReader<'a> {
     /// The items of `group` given the ids of the batch its calls echo
     /// ([`echoed_batch`]), when they echo one.
     fn echo(&self, group: &[&(usize, Value)]) -> Result<Option<Vec<(usize, Value)>>, String> {
-        let (outputs, calls): (Vec<&(usize, Value)>, Vec<&(usize, Value)>) =
+        let (outputs, calls): (Vec<&Placed>, Vec<&Placed>) =
             group.iter().partition(|(_, item)| is_output(item));
         let minted = |c: &Value| {
             c["call_id"]
@@ -348,6 +348,9 @@ impl<'a> ItemReader<'a> {
         *items = out;
     }
 }
+
+/// An item and its place in the input.
+type Placed = (usize, Value);
 
 /// Pieces of a run of call items and outputs one batch is looked for in.
 const MAX_PIECES: usize = 16;
