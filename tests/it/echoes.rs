@@ -68,6 +68,8 @@ enum Echo {
     /// Rewritten, and the calls sent back in reverse order (their results
     /// in the order the calls came).
     Reordered,
+    /// Every id dropped, from the calls and their results.
+    Dropped,
 }
 
 /// What a file holds: its name, upper-cased (identical reads of one file
@@ -215,7 +217,7 @@ fn echo_back(
         format!("call_{:024}", *fresh)
     };
     let order: Vec<usize> = match echo {
-        Echo::Rewritten => (0..results.len()).collect(),
+        Echo::Rewritten | Echo::Dropped => (0..results.len()).collect(),
         Echo::Reordered => (0..results.len()).rev().collect(),
     };
     match api {
@@ -238,6 +240,9 @@ fn echo_back(
             ids.sort();
             for (k, id) in ids {
                 history.push(json!({"role": "tool", "tool_call_id": id, "content": results[k]}));
+            }
+            if echo == Echo::Dropped {
+                forget(history, "id", "tool_call_id");
             }
         }
         Api::Responses => {
@@ -267,6 +272,9 @@ fn echo_back(
                     json!({"type": "function_call_output", "call_id": id, "output": results[k]}),
                 );
             }
+            if echo == Echo::Dropped {
+                forget(history, "call_id", "call_id");
+            }
         }
         Api::Messages => {
             let content = answer["content"].as_array().unwrap();
@@ -293,7 +301,36 @@ fn echo_back(
                 })
                 .collect();
             history.push(json!({"role": "user", "content": answers}));
+            if echo == Echo::Dropped {
+                forget(history, "id", "tool_use_id");
+            }
         }
+    }
+}
+
+/// Drops the ids the client just gave (`call_<n>` in field `call` of a
+/// call, `result` of a result), wherever they stand in the last turn.
+fn forget(history: &mut [Value], call: &str, result: &str) {
+    fn walk(v: &mut Value, call: &str, result: &str) {
+        match v {
+            Value::Object(map) => {
+                for key in [call, result] {
+                    let client_id = map
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| id.contains("call_0000"));
+                    if client_id {
+                        map.remove(key);
+                    }
+                }
+                map.values_mut().for_each(|v| walk(v, call, result));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, call, result)),
+            _ => {}
+        }
+    }
+    for v in history.iter_mut().rev().take(4) {
+        walk(v, call, result);
     }
 }
 
@@ -318,6 +355,10 @@ async fn run(proxy: &Proxy, api: Api, echo: Echo, stream: bool) -> (usize, Value
             .map(|(n, (_, _, path))| content(path, n, false))
             .collect();
         echo_back(api, &answer, echo, &results, &mut fresh, &mut history);
+        if echo == Echo::Dropped {
+            let sent = json!(history).to_string();
+            assert!(!sent.contains("call_0000"), "{sent}");
+        }
     }
     panic!("the program did not end");
 }
@@ -346,9 +387,9 @@ async fn program_result(server: &wiremock::MockServer, api: Api) -> String {
 }
 
 #[tokio::test]
-async fn a_batch_sent_back_with_rewritten_or_reordered_ids_resumes_its_program() {
+async fn a_batch_sent_back_with_rewritten_reordered_or_no_ids_resumes_its_program() {
     for api in Api::ALL {
-        for echo in [Echo::Rewritten, Echo::Reordered] {
+        for echo in [Echo::Rewritten, Echo::Reordered, Echo::Dropped] {
             for stream in [false, true] {
                 let server = model(api, CODE).await;
                 let proxy = inspected_proxy(&server, &[]).await;
