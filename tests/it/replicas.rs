@@ -124,6 +124,37 @@ async fn a_program_started_on_one_replica_is_resumed_on_the_other() {
     );
 }
 
+/// agno's ids across replicas: each batch is sent back with an id of the
+/// client's own, to the replica that did not hand it out, and is found by
+/// what it calls in the shared store (its batch key, then its record).
+#[tokio::test]
+async fn a_batch_sent_back_with_rewritten_ids_is_found_on_the_other_replica() {
+    let redis = RedisServer::start();
+    let p = provider([
+        run_code("c", TWO_READS),
+        text_completion("alpha bravo", usage(1, 1)),
+    ])
+    .await;
+    let a = replica(&p, &redis, &[]).await;
+    let b = replica(&p, &redis, &[]).await;
+
+    let mut messages = conversation("read both");
+    let mut replicas = [&b, &a].into_iter();
+    let mut answer = turn(&a, &messages).await;
+    for (n, content) in ["alpha", "bravo"].into_iter().enumerate() {
+        handed(&answer);
+        let id = json!(format!("call_agno{n}"));
+        answer["tool_calls"][0]["id"] = id.clone();
+        messages.push(answer);
+        messages.push(tool_result(&id, content));
+        answer = turn(replicas.next().unwrap(), &messages).await;
+    }
+    assert_eq!(answer["content"], "alpha bravo");
+    let sent = received(&p).await;
+    assert_eq!(sent.len(), 2, "the program resumed each time");
+    assert_eq!(last_content(&sent[1]), "Result: \"alpha bravo\"");
+}
+
 #[tokio::test]
 async fn a_program_with_a_denied_call_beside_it_is_finished_on_the_other_replica() {
     // One model turn: run_code (allowed) and bash (denied). The client gets
