@@ -8,6 +8,10 @@
 //!   blocks, signatures byte for byte.
 //!
 //! `/v1/messages/count_tokens` answers `{"input_tokens": <body bytes / 4>}`.
+//!
+//! Message threads (beta) as the API keeps them: a request with `thread`
+//! `{"type": "continue", "previous_message_id": ID}` continues the
+//! conversation whose answer was ID, its messages after the ones held.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -37,6 +41,9 @@ struct State {
     seen: Vec<Seen>,
     /// The thinking blocks each tool_use the model made came with.
     thinking_of: HashMap<String, Vec<Value>>,
+    /// Each answer's conversation (its messages and the answer), by the
+    /// answer's id, for requests that continue a thread.
+    threads: HashMap<String, Vec<Value>>,
     n: usize,
 }
 
@@ -261,7 +268,18 @@ impl Respond for MessagesModel {
             return ResponseTemplate::new(200)
                 .set_body_json(json!({"input_tokens": req.body.len() / 4}));
         }
-        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let mut messages = body["messages"].as_array().cloned().unwrap_or_default();
+        if body["thread"]["type"] == "continue" {
+            let previous = body["thread"]["previous_message_id"].as_str().unwrap_or("");
+            let Some(held) = st.threads.get(previous).cloned() else {
+                seen.status = 404;
+                seen.refusal = format!("thread not found: {previous}");
+                st.seen.push(seen);
+                return ResponseTemplate::new(404).set_body_json(json!({"type": "error",
+                    "error": {"type": "not_found_error", "message": "thread not found"}}));
+            };
+            messages = held.into_iter().chain(messages).collect();
+        }
         if let Some(rule) =
             messages_rules(&messages, &st.thinking_of).or_else(|| reference_rule(&body))
         {
@@ -282,7 +300,11 @@ impl Respond for MessagesModel {
             let last = messages
                 .iter()
                 .rev()
-                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .flat_map(|m| {
+                    let mut blocks = m["content"].as_array().cloned().unwrap_or_default();
+                    blocks.reverse();
+                    blocks
+                })
                 .find(|b| b["type"] == "tool_result")
                 .map(|b| match &b["content"] {
                     Value::String(s) => s.clone(),
@@ -314,6 +336,12 @@ impl Respond for MessagesModel {
             "model": "claude-test", "content": content, "stop_reason": stop, "stop_sequence": null,
             "usage": anthropic_usage(100, 10)});
         let stream = body["stream"] == true;
+        if !body["thread"].is_null() {
+            let mut held = messages;
+            held.push(json!({"role": "assistant", "content": message["content"]}));
+            st.threads
+                .insert(message["id"].as_str().unwrap_or("").to_owned(), held);
+        }
         st.seen.push(seen);
         if stream {
             ResponseTemplate::new(200)

@@ -7,6 +7,7 @@ pub mod claude;
 pub mod codex;
 pub mod forward_proxy;
 pub mod gemini_cli;
+pub mod gemini_model;
 pub mod inspector;
 pub mod messages_model;
 pub mod raw_provider;

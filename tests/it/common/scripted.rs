@@ -167,3 +167,66 @@ fn in_short(m: &Value) -> String {
         _ => role.to_owned(),
     }
 }
+
+/// A scripted chat-completions model: it answers each request with the
+/// next assistant message (as a completion or its stream, as the request
+/// asks) and enforces OpenAI's rules on tool messages. A message
+/// `{"echo": true}` becomes the text "ANSWER: " and the content of the
+/// last tool message it was sent.
+#[derive(Clone, Default)]
+pub struct ChatModel(std::sync::Arc<std::sync::Mutex<ChatState>>);
+
+#[derive(Default)]
+pub struct ChatState {
+    script: std::collections::VecDeque<Value>,
+    /// Every request: its body, the status answered, the rule broken.
+    seen: Vec<(Value, u16, String)>,
+}
+
+impl ChatModel {
+    pub fn new(script: impl IntoIterator<Item = Value>) -> ChatModel {
+        ChatModel(std::sync::Arc::new(std::sync::Mutex::new(ChatState {
+            script: script.into_iter().collect(),
+            seen: Vec::new(),
+        })))
+    }
+
+    /// Every request it got: body, status, rule broken.
+    pub fn seen(&self) -> Vec<(Value, u16, String)> {
+        self.0.lock().unwrap().seen.clone()
+    }
+}
+
+impl Respond for ChatModel {
+    fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let mut st = self.0.lock().unwrap();
+        if let Some(rule) = openai_rules(&messages) {
+            st.seen.push((body, 400, rule.clone()));
+            return provider_error(&rule);
+        }
+        let Some(mut message) = st.script.pop_front() else {
+            st.seen.push((body, 500, "script exhausted".into()));
+            return ResponseTemplate::new(500).set_body_string("script exhausted");
+        };
+        if message["echo"] == true {
+            let last = messages
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "tool")
+                .map(|m| match &m["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => {
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect()
+                    }
+                    other => other.to_string(),
+                })
+                .unwrap_or_default();
+            message = json!({"role": "assistant", "content": format!("ANSWER: {last}")});
+        }
+        let template = serve(&body, message);
+        st.seen.push((body, 200, String::new()));
+        template
+    }
+}
