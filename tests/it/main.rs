@@ -45,6 +45,7 @@ mod run;
 mod run_agents;
 mod scenarios;
 mod schema_hardening;
+mod sdk_clients;
 mod selection;
 mod stores;
 mod streaming;

@@ -1,0 +1,67 @@
+"""Drives the `anthropic` SDK's tool runner (`client.beta.messages.tool_runner`,
+unmodified, on its defaults; streaming with AGENT_STREAM=1) with two
+`@beta_tool` functions over $AGENT_DIR, against $AGENT_BASE_URL (the server
+root). Prints a JSON summary: {agent, final, error, tools} where `tools`
+lists each call the runner ran: {name, args, result}.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import anthropic  # noqa: E402
+from anthropic import beta_tool  # noqa: E402
+
+DIR = os.environ.get("AGENT_DIR", os.getcwd())
+ran = []
+
+
+@beta_tool
+def list_files() -> str:
+    """List the files in the work directory, one a line."""
+    result = "\n".join(sorted(os.listdir(DIR)))
+    ran.append({"name": "list_files", "args": {}, "result": result})
+    return result
+
+
+@beta_tool
+def read_file(path: str) -> str:
+    """Read a file of the work directory and return its content.
+
+    Args:
+        path: the file's name.
+    """
+    try:
+        with open(os.path.join(DIR, os.path.basename(path))) as f:
+            result = f.read()
+    except OSError:
+        result = "ENOENT"
+    ran.append({"name": "read_file", "args": {"path": path}, "result": result})
+    return result
+
+
+def main() -> None:
+    client = anthropic.Anthropic(api_key="test-key", base_url=os.environ["AGENT_BASE_URL"])
+    prompt = json.loads(os.environ.get("AGENT_PROMPTS", '["What do the files say?"]'))[0]
+    extra = {"stream": True} if os.environ.get("AGENT_STREAM") == "1" else {}
+    final, error = "", None
+    try:
+        runner = client.beta.messages.tool_runner(
+            model=os.environ.get("AGENT_MODEL", "claude-sonnet-4-5"),
+            max_tokens=1024,
+            tools=[list_files, read_file],
+            messages=[{"role": "user", "content": prompt}],
+            **extra,
+        )
+        message = runner.until_done()
+        final = "".join(b.text for b in message.content if b.type == "text")
+    except Exception as e:  # noqa: BLE001 - report whatever the SDK raised
+        error = f"{type(e).__name__}: {e}"
+    summary = {"agent": "anthropic-tool-runner", "final": final, "error": error, "tools": ran}
+    sys.stdout.write(json.dumps(summary) + "\n")
+
+
+main()
