@@ -536,6 +536,11 @@ async fn langchain_google_genai_native() {
 }
 
 #[tokio::test]
+async fn langchain_google_genai_streaming_native() {
+    scenario(Client::LangchainGoogle, false, true).await;
+}
+
+#[tokio::test]
 async fn langchain_google_genai_code_mode() {
     scenario(Client::LangchainGoogle, true, false).await;
 }
@@ -548,6 +553,11 @@ async fn langchain_google_genai_streaming_code_mode() {
 #[tokio::test]
 async fn langchain_anthropic_native() {
     scenario(Client::LangchainAnthropic, false, false).await;
+}
+
+#[tokio::test]
+async fn langchain_anthropic_streaming_native() {
+    scenario(Client::LangchainAnthropic, false, true).await;
 }
 
 #[tokio::test]
