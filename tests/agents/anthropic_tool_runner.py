@@ -1,11 +1,14 @@
 """Drives the `anthropic` SDK's tool runner (`client.beta.messages.tool_runner`,
 unmodified, on its defaults; streaming with AGENT_STREAM=1) with two
 `@beta_tool` functions over $AGENT_DIR, against $AGENT_BASE_URL (the server
-root). Prints a JSON summary: {agent, final, error, tools} where `tools`
-lists each call the runner ran: {name, args, result}.
+root). Prints a JSON summary: {agent, final, error, tools, unthreaded}
+where `tools` lists each call the runner ran: {name, args, result}, and
+`unthreaded` says what the SDK logged when the server could not thread a
+request (a Messages thread, beta) and it went on without one.
 """
 
 import json
+import logging
 import os
 import sys
 import warnings
@@ -17,6 +20,19 @@ from anthropic import beta_tool  # noqa: E402
 
 DIR = os.environ.get("AGENT_DIR", os.getcwd())
 ran = []
+unthreaded = []
+
+
+class Unthreaded(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "continuing without a thread" in message:
+            unthreaded.append(message)
+
+
+threads_log = logging.getLogger("anthropic.lib.threads")
+threads_log.setLevel(logging.INFO)
+threads_log.addHandler(Unthreaded())
 
 
 @beta_tool
@@ -60,7 +76,7 @@ def main() -> None:
         final = "".join(b.text for b in message.content if b.type == "text")
     except Exception as e:  # noqa: BLE001 - report whatever the SDK raised
         error = f"{type(e).__name__}: {e}"
-    summary = {"agent": "anthropic-tool-runner", "final": final, "error": error, "tools": ran}
+    summary = {"agent": "anthropic-tool-runner", "final": final, "error": error, "tools": ran, "unthreaded": unthreaded}
     sys.stdout.write(json.dumps(summary) + "\n")
 
 

@@ -426,6 +426,24 @@ async fn scenario(client: Client, code: bool, stream: bool) {
             assert!(streamed, "{}: a streamed request:{sent}", client.name());
         }
     }
+    if client == Client::AnthropicToolRunner {
+        // On its defaults the runner threads its turns (beta): natively the
+        // provider keeps the thread; in code mode the proxy answers it
+        // `thread_unsupported_request` and the runner goes on without one.
+        let unthreaded = report["unthreaded"].as_array().cloned().unwrap_or_default();
+        if code {
+            assert!(
+                !unthreaded.is_empty(),
+                "the runner went on without a thread: {report}"
+            );
+        } else {
+            assert!(unthreaded.is_empty(), "{report}");
+            assert_eq!(
+                seen[1].2["thread"]["type"], "continue",
+                "the runner continued its thread:{sent}"
+            );
+        }
+    }
     let last = &seen[1].2;
     let results = model.results(last);
     if code {
