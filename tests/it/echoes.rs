@@ -347,7 +347,7 @@ async fn run(proxy: &Proxy, api: Api, echo: Echo, stream: bool) -> (usize, Value
             return (turn, answer);
         }
         for (id, _, _) in &calls {
-            assert!(id.starts_with("cm_"), "{id}");
+            assert!(crate::common::is_minted_shape(id), "{id}");
         }
         let results: Vec<String> = calls
             .iter()

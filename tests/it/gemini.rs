@@ -740,7 +740,7 @@ async fn an_id_less_run_code_turn_is_replayed_to_the_model_as_it_sent_it() {
                 assert!(denial.get("id").is_none(), "{at}: {denial}");
             }
             assert!(
-                !seen[1].1.to_string().contains("call_cm"),
+                !seen[1].1.to_string().contains("\"call_"),
                 "{at}: {:?}",
                 seen[1].1
             );
