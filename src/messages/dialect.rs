@@ -32,6 +32,7 @@ impl Dialect for Messages {
     const ROUTES: &'static [crate::api::Route] = super::provider::ROUTES;
     const PROVIDER: &'static crate::api::Provider = &super::provider::ANTHROPIC;
     const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
+    const CALL_ID_PREFIX: &'static str = crate::runtime::TOOL_USE_PREFIX;
     const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
 
     fn parse(bytes: &[u8], _path: &str) -> Result<MessagesRequest, ProxyError> {

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::runtime::{call_id_as, Execution, TOOL_USE_PREFIX};
+use crate::runtime::{call_id_as, Execution};
 
 /// The message that hands a program's waiting calls to the client. With
 /// `model_blocks`, the first batch carries the model's own blocks other
@@ -38,7 +38,7 @@ pub fn client_message(
     content.extend(range.map(|n| {
         let call = &exec.calls[n];
         let input: Value = serde_json::from_str(&call.args).unwrap_or_else(|_| json!({}));
-        json!({"type": "tool_use", "id": call_id_as(TOOL_USE_PREFIX, &exec.id, n), "name": call.name, "input": input})
+        json!({"type": "tool_use", "id": exec.call_id(n), "name": call.name, "input": input})
     }));
     json!({
         "id": call_id_as("msg_", &exec.id, start),

@@ -137,6 +137,15 @@ pub struct Execution {
     /// it calls ([`batch_key`]).
     #[serde(default)]
     pub batches: Vec<usize>,
+    /// The prefix of its calls' ids in its dialect (`call_`, `toolu_` on
+    /// Messages): every id the client sees, and every message naming one,
+    /// reads as the client got it.
+    #[serde(default = "default_call_prefix")]
+    pub call_prefix: String,
+}
+
+fn default_call_prefix() -> String {
+    CALL_PREFIX.to_owned()
 }
 
 /// Programs one request may run back to back before the model must answer.
@@ -176,18 +185,20 @@ impl Execution {
             denials: Vec::new(),
             revision: 0,
             batches: Vec::new(),
+            call_prefix: default_call_prefix(),
         }
     }
 
-    /// The id the client sees for call `n` on chat, Responses and Gemini:
-    /// `call_` and 24 letters and digits that name the call ([`ids`]).
+    /// The id the client sees for call `n`: its dialect's prefix (`call_`,
+    /// `toolu_` on Messages) and 24 letters and digits that name the call
+    /// ([`ids`]).
     ///
     /// Some agents rewrite tool-call ids for models that take only short
     /// ones (opencode keeps the first 9 letters and digits for Mistral
     /// models); the first 9 of this id, `call<alias>`, still tell the calls
     /// of a batch apart and find the call again ([`ExecutionStore::alias`]).
     pub fn call_id(&self, n: usize) -> String {
-        call_id(&self.id, n)
+        call_id_as(&self.call_prefix, &self.id, n)
     }
 
     /// Each batch's [`batch_key`], with the id of its first call: what a

@@ -61,6 +61,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// The key of a whole answer's token counts, which the proxy sums
     /// field by field over a request's rounds.
     const USAGE: &'static str = "usage";
+    /// The prefix of the call ids the provider makes, which the proxy's
+    /// own take (docs/embedded-runtime.md, "Ids").
+    const CALL_ID_PREFIX: &'static str = crate::runtime::CALL_PREFIX;
 
     // ----- the request -----
 

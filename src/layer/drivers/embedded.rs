@@ -284,6 +284,8 @@ pub(crate) struct ProgramCall {
     pub(crate) content: Option<String>,
     /// The provider's id of the response holding the call (Responses).
     pub(crate) response_id: Option<String>,
+    /// The prefix of the ids its calls get (the dialect's).
+    pub(crate) call_prefix: &'static str,
 }
 
 /// What the model's program came to when it first ran.
@@ -306,6 +308,7 @@ pub(crate) async fn run_program<D: Dialect>(
         arguments: program.arguments,
         content: program.content,
         response_id: program.response_id,
+        call_prefix: D::CALL_ID_PREFIX,
     };
     let (exec, step) = run_new(
         state,
@@ -344,6 +347,7 @@ pub(crate) async fn run_new(
         plan.visible_names.clone(),
     );
     exec.model_turn = model_turn;
+    exec.call_prefix = program.call_prefix.to_owned();
     exec.upstream_response = program.response_id;
     exec.freeform = plan.freeform.iter().cloned().collect();
     exec.freeform.sort();
