@@ -34,7 +34,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::messages::items::TOOL_REFERENCE;
+/// Messages' block that loads a deferred tool (`messages::items` names it
+/// too; the runtime below the dialects does not import them).
+const TOOL_REFERENCE: &str = "tool_reference";
 
 /// Where a tool's result stands in a client's history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
