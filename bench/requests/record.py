@@ -25,7 +25,7 @@ class H(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         i = next(n)
         p = self.path
-        d = "chat" if "chat/completions" in p else "responses" if "/responses" in p else "messages" if "/messages" in p and "count_tokens" not in p else "gemini" if ":" in p and "generateContent" in p.lower() or "GenerateContent" in p else None
+        d = "chat" if "chat/completions" in p else "responses" if "/responses" in p else "messages" if "/messages" in p and "count_tokens" not in p else "gemini" if "generatecontent" in p.lower() else None
         with open(f"{out}/{i:03d}.meta", "w") as f:
             json.dump({"path": p, "headers": dict(self.headers), "dialect": d}, f)
         open(f"{out}/{i:03d}.body", "wb").write(body)
