@@ -16,6 +16,16 @@ Anthropic Messages (`messages`) and Google's Gemini API (`gemini`).
         expected answer: the same text, and a proper end
     python3 bench/dialects.py headers DIALECT
         the dialect's request headers, one `name: value` a line
+    python3 bench/dialects.py dialect FILE
+        the dialect of a request body file: $DIALECT when set, else the
+        last `_`-separated word of its name before `.json` (and before
+        `_history`): bench/requests/claude_messages.json is `messages`
+    python3 bench/dialects.py request FILE DIR
+        writes DIR/req/DIALECT.json, DIALECT.stream.json and DIALECT.lua
+        from FILE (an agent's captured request, bench/requests/), like
+        `write` does from the built-in request, and prints DIALECT: the
+        plain one without "stream"/"stream_options" (Gemini: its path
+        says whether it streams), the streamed one with "stream": true
 
 The request is bench/request.py's (about 1.9 KB for chat), spelled in each
 dialect. The answers are text only, so the code-mode judge lets them
@@ -177,17 +187,31 @@ def answer_sse(dialect):
     return sse(ev)
 
 
+def write_request(out, d, body, compact=False):
+    """DIR/req/D.json, D.stream.json and D.lua (wrk posting D.json);
+    compact for an agent's request, spelled as the agents send it."""
+    body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    os.makedirs(f"{out}/req", exist_ok=True)
+    dump = (lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False)) if compact else json.dumps
+    open(f"{out}/req/{d}.json", "w", encoding="utf-8").write(dump(body))
+    # Gemini asks for a stream in its path, not its body.
+    stream_body = body if d == "gemini" else dict(body, stream=True)
+    open(f"{out}/req/{d}.stream.json", "w", encoding="utf-8").write(dump(stream_body))
+    lua = ['wrk.method = "POST"'] + [f'wrk.headers["{k}"] = "{v}"' for k, v in HEADERS[d].items()]
+    lua.append(f'local f = io.open("{out}/req/{d}.json", "r"); wrk.body = f:read("*a"); f:close()')
+    open(f"{out}/req/{d}.lua", "w").write("\n".join(lua) + "\n")
+
+
+def dialect_of(path):
+    d = os.environ.get("DIALECT") or os.path.basename(path).removesuffix(".json").removesuffix("_history").rsplit("_", 1)[-1]
+    if d not in PATHS:
+        sys.exit(f"{path}: no dialect in its name; set DIALECT to one of {', '.join(PATHS)}")
+    return d
+
+
 def write(out):
     for d, path in PATHS.items():
-        body = request(d)
-        os.makedirs(f"{out}/req", exist_ok=True)
-        open(f"{out}/req/{d}.json", "w").write(json.dumps(body))
-        # Gemini asks for a stream in its path, not its body.
-        stream_body = body if d == "gemini" else dict(body, stream=True)
-        open(f"{out}/req/{d}.stream.json", "w").write(json.dumps(stream_body))
-        lua = ['wrk.method = "POST"'] + [f'wrk.headers["{k}"] = "{v}"' for k, v in HEADERS[d].items()]
-        lua.append(f'local f = io.open("{out}/req/{d}.json", "r"); wrk.body = f:read("*a"); f:close()')
-        open(f"{out}/req/{d}.lua", "w").write("\n".join(lua) + "\n")
+        write_request(out, d, request(d))
         for kind, text in (("json", json.dumps(answer_json(d))), ("sse", answer_sse(d))):
             at = path if kind == "json" else STREAM_PATHS[d].split("?")[0]
             f = f"{out}/static/{kind}/{at}"
@@ -262,6 +286,12 @@ if __name__ == "__main__":
             sys.exit(f"{sys.argv[2]} {sys.argv[3]}: {err}")
     elif cmd == "path":
         print((STREAM_PATHS if sys.argv[3:] == ["stream"] else PATHS)[sys.argv[2]])
+    elif cmd == "dialect":
+        print(dialect_of(sys.argv[2]))
+    elif cmd == "request":
+        d = dialect_of(sys.argv[2])
+        write_request(sys.argv[3], d, json.load(open(sys.argv[2], encoding="utf-8")), compact=True)
+        print(d)
     elif cmd == "headers":
         for k, v in HEADERS[sys.argv[2]].items():
             print(f"{k}: {v}")

@@ -10,6 +10,13 @@
 #   bench/instructions.sh /tmp/old-proxy ./target/release/codemode-proxy
 #   EXTRA_TOOLS=60 bench/instructions.sh         # an agent-sized tool set (bench/request.py)
 #   EXTRA_TURNS=40 bench/instructions.sh         # an agent-sized history
+#   REQUEST=bench/requests/claude_messages.json bench/instructions.sh  # an agent's own request
+#
+# REQUEST=FILE sends FILE (a request body; bench/requests/ holds agents'
+# captured ones) on its dialect's route with its headers (bench/dialects.py):
+# the dialect its name ends in (`<agent>_<dialect>[_history].json`), or
+# DIALECT=chat|responses|messages|gemini. It is sent without "stream" (the
+# fake provider answers in the dialect's JSON); EXTRA_* do not apply to it.
 #
 # Each binary serves 3 s of warm-up, then counts over 10 s of 4 connections.
 set -euo pipefail
@@ -36,25 +43,40 @@ PROXY=127.0.0.1:19111
 ./target/release/examples/fake_provider "$PROVIDER" 200 5 >/dev/null &
 PIDS+=($!)
 
-python3 bench/request.py "$WORK"
+if [ -n "${REQUEST:-}" ]; then
+    dialect=$(python3 bench/dialects.py request "$REQUEST" "$WORK")
+    cp "$WORK/req/$dialect.json" "$WORK/body.json"
+    cp "$WORK/req/$dialect.lua" "$WORK/post.lua"
+    ROUTE=$(python3 bench/dialects.py path "$dialect")
+    mapfile -t HEADERS < <(python3 bench/dialects.py headers "$dialect" | sed 's/^/-H\n/')
+else
+    python3 bench/request.py "$WORK"
+    ROUTE=v1/chat/completions
+    HEADERS=(-H 'content-type: application/json')
+fi
 
 for bin in "${BINS[@]}"; do
     out="$WORK/callgrind.out"
     rm -f "$out"*
     RUST_LOG=$LOG CODEMODE_WORKER_THREADS=1 CODEMODE_LISTEN=$PROXY CODEMODE_UPSTREAM=http://$PROVIDER/v1 CODEMODE_MODE=$MODE \
+        CODEMODE_ANTHROPIC_UPSTREAM=http://$PROVIDER/v1 CODEMODE_GEMINI_UPSTREAM=http://$PROVIDER \
         valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" >/dev/null 2>"$WORK/proxy.log" &
     pid=$!
     for _ in $(seq 120); do
-        curl -sf -o /dev/null -d @"$WORK/body.json" -H 'content-type: application/json' "http://$PROXY/v1/chat/completions" && break
+        curl -sf -o /dev/null -d @"$WORK/body.json" "${HEADERS[@]}" "http://$PROXY/$ROUTE" && break
         sleep 0.5
     done
-    wrk -t1 -c4 -d3s -s "$WORK/post.lua" "http://$PROXY/v1/chat/completions" >/dev/null
+    wrk -t1 -c4 -d3s -s "$WORK/post.lua" "http://$PROXY/$ROUTE" >/dev/null
     callgrind_control -z "$pid" >/dev/null 2>&1
-    requests=$(wrk -t1 -c4 -d10s --timeout 5s -s "$WORK/post.lua" "http://$PROXY/v1/chat/completions" | awk '/requests in/ {print $1}')
+    load=$(wrk -t1 -c4 -d10s --timeout 5s -s "$WORK/post.lua" "http://$PROXY/$ROUTE")
+    requests=$(awk '/requests in/ {print $1}' <<< "$load")
     callgrind_control -d "$pid" >/dev/null 2>&1
     kill "$pid"; wait "$pid" 2>/dev/null || true
+    if grep -qE 'Non-2xx|Socket errors' <<< "$load"; then
+        echo "$bin: errors under load:" >&2; echo "$load" >&2; tail -5 "$WORK/proxy.log" >&2; exit 1
+    fi
     # The dump taken after the load, not the one written at exit.
     dump=$(ls -S "$out".* | head -1)
     total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-    echo "$bin mode=$MODE RUST_LOG=$LOG: $requests requests, $((total / requests)) instructions per request"
+    echo "$bin mode=$MODE RUST_LOG=$LOG${REQUEST:+ REQUEST=$REQUEST}: $requests requests, $((total / requests)) instructions per request"
 done

@@ -20,6 +20,7 @@
 #   bench/load.sh                                    # about 8.5 minutes on 2 cores
 #   PROXY_BIN=/path/to/codemode-proxy bench/load.sh  # another build (no cargo build then)
 #   DIALECTS="messages" RUNS=1 bench/load.sh         # one dialect, one round
+#   REQUEST=bench/requests/claude_messages.json bench/load.sh   # an agent's own request
 #
 # Knobs (environment):
 #   PROXY_BIN       the proxy to measure; default ./target/release/codemode-proxy,
@@ -31,6 +32,11 @@
 #   CONNECTIONS=32  connections of the loaded scenario
 #   STREAM_SAMPLES=300  streamed requests per target, dialect and round
 #   DIALECTS="chat responses messages gemini"
+#   REQUEST=FILE    send FILE (a request body, e.g. one of bench/requests/)
+#                   instead of the built-in request, on its dialect only: the
+#                   one its name ends in (`<agent>_<dialect>[_history].json`)
+#                   or DIALECT=...; sent without "stream" under wrk and with
+#                   "stream": true for the streamed samples
 #   PROXY_LOG=warn  the proxy's RUST_LOG (`info` writes the access log)
 #   BASE_PORT=19140 upstream on BASE_PORT, nginx +1, native +2, code +3
 #   RESULTS=FILE    keep the raw results there (bench/load_report.py FILE
@@ -56,6 +62,7 @@ DURATION=${DURATION:-6}
 CONNECTIONS=${CONNECTIONS:-32}
 STREAM_SAMPLES=${STREAM_SAMPLES:-300}
 read -r -a DIALECTS <<< "${DIALECTS:-chat responses messages gemini}"
+if [ -n "${REQUEST:-}" ]; then DIALECTS=("$(python3 bench/dialects.py dialect "$REQUEST")"); fi
 PROXY_LOG=${PROXY_LOG:-warn}
 BASE_PORT=${BASE_PORT:-19140}
 if [ "$(nproc)" -lt 2 ]; then echo "needs 2 CPUs for the pinned scenarios" >&2; exit 1; fi
@@ -101,6 +108,7 @@ for port in "${URL[@]}"; do
 done
 
 python3 bench/dialects.py write "$WORK"
+if [ -n "${REQUEST:-}" ]; then python3 bench/dialects.py request "$REQUEST" "$WORK" >/dev/null; fi
 chmod -R a+rX "$WORK"
 
 start_nginx() {  # name conf-body
@@ -113,7 +121,7 @@ events { worker_connections 4096; }
 http {
     access_log off;
     keepalive_requests 1000000;
-    client_body_buffer_size 64k;
+    client_body_buffer_size 1m;
 $2
 }
 NGINX
