@@ -8,6 +8,9 @@
 # median of the paired B/A ratios.
 #
 #   A_BIN=/tmp/old/codemode-proxy B_BIN=./target/release/codemode-proxy bench/ab_dialects.sh
+#   REQUEST=bench/requests/claude_messages.json A_BIN=... bench/ab_dialects.sh  # an agent's request
+#
+# REQUEST=FILE: FILE's dialect only (bench/load.sh's REQUEST), sending FILE.
 #
 # ROUNDS (10) rounds of DURATION (2) seconds per dialect, mode and side:
 # about 5 minutes. The proxies run on CPU 0; wrk and the upstream on CPU 1.
@@ -26,6 +29,8 @@ chmod 755 "$W"
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 python3 bench/dialects.py write "$W"
+DIALECTS=(chat responses messages gemini)
+if [ -n "${REQUEST:-}" ]; then DIALECTS=("$(python3 bench/dialects.py request "$REQUEST" "$W")"); fi
 chmod -R a+rX "$W"
 mkdir -p "$W/logs"
 cat > "$W/nginx.conf" <<NGINX
@@ -36,7 +41,7 @@ events { worker_connections 4096; }
 http {
     access_log off;
     keepalive_requests 1000000;
-    client_body_buffer_size 64k;
+    client_body_buffer_size 1m;
     etag off;
     server {
         listen 127.0.0.1:$BASE_PORT backlog=4096;
@@ -64,7 +69,6 @@ done
 sleep 1
 for k in "${!PID[@]}"; do taskset -a -pc 0 "${PID[$k]}" >/dev/null; done
 for p in "${PIDS[0]}" $(pgrep -P "${PIDS[0]}"); do taskset -a -pc 1 "$p" >/dev/null; done
-DIALECTS=(chat responses messages gemini)
 declare -A PATHS
 for d in "${DIALECTS[@]}"; do PATHS[$d]=$(python3 bench/dialects.py path "$d"); done
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -86,7 +90,7 @@ for r in $(seq "$ROUNDS"); do
         echo "$d $mode $side $(( (c1 - c0) * 1000000 / HZ )) $n" >> "$W/results"
     done; done; done
 done
-python3 - "$W/results" <<'PY'
+python3 - "$W/results" "${DIALECTS[@]}" <<'PY'
 import sys
 from collections import defaultdict
 from statistics import median
@@ -96,7 +100,7 @@ for line in open(sys.argv[1]):
     us[(d, mode, side)].append(int(cpu) / int(n))
 print("| dialect | mode | A min | B min | A median | B median | paired B/A (median) |")
 print("|---|---|---|---|---|---|---|")
-for d in ("chat", "responses", "messages", "gemini"):
+for d in sys.argv[2:]:
     for mode in ("native", "code"):
         a, b = us[(d, mode, "A")], us[(d, mode, "B")]
         ratio = median(y / x for x, y in zip(a, b))
