@@ -14,8 +14,8 @@ use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, missing_text, Refused, Trailing};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    echoed_batch, may_name_minted, resolve_call_id, short_form, EchoedCall, EchoedResult,
-    Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+    echoed_batch, may_echo, may_name_minted, resolve_call_id, short_form, CallEntry, EchoedCall,
+    EchoedResult, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -215,6 +215,15 @@ impl Reader<'_> {
                     args: c["function"]["arguments"].as_str().unwrap_or("{}").into(),
                 })
                 .collect();
+            // One store lookup before the results are read: most turns
+            // are no batch the proxy handed out.
+            let keys: Vec<CallEntry> = calls
+                .iter()
+                .map(|c| CallEntry::of(c.name, &c.args))
+                .collect();
+            if !may_echo(self.store, self.tenant, &keys) {
+                continue;
+            }
             // The tool messages right after the turn answer it.
             let answers: Vec<(usize, Value)> = messages[i + 1..]
                 .iter()

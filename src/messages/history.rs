@@ -13,8 +13,8 @@ use super::embedded::pair;
 use crate::runtime::history::{interrupted, missing_text, Refused, Trailing};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    echoed_batch, resolve_call_id, EchoedCall, EchoedResult, Execution, ExecutionLookup, Limits,
-    MINTED_PREFIX,
+    echoed_batch, may_echo, resolve_call_id, CallEntry, EchoedCall, EchoedResult, Execution,
+    ExecutionLookup, Limits, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -191,6 +191,15 @@ impl<'a> MessageReader<'a> {
                         .map_or_else(|| "{}".into(), |a| a.to_string().into()),
                 })
                 .collect();
+            // One store lookup before the results are read: most turns
+            // are no batch the proxy handed out.
+            let keys: Vec<CallEntry> = calls
+                .iter()
+                .map(|c| CallEntry::of(c.name, &c.args))
+                .collect();
+            if !may_echo(self.store, self.tenant, &keys) {
+                continue;
+            }
             // The user message right after the turn answers it.
             let mut answer = messages
                 .get(i + 1)

@@ -12,8 +12,8 @@ use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, Refused, Trailing};
 use crate::runtime::output::Field;
 use crate::runtime::{
-    echoed_batch, resolve_call_id, EchoedCall, EchoedResult, Execution, ExecutionLookup, Limits,
-    MINTED_PREFIX,
+    echoed_batch, may_echo, resolve_call_id, CallEntry, EchoedCall, EchoedResult, Execution,
+    ExecutionLookup, Limits, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -183,21 +183,47 @@ impl<'a> ItemReader<'a> {
             // are told apart where a call follows an output; a client that
             // puts each output after its call splits a batch, so a batch
             // is looked for in one or more pieces in a row.
-            let mut pieces: Vec<&[(usize, Value)]> = Vec::new();
+            let mut pieces: Vec<std::ops::Range<usize>> = Vec::new();
             let mut start = 0;
             for k in 1..run.len() {
                 if !is_output(&run[k].1) && is_output(&run[k - 1].1) {
-                    pieces.push(&run[start..k]);
+                    pieces.push(start..k);
                     start = k;
                 }
             }
-            pieces.push(&run[start..]);
+            pieces.push(start..run.len());
+            // Each call read once for the batch key; a group is read whole
+            // (its outputs too) only when the store holds a batch of
+            // exactly its calls. Trying every group of up to MAX_PIECES
+            // pieces read them all each time: 269 M instructions for a
+            // Codex request with 30 tool turns.
+            let entries: Vec<Option<CallEntry>> =
+                run.iter().map(|(_, item)| call_entry(item)).collect();
+            // A group naming one of the proxy's ids is read by its ids.
+            let minted: Vec<bool> = run
+                .iter()
+                .map(|(_, item)| {
+                    item["call_id"]
+                        .as_str()
+                        .is_some_and(|id| !is_output(item) && self.names_proxy_id(id))
+                })
+                .collect();
             let mut p = 0;
             while p < pieces.len() {
                 let mut taken = 1;
                 for q in p..pieces.len().min(p + MAX_PIECES) {
-                    let group: Vec<&(usize, Value)> =
-                        pieces[p..=q].iter().flat_map(|g| g.iter()).collect();
+                    let span = pieces[p].start..pieces[q].end;
+                    if minted[span.clone()].iter().any(|m| *m) {
+                        break;
+                    }
+                    if !may_echo(
+                        self.store,
+                        self.tenant,
+                        entries[span.clone()].iter().flatten(),
+                    ) {
+                        continue;
+                    }
+                    let group: Vec<&(usize, Value)> = run[span].iter().collect();
                     let Some(named) = self.echo(&group)? else {
                         continue;
                     };
@@ -354,6 +380,21 @@ type Placed = (usize, Value);
 
 /// Pieces of a run of call items and outputs one batch is looked for in.
 const MAX_PIECES: usize = 16;
+
+/// A call item's [`CallEntry`], as [`ItemReader::echo`] reads its name and
+/// arguments; `None` for an output.
+fn call_entry(item: &Value) -> Option<CallEntry> {
+    if is_output(item) {
+        return None;
+    }
+    let name = item.as_object().map(super::items::tool_name)?;
+    let args = match (&item["arguments"], &item["input"]) {
+        (Value::String(args), _) => args.clone(),
+        (_, input @ Value::String(_)) => input.to_string(),
+        _ => String::new(),
+    };
+    Some(CallEntry::of(&name, &args))
+}
 
 /// Whether an item is an output (`function_call_output`, ...).
 fn is_output(item: &Value) -> bool {

@@ -15,32 +15,58 @@
 /// it was handed last), and a result that does not fit the program it
 /// reaches is refused there as any other.
 pub fn batch_key<'a>(calls: impl Iterator<Item = (&'a str, &'a str)>) -> Option<String> {
-    let mut entries: Vec<Vec<u8>> = calls
-        .map(|(name, args)| {
-            let args = canonical_args(args);
-            let mut entry = Vec::with_capacity(name.len() + args.len() + 16);
-            for field in [name, &args] {
-                entry.extend_from_slice(&(field.len() as u64).to_be_bytes());
-                entry.extend_from_slice(field.as_bytes());
-            }
-            entry
-        })
+    let entries: Vec<CallEntry> = calls
+        .map(|(name, args)| CallEntry::of(name, args))
         .collect();
-    if entries.is_empty() {
+    key_of(&entries)
+}
+
+/// One call as [`batch_key`] reads it: the digest of its name and
+/// canonical arguments, made once per call, so a reader trying a call in
+/// several candidate batches neither reads nor hashes its arguments again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CallEntry([u8; 32]);
+
+impl CallEntry {
+    /// The entry of a call of tool `name` with arguments `args` (JSON text).
+    pub fn of(name: &str, args: &str) -> CallEntry {
+        let args = canonical_args(args);
+        let mut h = ring::digest::Context::new(&ring::digest::SHA256);
+        for field in [name, &args] {
+            h.update(&(field.len() as u64).to_be_bytes());
+            h.update(field.as_bytes());
+        }
+        let mut out = [0u8; 32];
+        out.copy_from_slice(h.finish().as_ref());
+        CallEntry(out)
+    }
+}
+
+/// The [`batch_key`] of calls already read into entries.
+pub fn key_of<'a>(entries: impl IntoIterator<Item = &'a CallEntry>) -> Option<String> {
+    let mut sorted: Vec<&CallEntry> = entries.into_iter().collect();
+    if sorted.is_empty() {
         return None;
     }
-    entries.sort_unstable();
+    sorted.sort_unstable();
     let mut h = ring::digest::Context::new(&ring::digest::SHA256);
-    h.update(b"codemode-proxy batch v2\0");
-    for entry in &entries {
-        h.update(entry);
+    h.update(b"codemode-proxy batch v3\0");
+    for entry in sorted {
+        h.update(&entry.0);
     }
     let digest = h.finish();
-    let hex: String = digest.as_ref()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Some(format!("cb:{hex}"))
+    Some(format!("cb:{}", crate::tenant::hex(&digest.as_ref()[..16])))
+}
+
+/// Whether `tenant` holds a batch handed out with exactly these calls (in
+/// any order): the one store lookup a reader makes before it reads the
+/// results sent after them.
+pub fn may_echo<'a>(
+    store: &dyn crate::runtime::ExecutionLookup,
+    tenant: &crate::tenant::Tenant,
+    entries: impl IntoIterator<Item = &'a CallEntry>,
+) -> bool {
+    key_of(entries).is_some_and(|key| store.alias(tenant, &key).is_some())
 }
 
 /// `value` as JSON text with every object's keys sorted.
