@@ -11,12 +11,11 @@ use serde_json::{json, Value};
 use crate::mode::RUN_CODE;
 use crate::runtime::history::{interrupted, Refused, Trailing};
 use crate::runtime::output::Field;
-use crate::runtime::{
-    echoed_batch, may_echo, resolve_call_id, CallEntry, EchoedCall, EchoedResult, Execution,
-    ExecutionLookup, Limits, MINTED_PREFIX,
-};
+use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
+
+mod echoes;
 
 #[derive(Deserialize)]
 struct ItemView {
@@ -149,161 +148,6 @@ impl<'a> ItemReader<'a> {
         }))
     }
 
-    /// `items` with each run of call items and outputs whose calls carry
-    /// none of the proxy's ids, when the calls echo a batch one of the
-    /// tenant's programs handed out, given the `call_id`s the proxy gave
-    /// them, and the outputs theirs, paired as the client paired them.
-    /// `None` when no run needs it; `Err` when a run's outputs cannot be
-    /// told apart.
-    fn echoes(&self, items: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
-        let read = |raw: &RawValue| -> Option<Value> {
-            let text = raw.get();
-            if !text.contains("call") {
-                return None;
-            }
-            let item: Value = serde_json::from_str(text).ok()?;
-            let kind = item["type"].as_str()?;
-            (super::items::is_call_type(kind) || kind.ends_with("_output")).then_some(item)
-        };
-        let mut renamed: Option<Vec<Box<RawValue>>> = None;
-        let mut i = 0;
-        while i < items.len() {
-            let run: Vec<(usize, Value)> = items[i..]
-                .iter()
-                .map_while(|raw| read(raw))
-                .enumerate()
-                .map(|(k, item)| (i + k, item))
-                .collect();
-            if run.is_empty() {
-                i += 1;
-                continue;
-            }
-            i += run.len();
-            // Batches one after another (calls, outputs, calls, outputs)
-            // are told apart where a call follows an output; a client that
-            // puts each output after its call splits a batch, so a batch
-            // is looked for in one or more pieces in a row.
-            let mut pieces: Vec<std::ops::Range<usize>> = Vec::new();
-            let mut start = 0;
-            for k in 1..run.len() {
-                if !is_output(&run[k].1) && is_output(&run[k - 1].1) {
-                    pieces.push(start..k);
-                    start = k;
-                }
-            }
-            pieces.push(start..run.len());
-            // Each call read once for the batch key; a group is read whole
-            // (its outputs too) only when the store holds a batch of
-            // exactly its calls. Trying every group of up to MAX_PIECES
-            // pieces read them all each time: 269 M instructions for a
-            // Codex request with 30 tool turns.
-            let entries: Vec<Option<CallEntry>> =
-                run.iter().map(|(_, item)| call_entry(item)).collect();
-            // A group naming one of the proxy's ids is read by its ids.
-            let minted: Vec<bool> = run
-                .iter()
-                .map(|(_, item)| {
-                    item["call_id"]
-                        .as_str()
-                        .is_some_and(|id| !is_output(item) && self.names_proxy_id(id))
-                })
-                .collect();
-            let mut p = 0;
-            while p < pieces.len() {
-                let mut taken = 1;
-                for q in p..pieces.len().min(p + MAX_PIECES) {
-                    let span = pieces[p].start..pieces[q].end;
-                    if minted[span.clone()].iter().any(|m| *m) {
-                        break;
-                    }
-                    if !may_echo(
-                        self.store,
-                        self.tenant,
-                        entries[span.clone()].iter().flatten(),
-                    ) {
-                        continue;
-                    }
-                    let group: Vec<&(usize, Value)> = run[span].iter().collect();
-                    let Some(named) = self.echo(&group)? else {
-                        continue;
-                    };
-                    let out = renamed.get_or_insert_with(|| items.to_vec());
-                    for (k, item) in named {
-                        out[k] = to_raw(&item);
-                    }
-                    taken = q - p + 1;
-                    break;
-                }
-                p += taken;
-            }
-        }
-        Ok(renamed)
-    }
-
-    /// The items of `group` given the ids of the batch its calls echo
-    /// ([`echoed_batch`]), when they echo one.
-    fn echo(&self, group: &[&(usize, Value)]) -> Result<Option<Vec<(usize, Value)>>, String> {
-        let (outputs, calls): (Vec<&Placed>, Vec<&Placed>) =
-            group.iter().partition(|(_, item)| is_output(item));
-        let minted = |c: &Value| {
-            c["call_id"]
-                .as_str()
-                .is_some_and(|id| self.names_proxy_id(id))
-        };
-        if calls.is_empty() || calls.iter().any(|(_, c)| minted(c)) {
-            return Ok(None);
-        }
-        let names: Vec<String> = calls
-            .iter()
-            .map(|(_, c)| {
-                c.as_object()
-                    .map(super::items::tool_name)
-                    .unwrap_or_default()
-            })
-            .collect();
-        let echoed: Vec<EchoedCall<'_>> = calls
-            .iter()
-            .zip(&names)
-            .map(|((_, c), name)| EchoedCall {
-                id: c["call_id"].as_str(),
-                name,
-                args: match (&c["arguments"], &c["input"]) {
-                    (Value::String(args), _) => args.as_str().into(),
-                    (_, input @ Value::String(_)) => input.to_string().into(),
-                    _ => "".into(),
-                },
-            })
-            .collect();
-        let contents: Vec<String> = outputs
-            .iter()
-            .map(|(_, o)| o["output"].to_string())
-            .collect();
-        let results: Vec<EchoedResult<'_>> = outputs
-            .iter()
-            .zip(&contents)
-            .map(|((_, o), content)| EchoedResult {
-                id: o["call_id"].as_str(),
-                content,
-            })
-            .collect();
-        let Some(echo) = echoed_batch(self.store, self.tenant, &echoed, &results)? else {
-            return Ok(None);
-        };
-        let ids = echo.calls.iter().map(Some);
-        let named = calls.iter().zip(ids);
-        let answered = outputs.iter().zip(echo.results.iter().map(Option::as_ref));
-        Ok(Some(
-            named
-                .chain(answered)
-                .filter_map(|((k, item), id)| {
-                    let mut item = item.clone();
-                    item["call_id"] = json!(id?);
-                    Some((*k, item))
-                })
-                .collect(),
-        ))
-    }
-
     /// Replaces each execution's nested items by the model's `run_code`
     /// turn and its output; a program the input moved past before it
     /// finished is recorded as interrupted.
@@ -373,27 +217,6 @@ impl<'a> ItemReader<'a> {
         }
         *items = out;
     }
-}
-
-/// An item and its place in the input.
-type Placed = (usize, Value);
-
-/// Pieces of a run of call items and outputs one batch is looked for in.
-const MAX_PIECES: usize = 16;
-
-/// A call item's [`CallEntry`], as [`ItemReader::echo`] reads its name and
-/// arguments; `None` for an output.
-fn call_entry(item: &Value) -> Option<CallEntry> {
-    if is_output(item) {
-        return None;
-    }
-    let name = item.as_object().map(super::items::tool_name)?;
-    let args = match (&item["arguments"], &item["input"]) {
-        (Value::String(args), _) => args.clone(),
-        (_, input @ Value::String(_)) => input.to_string(),
-        _ => String::new(),
-    };
-    Some(CallEntry::of(&name, &args))
 }
 
 /// Whether an item is an output (`function_call_output`, ...).
