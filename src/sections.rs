@@ -164,12 +164,19 @@ fn sdk_text(visible: &[ToolSchema], parts: SdkParts<'_>) -> String {
         }
     };
     let fence = fence_for(sdk);
+    // Only the proxy's own runtime strips types and keeps a final
+    // expression; a client's `run_code` may not.
+    let runs = if parts.runs_code {
+        " TypeScript is fine; without a `return`, the last expression is the result."
+    } else {
+        ""
+    };
     format!(
         "# Tools available inside run_code\n\nA {RUN_CODE} program is the body of an async \
          function. Each tool below is an async function on the `tools` object; it resolves to \
          the tool's result text. Names that are not JavaScript identifiers use bracket access: \
          `await tools[\"name\"](args)`. Run independent calls together with `Promise.all`.\
-         {note}\n\n{fence}typescript\n{sdk}{fence}"
+         {runs}{note}\n\n{fence}typescript\n{sdk}{fence}"
     )
 }
 

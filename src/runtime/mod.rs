@@ -15,6 +15,7 @@ pub mod history;
 mod ids;
 pub mod output;
 pub mod pool;
+mod program;
 pub mod sandbox;
 mod store;
 mod view;
@@ -366,5 +367,7 @@ pub fn limit_output(mut text: String, limits: &Limits) -> String {
     text
 }
 
+#[cfg(test)]
+mod corpus_tests;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,12 @@
 // Code Mode program glue: one function expression the host calls once with
-// `host` = { call, take, describe, log, finish, code, tools, seed, now }.
+// `host` = { call, take, describe, log, finish, code, finalName, tools,
+// freeform, sole, forms, seed, now }.
 //   call(name, argsJson) -> 0 answered, 1 pending, 2 refused (Error),
 //                           3 refused (TypeError); take() -> its text
 //   describe(name) -> the tool's declaration, or undefined (refused; take() -> why)
-//   log(text); finish(failed, text)
+//   log(text); finish(failed, text, stack)
+//   sole[name]: the parameter a lone positional argument stands for;
+//   forms[name]: the call's object form, for errors (`tools.write({ path, content })`)
 // Nothing of the host is left where the program can reach it: no globals,
 // nothing on a prototype. The program is compiled by the AsyncFunction
 // constructor, in global scope, outside this closure. Built-ins this glue
@@ -18,6 +21,7 @@
   const hostLog = host.log;
   const hostFinish = host.finish;
   const code = host.code;
+  const finalName = host.finalName;
   const names = host.tools;
   const freeformNames = host.freeform;
   const seed = host.seed;
@@ -46,6 +50,15 @@
     listing += (i === 0 ? "" : ", ") + n;
   }
   freeze(keys);
+  // Read once, before the program runs, into objects with no prototype: a
+  // program that adds `Object.prototype.read` changes nothing here.
+  const sole = create(null);
+  const forms = create(null);
+  for (let i = 0; i < names.length; i++) {
+    const n = names[i];
+    if (typeof host.sole[n] === "string") sole[n] = host.sole[n];
+    if (typeof host.forms[n] === "string") forms[n] = host.forms[n];
+  }
   // Freeform tools take one string (the whole input), not an object.
   const freeform = create(null);
   for (let i = 0; i < freeformNames.length; i++) freeform[freeformNames[i]] = true;
@@ -80,7 +93,12 @@
   };
   globalThis.console = { log, info: log, warn: log, error: log, debug: log };
 
-  const serialise = (name, args) => {
+  const kind = (v) => (v === null ? "null" : isArray(v) ? "an array" : typeof v);
+  const form = (name) => (typeof forms[name] === "string" ? forms[name] : `tools.${name}({ ... })`);
+  const serialise = (name, args, more) => {
+    if (more) {
+      throw new TypeErr(`tools.${name}: takes one argument, ${freeform[name] === true ? "a string (its whole input)" : `an object of named arguments: ${form(name)}`}`);
+    }
     if (freeform[name] === true) {
       if (typeof args !== "string") {
         throw new TypeErr(`tools.${name}: takes one string (its whole input), not ${args === null ? "null" : isArray(args) ? "an array" : typeof args}`);
@@ -88,8 +106,16 @@
       return stringify(args);
     }
     if (args === undefined) args = {};
+    // `tools.read("a.txt")` where the tool has one parameter: the value is
+    // that parameter, as its author meant.
+    const t = typeof args;
+    if ((t === "string" || t === "number" || t === "boolean") && typeof sole[name] === "string") {
+      const o = {};
+      o[sole[name]] = args;
+      args = o;
+    }
     if (args === null || typeof args !== "object" || isArray(args)) {
-      throw new TypeErr(`tools.${name}: arguments must be an object, not ${args === null ? "null" : isArray(args) ? "an array" : typeof args}`);
+      throw new TypeErr(`tools.${name}: arguments must be an object of named arguments, not ${kind(args)}: ${form(name)}`);
     }
     // stringify throws a TypeError on BigInt and on cycles itself.
     const json = stringify(args, (k, v) => {
@@ -103,8 +129,10 @@
     }
     return json;
   };
-  const callOf = (name) => (args) => {
-    const json = serialise(name, args);
+  const callOf = (name) => (args, ...rest) => {
+    let more = false;
+    for (let i = 0; i < rest.length; i++) if (rest[i] !== undefined) more = true;
+    const json = serialise(name, args, more);
     const kind = hostCall(name, json);
     const text = hostTake();
     if (kind === 0) return new PromiseC((ok) => ok(text));
@@ -144,17 +172,26 @@
       return "Error: the program threw a value that cannot be shown";
     }
   };
-  const finish = (failed, t) => {
+  // Where it was thrown: the host reads the program's line from the trace.
+  const stackOf = (e) => {
+    try {
+      const s = e !== null && typeof e === "object" ? e.stack : undefined;
+      return typeof s === "string" ? unicode(s) : "";
+    } catch (_) {
+      return "";
+    }
+  };
+  const finish = (failed, t, e) => {
     let out;
     try { out = unicode(t); } catch (_) { out = "the program's result cannot be shown"; }
-    hostFinish(failed, out);
+    hostFinish(failed, out, failed ? stackOf(e) : "");
   };
   const AsyncFunction = (async function () {}).constructor;
   let program;
   try {
-    program = new AsyncFunction(code);
+    program = new AsyncFunction(finalName, code);
   } catch (e) {
-    finish(true, describe(e));
+    finish(true, describe(e), e);
     return;
   }
   // `await` settles through the engine itself, never through a
@@ -162,16 +199,20 @@
   (async () => {
     let value;
     try {
-      value = await program();
+      // Without a `return`, a final expression statement's value is the
+      // result (the host kept it in the parameter), awaited if a promise.
+      const kept = { v: undefined };
+      value = await program(kept);
+      if (value === undefined) value = await kept.v;
     } catch (e) {
-      finish(true, describe(e));
+      finish(true, describe(e), e);
       return;
     }
     let out;
     try {
       out = value === undefined ? "" : asJson(value);
     } catch (e) {
-      finish(true, describe(e));
+      finish(true, describe(e), e);
       return;
     }
     finish(false, out);

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use rquickjs::{Context, Function, Object, Runtime};
 
-use super::Limits;
+use super::{program, Limits};
 use crate::sdk::ToolDocs;
 
 mod host;
@@ -116,12 +116,28 @@ pub fn run_described(
     now_ms: u64,
     limits: &Limits,
 ) -> RunOutcome {
+    let program = match program::prepare(code, tools) {
+        Ok(program) => program,
+        Err(error) => {
+            return RunOutcome::Failed {
+                output: String::new(),
+                error,
+            }
+        }
+    };
     let mut state = State::new(tools, freeform, replay, limits);
     state.docs = docs;
     let state = Rc::new(RefCell::new(state));
     let stopped = Arc::new(AtomicU8::new(RUNNING));
     let result = run_inner(
-        code, tools, freeform, seed, now_ms, limits, &state, &stopped,
+        &program.text,
+        tools,
+        freeform,
+        seed,
+        now_ms,
+        limits,
+        &state,
+        &stopped,
     );
     let s = state.borrow();
     let mut output = s.output.clone();
@@ -157,16 +173,22 @@ pub fn run_described(
         };
     }
     match &s.finished {
-        Some((false, value)) => RunOutcome::Finished {
+        // Calls started and not awaited still go to the agent: the program
+        // ends when nothing is left to run, as a script does.
+        Some(end) if !end.failed && !s.pending.is_empty() => RunOutcome::Blocked {
             output,
-            value: value.clone(),
+            calls: s.pending.clone(),
         },
-        Some((true, error)) => RunOutcome::Failed {
+        Some(end) if !end.failed => RunOutcome::Finished {
             output,
-            error: if error.contains("out of memory") {
-                engine_error(error, limits)
+            value: end.text.clone(),
+        },
+        Some(end) => RunOutcome::Failed {
+            output,
+            error: if end.text.contains("out of memory") {
+                engine_error(&end.text, limits)
             } else {
-                error.clone()
+                program.explain(&end.text, &end.stack, tools)
             },
         },
         None if !s.pending.is_empty() => RunOutcome::Blocked {
@@ -346,13 +368,33 @@ fn run_inner(
         let st = state.clone();
         host.set(
             "finish",
-            Function::new(ctx.clone(), move |failed: bool, t: String| {
-                st.borrow_mut().finish(failed, t)
-            })
+            Function::new(
+                ctx.clone(),
+                move |failed: bool, text: String, stack: String| {
+                    st.borrow_mut().finish(failed, text, stack)
+                },
+            )
             .map_err(err)?,
         )
         .map_err(err)?;
+        let (sole, forms) = (
+            Object::new(ctx.clone()).map_err(err)?,
+            Object::new(ctx.clone()).map_err(err)?,
+        );
+        for name in tools {
+            if let Some(params) = state.borrow().docs.params(name) {
+                if let Some(param) = &params.sole {
+                    sole.set(name.as_str(), param.as_str()).map_err(err)?;
+                }
+                forms
+                    .set(name.as_str(), params.form.as_str())
+                    .map_err(err)?;
+            }
+        }
+        host.set("sole", sole).map_err(err)?;
+        host.set("forms", forms).map_err(err)?;
         host.set("code", code).map_err(err)?;
+        host.set("finalName", program::FINAL).map_err(err)?;
         host.set("tools", tools.to_vec()).map_err(err)?;
         host.set("freeform", freeform.to_vec()).map_err(err)?;
         host.set("seed", (seed & 0xffff_ffff) as f64).map_err(err)?;

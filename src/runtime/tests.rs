@@ -102,11 +102,15 @@ fn throws_and_syntax_errors_are_reported() {
     let RunOutcome::Failed { error, .. } = run("throw new RangeError('nope')", &[]) else {
         panic!()
     };
-    assert_eq!(error, "RangeError: nope");
+    assert_eq!(
+        error,
+        "RangeError: nope (line 1, column 11: `throw new RangeError('nope')`)"
+    );
     let RunOutcome::Failed { error, .. } = run("return {", &[]) else {
         panic!()
     };
     assert!(error.starts_with("SyntaxError"), "{error}");
+    assert!(error.contains("(line 1, column 9: `return {`)"), "{error}");
 }
 
 #[test]
@@ -192,7 +196,20 @@ fn the_call_limit_throws_inside_the_program() {
         ..limits()
     };
     let code = "try { await Promise.all([1,2,3,4].map(i => tools.read({i}))); } catch (e) { return e.message; }";
-    let RunOutcome::Finished { value, .. } = sandbox::run(code, &tools(), &[], 1, 0, &l) else {
+    // The three calls made before the refused fourth still go to the
+    // agent (started, never awaited); the program's value is its catch.
+    let RunOutcome::Blocked { calls, .. } = sandbox::run(code, &tools(), &[], 1, 0, &l) else {
+        panic!()
+    };
+    assert_eq!(calls.len(), 3);
+    let replay: Vec<CallRecord> = calls
+        .into_iter()
+        .map(|c| CallRecord {
+            result: Some("r".into()),
+            ..c
+        })
+        .collect();
+    let RunOutcome::Finished { value, .. } = sandbox::run(code, &tools(), &replay, 1, 0, &l) else {
         panic!()
     };
     assert!(value.contains("CODEMODE_RUN_MAX_CALLS"), "{value}");
@@ -384,11 +401,27 @@ fn the_host_refuses_arguments_that_are_not_a_json_object() {
 }
 
 #[test]
-fn the_first_finish_wins_and_later_calls_are_refused() {
+fn the_first_finish_wins() {
     let mut s = host();
-    s.finish(false, "1".into());
-    s.finish(true, "Error: forged".into());
-    assert_eq!(s.finished(), Some(&(false, "1".to_owned())));
+    s.finish(false, "1".into(), String::new());
+    s.finish(true, "Error: forged".into(), String::new());
+    let end = s.finished().expect("finished");
+    assert!(!end.failed);
+    assert_eq!(end.text, "1");
+}
+
+#[test]
+fn calls_after_a_return_still_go_and_after_a_throw_are_refused() {
+    // A call started and not awaited still reaches the agent, as in a script.
+    let mut s = host();
+    s.finish(false, "1".into(), String::new());
+    assert_eq!(
+        s.call("read".into(), "{}".into()),
+        sandbox::CallKind::Pending
+    );
+    assert_eq!(s.pending().len(), 1);
+    let mut s = host();
+    s.finish(true, "Error: boom".into(), String::new());
     assert_eq!(
         s.call("read".into(), "{}".into()),
         sandbox::CallKind::Refused

@@ -18,7 +18,7 @@ use crate::sdk::ToolSchema;
 
 /// The `run_code` tool the proxy announces when it runs programs itself, in
 /// chat's shape: each dialect writes its own from this one.
-pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
+pub const RUN_CODE_TOOL: &str = r#"{"type":"function","function":{"name":"run_code","description":"Run a JavaScript or TypeScript program: the body of an async function that calls the tools described in the system prompt as `await tools.<name>(args)`. Run independent calls together with Promise.all. The program's console output and its return value (as JSON; without a `return`, the last expression's value) come back as the result; intermediate tool results stay inside the program.","parameters":{"type":"object","properties":{"code":{"type":"string","description":"The body of an async function."}},"required":["code"]}}}"#;
 
 /// How a dialect reads the tools its requests declare.
 pub struct ToolReader {

@@ -153,7 +153,78 @@ async fn errors_and_unknown_tools_reach_the_model_as_run_code_errors() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(r2, "Error: Error: bad input");
+    assert_eq!(
+        r2,
+        "Error: Error: bad input (line 1, column 11: `throw new Error('bad input');`)"
+    );
+}
+
+#[tokio::test]
+async fn a_fenced_typescript_script_runs_as_its_author_meant() {
+    // TypeScript in a fence, shaped as a script: `main()` never awaited,
+    // a positional argument, a write started and never awaited.
+    let code = "```ts\ninterface Note { path: string }\nasync function main(): Promise<number> {\n  const files: string[] = (await tools.list({})).split('\\n');\n  const texts = await Promise.all(files.map((f) => tools.read(f)));\n  tools.write({ path: 'n.txt', content: texts.join('+') } satisfies Note & { content: string });\n  return texts.length;\n}\nmain();\n```";
+    let p = provider([
+        run_code("call_ts", code),
+        text_completion("Done.", usage(1, 1)),
+    ])
+    .await;
+    let proxy = proxy_for(&p, &[]).await;
+    let mut agent = FsAgent::with_files(&[("x", "abc"), ("y", "de")]);
+    agent.run(&proxy, &mut conversation("Note the files")).await;
+    let names: Vec<&str> = agent.executed.iter().map(|(_, n, _)| n.as_str()).collect();
+    assert_eq!(names, vec!["list", "read", "read", "write"]);
+    assert_eq!(
+        agent.files["n.txt"], "abc+de",
+        "the un-awaited write still ran"
+    );
+    let sent = upstream_saw(&p).await;
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[1]["messages"].as_array().unwrap().last().unwrap()["content"],
+        "Result: 2"
+    );
+    let tool = &sent[0]["tools"][0]["function"];
+    assert!(
+        tool["description"]
+            .as_str()
+            .unwrap()
+            .contains("JavaScript or TypeScript"),
+        "{tool}"
+    );
+}
+
+#[tokio::test]
+async fn a_program_that_cannot_run_is_answered_with_the_fix_before_any_call() {
+    let p = provider([
+        run_code(
+            "c1",
+            "await tools.read({ path: 'x' });\nconst fs = require('fs');",
+        ),
+        run_code("c2", "enum Mode { A, B }\nreturn Mode.A;"),
+        text_completion("Gave up.", usage(1, 1)),
+    ])
+    .await;
+    let proxy = proxy_for(&p, &[]).await;
+    let mut agent = FsAgent::with_files(&[("x", "abc")]);
+    agent.run(&proxy, &mut conversation("go")).await;
+    assert!(
+        agent.executed.is_empty(),
+        "nothing ran: {:?}",
+        agent.executed
+    );
+    let sent = upstream_saw(&p).await;
+    let result = |i: usize| {
+        sent[i]["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        result(1),
+        "Error: ReferenceError: `require` is not available: programs reach files, the network and the shell only through tools, as `await tools.<name>({ ... })` (the tools are: read, write, list) (line 2, column 12: `const fs = require('fs');`)"
+    );
+    assert!(result(2).starts_with("Error: SyntaxError: TypeScript enums need a transform that run_code does not make: use a plain object"), "{}", result(2));
 }
 
 #[tokio::test]

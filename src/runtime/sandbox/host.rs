@@ -39,7 +39,18 @@ pub(in crate::runtime) struct State {
     pub(super) output: String,
     output_cap: usize,
     pub(super) output_truncated: bool,
-    pub(super) finished: Option<(bool, String)>,
+    pub(super) finished: Option<End>,
+}
+
+/// How the program's own code ended (its promise settled).
+#[derive(Debug, PartialEq, Eq)]
+pub(in crate::runtime) struct End {
+    /// It threw.
+    pub failed: bool,
+    /// The result (JSON, or text), or `Name: message`.
+    pub text: String,
+    /// The error's stack trace, where it threw one.
+    pub stack: String,
 }
 
 impl State {
@@ -81,8 +92,8 @@ impl State {
             self.take = format!("tools.{name}: arguments must be a JSON object");
             return CallKind::Invalid;
         }
-        if self.finished.is_some() {
-            self.take = format!("tools.{name}: the program has already finished");
+        if self.finished.as_ref().is_some_and(|end| end.failed) {
+            self.take = format!("tools.{name}: the program has already failed");
             return CallKind::Refused;
         }
         if self.next < self.replay.len() {
@@ -134,9 +145,13 @@ impl State {
     }
 
     /// The program's end; the first one counts.
-    pub(in crate::runtime) fn finish(&mut self, failed: bool, text: String) {
+    pub(in crate::runtime) fn finish(&mut self, failed: bool, text: String, stack: String) {
         if self.finished.is_none() {
-            self.finished = Some((failed, text));
+            self.finished = Some(End {
+                failed,
+                text,
+                stack,
+            });
         }
     }
 
@@ -148,7 +163,7 @@ impl State {
 
     /// How the program ended, if it did.
     #[cfg(test)]
-    pub(in crate::runtime) fn finished(&self) -> Option<&(bool, String)> {
+    pub(in crate::runtime) fn finished(&self) -> Option<&End> {
         self.finished.as_ref()
     }
 
