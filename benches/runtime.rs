@@ -1,6 +1,7 @@
-//! The embedded runtime: a fresh execution's start-up, a resume that
-//! replays ten calls, and the history rewrite of a conversation holding a
-//! program's nested traffic.
+//! The embedded runtime: a fresh execution's start-up, a TypeScript
+//! program's against the same in JavaScript, a resume that replays ten
+//! calls, and the history rewrite of a conversation holding a program's
+//! nested traffic.
 //!
 //! `cargo bench --features bench-internals --bench runtime`
 
@@ -9,12 +10,66 @@ use std::time::Duration;
 
 use codemode_proxy::internals::chat;
 use codemode_proxy::internals::runtime::{
-    sandbox, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
+    prepare, sandbox, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, value::RawValue};
 
 const TEN_FILES: &str = "const files = (await tools.list({})).split('\\n'); const texts = await Promise.all(files.map(path => tools.read({path}))); return texts.map(t => t.length).reduce((a, b) => a + b, 0);";
+
+/// A program in the shape models write: types, a `main()`, a final call.
+const TYPESCRIPT: &str = r#"interface Entry { path: string; size: number }
+type Summary = { total: number; largest: Entry | undefined };
+
+async function sizes(paths: string[]): Promise<Entry[]> {
+  const texts: string[] = await Promise.all(paths.map((path: string) => tools.read({ path })));
+  return texts.map((t: string, i: number): Entry => ({ path: paths[i]!, size: t.length }));
+}
+
+function summarise(entries: Entry[]): Summary {
+  let largest: Entry | undefined;
+  for (const e of entries) {
+    if (!largest || e.size > largest.size) largest = e;
+  }
+  const total = entries.reduce((a: number, e: Entry) => a + e.size, 0);
+  return { total, largest } as Summary;
+}
+
+async function main(): Promise<Summary> {
+  const files = (await tools.list({})).split("\n") as string[];
+  return summarise(await sizes(files));
+}
+main();
+"#;
+
+/// [`TYPESCRIPT`] as JavaScript: its annotations and declarations gone.
+fn strip_by_hand(ts: &str) -> String {
+    let mut js = String::new();
+    for line in ts.lines() {
+        if line.starts_with("interface") || line.starts_with("type ") {
+            continue;
+        }
+        js.push_str(line);
+        js.push('\n');
+    }
+    for (from, to) in [
+        (": Promise<Entry[]>", ""),
+        (": Promise<Summary>", ""),
+        ("(paths: string[])", "(paths)"),
+        ("(entries: Entry[]): Summary", "(entries)"),
+        ("const texts: string[]", "const texts"),
+        ("(path: string)", "(path)"),
+        ("(t: string, i: number): Entry", "(t, i)"),
+        ("paths[i]!", "paths[i]"),
+        ("let largest: Entry | undefined;", "let largest;"),
+        ("(a: number, e: Entry)", "(a, e)"),
+        (" as Summary", ""),
+        (" as string[]", ""),
+    ] {
+        js = js.replace(from, to);
+    }
+    js
+}
 
 fn recorded() -> Vec<CallRecord> {
     let files: Vec<String> = (0..10).map(|i| format!("f{i}")).collect();
@@ -37,6 +92,27 @@ fn runtime(c: &mut Criterion) {
     let mut group = c.benchmark_group("runtime");
     group.bench_function("fresh_execution_return_1", |b| {
         b.iter(|| black_box(sandbox::run("return 1;", &tools, &[], 1, 0, &limits)))
+    });
+    // The same program as a model writes it in TypeScript, and with its
+    // types taken out by hand: the difference is what stripping costs.
+    group.bench_function("fresh_typescript_20_lines", |b| {
+        b.iter(|| black_box(sandbox::run(TYPESCRIPT, &tools, &[], 1, 0, &limits)))
+    });
+    let javascript = strip_by_hand(TYPESCRIPT);
+    assert_eq!(
+        sandbox::run(TYPESCRIPT, &tools, &[], 1, 0, &limits),
+        sandbox::run(&javascript, &tools, &[], 1, 0, &limits),
+        "the two programs are the same program"
+    );
+    group.bench_function("fresh_javascript_20_lines", |b| {
+        b.iter(|| black_box(sandbox::run(&javascript, &tools, &[], 1, 0, &limits)))
+    });
+    // What preparing costs each run (a resume prepares the program again).
+    group.bench_function("prepare_typescript_20_lines", |b| {
+        b.iter(|| black_box(prepare(TYPESCRIPT, &tools)))
+    });
+    group.bench_function("prepare_javascript_20_lines", |b| {
+        b.iter(|| black_box(prepare(&javascript, &tools)))
     });
     let calls = recorded();
     group.bench_function("resume_replaying_11_calls", |b| {

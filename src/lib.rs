@@ -122,6 +122,7 @@ pub mod internals {
         pub use crate::chat::ChatRequest;
     }
     pub mod runtime {
+        pub use crate::runtime::program::prepare;
         pub use crate::runtime::{
             alias_key, history, sandbox, CallRecord, Execution, ExecutionLookup, ExecutionStore,
             Limits, MemoryExecutionStore, RunOutcome,

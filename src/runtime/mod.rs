@@ -15,7 +15,7 @@ pub mod history;
 mod ids;
 pub mod output;
 pub mod pool;
-mod program;
+pub(crate) mod program;
 pub mod sandbox;
 mod store;
 mod view;

@@ -37,7 +37,7 @@ const KEEP: (&str, &str) = ("$codemode$final.v = (", ")");
 
 /// A program ready to run.
 #[derive(Debug)]
-pub(super) struct Prepared {
+pub struct Prepared {
     /// The JavaScript that runs: the body of an async function.
     pub text: String,
     /// Where [`KEEP`] opened: the line and column (1-based) in the program.
@@ -48,7 +48,7 @@ pub(super) struct Prepared {
 
 /// Prepares `code` to run; `Err` is the error the run ends with, one line
 /// naming the fix.
-pub(super) fn prepare(code: &str, tools: &[String]) -> Result<Prepared, String> {
+pub fn prepare(code: &str, tools: &[String]) -> Result<Prepared, String> {
     let source = drop_fences(code);
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, &source, SourceType::ts().with_module(true))
