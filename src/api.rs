@@ -101,8 +101,16 @@ pub struct Route {
 /// and the operator's key the configuration holds for it, and the header
 /// that key goes in (docs/configuration.md, "Variables").
 pub struct Provider {
+    /// Which provider it is, for the counts `codemode-proxy run` explains.
+    pub(crate) id: crate::observe::ledger::ProviderId,
     /// Who it is and the variable of its base URL, for messages.
     pub(crate) name: &'static str,
+    /// Its `gen_ai.provider.name` in traces (OpenTelemetry's GenAI
+    /// conventions: `openai`, `anthropic`, `gcp.gemini`).
+    pub(crate) trace_name: &'static str,
+    /// Whether a request names its model in the path
+    /// (`models/{model}:generateContent`) rather than the body's `model`.
+    pub(crate) model_in_path: bool,
     /// The base URL requests go to (`CODEMODE_UPSTREAM`, ...).
     pub(crate) base: fn(&crate::config::Config) -> &crate::config::UpstreamBase,
     /// Whether the base URL holds the API's version (`.../v1`: the proxy's

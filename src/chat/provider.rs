@@ -6,10 +6,14 @@ use http::header::AUTHORIZATION;
 
 use crate::api::{Api, Endpoint, Errors, Paths, Provider, Route};
 use crate::error::ProxyError;
+use crate::observe::ledger::ProviderId;
 
 /// OpenAI, or any provider that speaks its API: the operator's key goes as
 /// the `Authorization` value the configuration holds (`Bearer KEY`).
 pub(crate) static OPENAI: Provider = Provider {
+    id: ProviderId::OpenAi,
+    trace_name: "openai",
+    model_in_path: false,
     name: "the OpenAI-compatible provider (CODEMODE_UPSTREAM)",
     base: |c| &c.upstream,
     base_holds_version: true,

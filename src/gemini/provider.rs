@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::api::{Api, Endpoint, Errors, Paths, Provider, Route};
 use crate::error::ProxyError;
+use crate::observe::ledger::ProviderId;
 use crate::observe::usage::Shape;
 
 /// The Gemini API's routes: a model request, streamed or whole, and its
@@ -64,6 +65,9 @@ pub(crate) static USAGE: Shape = Shape {
 /// client's `?key=` is dropped from the query when the operator's is sent
 /// ([`super::Gemini`]'s request path).
 pub(crate) static GOOGLE: Provider = Provider {
+    id: ProviderId::Google,
+    trace_name: "gcp.gemini",
+    model_in_path: true,
     name: "Google's Gemini API (CODEMODE_GEMINI_UPSTREAM)",
     base: |c| &c.gemini_upstream,
     base_holds_version: false,

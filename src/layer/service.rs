@@ -117,6 +117,7 @@ async fn route(
             preset,
         } => {
             ledger.set_route(route_label(endpoint));
+            ledger.set_provider(dialects::provider(endpoint.api).id);
             let selection = select(
                 req.headers(),
                 preset,
@@ -183,6 +184,7 @@ async fn route(
             let segments = crate::route::normalise(path);
             let (headers, query) = (req.headers(), req.uri().query());
             let api = destination::passthrough(&segments, headers, query)?;
+            ledger.set_provider(dialects::provider(api).id);
             destination::check_credential(dialects::provider(api), headers, query)?;
             if selection.mode == Mode::Code || selection.preset.restricts_tools() {
                 destination::check_open(api, req.method(), &segments, headers, selection.mode)?;

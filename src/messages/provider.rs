@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::api::{Api, Endpoint, Errors, Paths, Provider, Route};
 use crate::error::{anthropic_stream_error_type, ProxyError};
+use crate::observe::ledger::ProviderId;
 use crate::sse::named_event;
 
 /// The Messages API's routes: a model request, and its token count.
@@ -31,6 +32,9 @@ pub(crate) const ROUTES: &[Route] = &[
 /// Anthropic: the operator's key goes in `x-api-key` and stands in for a
 /// client's `Authorization` too (Claude Code sends either).
 pub(crate) static ANTHROPIC: Provider = Provider {
+    id: ProviderId::Anthropic,
+    trace_name: "anthropic",
+    model_in_path: false,
     name: "Anthropic's Messages API (CODEMODE_ANTHROPIC_UPSTREAM)",
     base: |c| &c.anthropic_upstream,
     base_holds_version: true,

@@ -164,9 +164,33 @@ pub struct ProgramEnd {
     pub context_bytes_saved: u64,
 }
 
+/// Who a request went to. A refused credential is counted by it, so
+/// `codemode-proxy run` names the provider that refused it, whatever the
+/// route (a Gemini `:countTokens`, a Responses `input_tokens`, a side route).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderId {
+    /// OpenAI (Chat Completions, Responses, the rest of `/v1`).
+    OpenAi,
+    /// Anthropic (Messages).
+    Anthropic,
+    /// Google's Gemini API.
+    Google,
+}
+
+impl ProviderId {
+    /// Every provider, in the order of their values.
+    pub const ALL: [ProviderId; 3] = [
+        ProviderId::OpenAi,
+        ProviderId::Anthropic,
+        ProviderId::Google,
+    ];
+}
+
 /// One finished request, as the metrics count it.
 pub(crate) struct Finished {
     pub(crate) route: Route,
+    /// The provider it went to, once its route named one.
+    pub(crate) provider: Option<ProviderId>,
     pub(crate) mode: &'static str,
     pub(crate) status: u16,
     pub(crate) seconds: f64,

@@ -27,7 +27,7 @@ pub const MAX_REQUEST_ID: usize = 128;
 
 mod watch;
 
-pub use super::counted::{Abandoned, Outcome, ProgramEnd, Route};
+pub use super::counted::{Abandoned, Outcome, ProgramEnd, ProviderId, Route};
 
 pub use watch::{inspecting, program_lost, program_seen, set_model, turn_decided};
 
@@ -47,6 +47,8 @@ pub struct RequestLedger {
     id: HeaderValue,
     started: Instant,
     route: AtomicU8,
+    /// The provider the request went to: [`ProviderId`] plus one, 0 for none yet.
+    provider: AtomicU8,
     selected: OnceLock<Selected>,
     /// The client's own code mode the request ran (`codex`), if any.
     client_code: OnceLock<&'static str>,
@@ -89,6 +91,7 @@ impl RequestLedger {
             id,
             started: Instant::now(),
             route: AtomicU8::new(Route::Other as u8),
+            provider: AtomicU8::new(0),
             selected: OnceLock::new(),
             client_code: OnceLock::new(),
             sdk: OnceLock::new(),
@@ -146,6 +149,17 @@ impl RequestLedger {
     /// Records the endpoint that serves the request.
     pub fn set_route(&self, route: Route) {
         self.route.store(route as u8, Relaxed);
+    }
+
+    /// Records the provider the request goes to.
+    pub fn set_provider(&self, provider: ProviderId) {
+        self.provider.store(provider as u8 + 1, Relaxed);
+    }
+
+    fn provider(&self) -> Option<ProviderId> {
+        let n = self.provider.load(Relaxed) as usize;
+        n.checked_sub(1)
+            .and_then(|i| ProviderId::ALL.get(i).copied())
     }
 
     fn route(&self) -> Route {
@@ -216,6 +230,7 @@ impl RequestLedger {
         let status = self.status.load(Relaxed);
         let finished = Finished {
             route,
+            provider: self.provider(),
             mode,
             status,
             seconds,

@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use super::counted::{Abandoned, Finished, Outcome, Route, DENIAL_CODES};
+use super::counted::{Abandoned, Finished, Outcome, ProviderId, Route, DENIAL_CODES};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -96,10 +96,9 @@ pub struct Metrics {
     store_bytes: [Gauge; 3],
     /// `Occupancy::dropped_waiting` as last counted.
     dropped_seen: [AtomicU64; 2],
-    /// Answers of 401 or 403 on the routes that reach a provider, by
-    /// [`Route`]: not a series (the requests family has them by status),
+    /// Answers of 401 or 403 from a provider, by [`ProviderId`]: not a series (the requests family has them by status),
     /// kept so `codemode-proxy run` can say which credential to fix.
-    refused: [AtomicU64; Route::ALL.len()],
+    refused: [AtomicU64; ProviderId::ALL.len()],
     /// Requests that ran the client's own code mode (mode `client`).
     client_code: AtomicU64,
 }
@@ -117,11 +116,12 @@ pub struct Totals {
     pub context_bytes_saved: u64,
     /// Tool calls the rule denied.
     pub denials: u64,
-    /// 401 and 403 answers on the Messages routes (`/v1/messages`, `count_tokens`).
+    /// 401 and 403 answers to requests that went to Anthropic.
     pub refused_anthropic: u64,
-    /// 401 and 403 answers on the OpenAI routes (chat, responses, the rest of `/v1`).
+    /// 401 and 403 answers to requests that went to OpenAI (or the
+    /// `CODEMODE_UPSTREAM` in its place).
     pub refused_openai: u64,
-    /// 401 and 403 answers on the Gemini routes (`:generateContent`, `:streamGenerateContent`).
+    /// 401 and 403 answers to requests that went to Google's Gemini API.
     pub refused_gemini: u64,
     /// Requests that ran the client's own code mode (Codex's `exec`).
     pub client_code_requests: u64,
@@ -276,21 +276,16 @@ impl Metrics {
 
     /// What the proxy did so far, summed over every request.
     pub fn totals(&self) -> Totals {
-        let refused = |routes: &[Route]| -> u64 {
-            routes
-                .iter()
-                .map(|r| self.refused[*r as usize].load(Relaxed))
-                .sum()
-        };
+        let refused = |p: ProviderId| self.refused[p as usize].load(Relaxed);
         Totals {
             programs: self.executions.iter().map(Counter::get).sum(),
             nested_calls: self.nested_calls.get(),
             round_trips_saved: self.round_trips_saved.get(),
             context_bytes_saved: self.context_bytes_saved.get(),
             denials: self.denials.iter().map(Counter::get).sum(),
-            refused_anthropic: refused(&[Route::Messages, Route::CountTokens]),
-            refused_openai: refused(&[Route::Chat, Route::Responses, Route::Passthrough]),
-            refused_gemini: refused(&[Route::Gemini]),
+            refused_anthropic: refused(ProviderId::Anthropic),
+            refused_openai: refused(ProviderId::OpenAi),
+            refused_gemini: refused(ProviderId::Google),
             client_code_requests: self.client_code.load(Relaxed),
         }
     }
@@ -364,8 +359,8 @@ impl Metrics {
         if f.mode == "client" {
             self.client_code.fetch_add(1, Relaxed);
         }
-        if matches!(f.status, 401 | 403) {
-            self.refused[f.route as usize].fetch_add(1, Relaxed);
+        if let (401 | 403, Some(provider)) = (f.status, f.provider) {
+            self.refused[provider as usize].fetch_add(1, Relaxed);
         }
     }
 }

@@ -21,10 +21,16 @@ use crate::error::ProxyError;
 pub(crate) struct Round(Span);
 
 impl Round {
-    /// The span for an upstream request to `uri` with `body`; disabled (and
-    /// nothing read) when no subscriber wants it.
-    pub(crate) fn start(uri: &Uri, body: &[u8]) -> Round {
-        let provider = provider_of(uri);
+    /// The span for an upstream request to `uri` with `body`, to the
+    /// provider traces name `provider`, which names the model in the path
+    /// or the body (`model_in_path`); disabled (and nothing read) when no
+    /// subscriber wants it.
+    pub(crate) fn start(
+        provider: &'static str,
+        model_in_path: bool,
+        uri: &Uri,
+        body: &[u8],
+    ) -> Round {
         let span = tracing::debug_span!(
             target: TARGET,
             "chat",
@@ -41,7 +47,12 @@ impl Round {
             error.type = Empty,
         );
         if !span.is_disabled() {
-            match model_of(body) {
+            let model = if model_in_path {
+                model_in(uri.path())
+            } else {
+                model_of(body)
+            };
+            match model {
                 Some(model) => {
                     span.record("otel.name", format!("chat {model}"));
                     span.record("gen_ai.request.model", model.as_str());
@@ -149,14 +160,11 @@ impl Round {
     }
 }
 
-/// The GenAI provider a chat upstream speaks for: the Messages API is
-/// Anthropic's, the others OpenAI's.
-fn provider_of(uri: &Uri) -> &'static str {
-    if uri.path().trim_end_matches('/').ends_with("/messages") {
-        "anthropic"
-    } else {
-        "openai"
-    }
+/// The model a path names: `.../models/{model}:method`.
+fn model_in(path: &str) -> Option<String> {
+    let (_, rest) = path.rsplit_once("/models/")?;
+    let model = rest.split(':').next()?;
+    (!model.is_empty()).then(|| model.to_owned())
 }
 
 /// The `model` of a request body, read without building the rest.
@@ -213,14 +221,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_provider_follows_the_upstream_api() {
-        let uri = |s: &str| s.parse::<Uri>().unwrap();
+    fn a_gemini_model_is_read_off_the_path() {
         assert_eq!(
-            provider_of(&uri("https://api.anthropic.com/v1/messages")),
-            "anthropic"
+            model_in("/v1beta/models/gemini-2.5-pro:streamGenerateContent"),
+            Some("gemini-2.5-pro".to_owned())
         );
-        assert_eq!(provider_of(&uri("http://h/v1/chat/completions")), "openai");
-        assert_eq!(provider_of(&uri("http://h/openai/v1/responses")), "openai");
+        assert_eq!(model_in("/v1/chat/completions"), None);
+        assert_eq!(model_in("/v1beta/models/:generateContent"), None);
     }
 
     #[test]

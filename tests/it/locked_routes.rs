@@ -533,3 +533,31 @@ async fn refusal_any_status(res: reqwest::Response, what: &str) -> String {
     }
     err["error"]["message"].as_str().unwrap().to_owned()
 }
+
+/// A Google client whose key rides in `?key=` (no `x-goog-api-key`) reads
+/// every refusal in Google's shape, on Google's `/v1` as on `/v1beta`
+/// (docs/errors.md): the key names the provider.
+#[tokio::test]
+async fn a_google_key_in_the_query_gets_googles_shape_on_every_refusal() {
+    let providers = Providers::start().await;
+    let locked = providers.proxy(LOCKED).await;
+    for (verb, path) in [
+        ("POST", "/v1/interactions?key=k"),
+        ("POST", "/v1beta/cachedContents?key=k"),
+        ("POST", "/v1/models/gemini-2.5-pro:countTokens/x?key=k"),
+        ("GET", "/v1/models/gemini-2.5-pro:countTokens?key=k"),
+        ("DELETE", "/v1/models/gemini-2.5-pro:generateContent?key=k"),
+        ("POST", "/v1/tunedModels/t:generateContent?key=k"),
+    ] {
+        let res = send(&locked, verb, path, &[]).await;
+        let status = res.status().as_u16();
+        assert!(matches!(status, 403 | 405), "{verb} {path}: {status}");
+        let err: Value = res.json().await.unwrap();
+        assert_eq!(err["error"]["code"], status, "{verb} {path}: {err}");
+        assert!(
+            err["error"]["status"].is_string(),
+            "Google's shape, {verb} {path}: {err}"
+        );
+    }
+    assert_eq!(providers.seen().await.len(), 0);
+}

@@ -468,3 +468,46 @@ async fn without_an_endpoint_nothing_is_exported_and_the_proxy_serves() {
         assert!(got.is_empty(), "{} exports without an endpoint", got.len());
     }
 }
+
+/// A Gemini round is Google's, with the model its path names (the body has
+/// none): each provider's trace name is its own, never OpenAI's.
+#[tokio::test]
+async fn a_gemini_round_names_google_and_the_model_in_its_path() {
+    let r = receiver().await;
+    let gemini = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 2}
+        })))
+        .mount(&gemini)
+        .await;
+    let bin = spawn(&[
+        ("CODEMODE_GEMINI_UPSTREAM", &gemini.uri()),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &r.uri()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ]);
+    let res = crate::common::http_client()
+        .post(format!(
+            "http://{}/v1beta/models/gemini-2.5-flash:generateContent",
+            bin.addr
+        ))
+        .header("x-goog-api-key", "k")
+        .json(&json!({"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let spans = wait_for(&r, |s| !named(s, "chat gemini-2.5-flash").is_empty()).await;
+    let spans: Vec<Span> = spans.into_iter().map(|(_, s)| s).collect();
+    let round = named(&spans, "chat gemini-2.5-flash")[0];
+    let a = &round.attributes;
+    assert_eq!(
+        text(a, "gen_ai.provider.name").as_deref(),
+        Some("gcp.gemini")
+    );
+    assert_eq!(
+        text(a, "gen_ai.request.model").as_deref(),
+        Some("gemini-2.5-flash")
+    );
+}

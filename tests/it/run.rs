@@ -409,6 +409,63 @@ async fn a_refused_gemini_key_ends_the_run_with_the_variable_to_set() {
     );
 }
 
+/// The provider that refused is the one named, whatever the route: a token
+/// count or a side route of Google's is Google's refusal, never
+/// Anthropic's (`count_tokens` was counted as a Messages route), and a
+/// Responses token count is OpenAI's.
+#[tokio::test]
+async fn a_refusal_names_the_provider_the_request_went_to_on_every_route() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let refusing = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(serde_json::json!({
+            "error": {"code": 403, "message": "denied", "status": "PERMISSION_DENIED"}
+        })))
+        .mount(&refusing)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(serde_json::json!({
+            "error": {"code": 401, "message": "denied", "status": "UNAUTHENTICATED"}
+        })))
+        .mount(&refusing)
+        .await;
+    let upstream = format!("{}/v1", refusing.uri());
+    let gemini = "curl -s -o /dev/null -X POST \"$GOOGLE_GEMINI_BASE_URL/v1beta/models/gemini-2.5-pro:countTokens\" \
+                  -H 'content-type: application/json' -H 'x-goog-api-key: wrong' \
+                  -d '{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]}]}'; \
+                  curl -s -o /dev/null \"$GOOGLE_GEMINI_BASE_URL/v1beta/models?key=wrong\"";
+    let openai = "curl -s -o /dev/null -X POST \"$OPENAI_BASE_URL/responses/input_tokens\" \
+                  -H 'content-type: application/json' -H 'authorization: Bearer wrong' \
+                  -d '{\"model\":\"m\",\"input\":\"hi\"}'";
+    for (script, named, count) in [(gemini, "Gemini", "2x"), (openai, "OpenAI", "1x")] {
+        let home = Temp::new("refused-routes");
+        let mut cmd = tokio::process::Command::from(run_cmd(
+            &home.0,
+            &["--", "sh", "-c", script],
+            &[
+                ("CODEMODE_GEMINI_UPSTREAM", refusing.uri().as_str()),
+                ("CODEMODE_UPSTREAM", upstream.as_str()),
+            ],
+        ));
+        let out = cmd.output().await.unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let err = stderr(&out);
+        let hints: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("refused the credential"))
+            .collect();
+        assert_eq!(hints.len(), 1, "one provider refused: {err}");
+        assert!(
+            hints[0].contains(&format!(
+                "the {named} provider refused the credential ({count} 401/403)"
+            )),
+            "{}",
+            hints[0]
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_refused_credential_ends_the_run_with_the_variable_to_set() {
     use wiremock::matchers::method;

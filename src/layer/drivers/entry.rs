@@ -55,6 +55,7 @@ pub(crate) async fn judged<D: Dialect>(
         let target = Target {
             uri,
             headers: provider_headers(state, D::PROVIDER, &parts.headers, false, true),
+            provider: D::PROVIDER,
         };
         let res = send(inner, target.request(bytes), timeout).await?;
         return Ok(tag(relay(res, D::ERRORS), &selection, None));
@@ -131,6 +132,7 @@ pub(crate) async fn judged<D: Dialect>(
     let target = Target {
         uri,
         headers: provider_headers(state, D::PROVIDER, &parts.headers, true, true),
+        provider: D::PROVIDER,
     };
     if route.counting || (!plan.can_deny() && !plan.runs_code) {
         let res = send(inner, target.request(D::to_bytes(&request)), timeout).await?;

@@ -26,11 +26,18 @@ pub const RESPONSE_REPAIRS: &str = "x-codemode-repairs";
 pub(crate) struct Target {
     pub(crate) uri: Uri,
     pub(crate) headers: HeaderMap,
+    /// Who it goes to, as traces name it.
+    pub(crate) provider: &'static crate::api::Provider,
 }
 
 impl Target {
     pub(crate) fn request(&self, body: Bytes) -> Request<ProxyBody> {
-        let round = crate::telemetry::Round::start(&self.uri, &body);
+        let round = crate::telemetry::Round::start(
+            self.provider.trace_name,
+            self.provider.model_in_path,
+            &self.uri,
+            &body,
+        );
         let mut req = Request::new(full(body));
         round.attach(&mut req);
         *req.method_mut() = http::Method::POST;

@@ -165,6 +165,7 @@ mod tests {
     fn finished(route: Route, mode: &'static str) -> Finished {
         Finished {
             route,
+            provider: None,
             mode,
             status: 200,
             seconds: 0.1,
