@@ -57,6 +57,11 @@ pub const RUN_CONCURRENCY: &str = "CODEMODE_RUN_CONCURRENCY";
 pub const RUN_QUEUE: &str = "CODEMODE_RUN_QUEUE";
 /// Milliseconds a program waits for a free slot before it is refused.
 pub const RUN_QUEUE_TIMEOUT_MS: &str = "CODEMODE_RUN_QUEUE_TIMEOUT_MS";
+/// Where programs run: `process` (confined worker processes, the default
+/// where the kernel can confine them) or `in-process`.
+pub const SANDBOX: &str = "CODEMODE_SANDBOX";
+/// The executable a sandbox worker is started from (default: this one).
+pub const SANDBOX_WORKER: &str = "CODEMODE_SANDBOX_WORKER";
 /// Seconds a client may take to send a request's headers.
 pub const HEADER_READ_TIMEOUT_SECS: &str = "CODEMODE_HEADER_READ_TIMEOUT_SECS";
 /// Seconds an idle keep-alive connection stays open.

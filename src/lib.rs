@@ -54,6 +54,10 @@ pub use cache::set_allocator_trim;
 pub use config::Config;
 pub use layer::{CodeModeLayer, CodeModeLayerBuilder, CodeModeService, PeerAddr};
 pub use mode::{Mode, Runtime};
+/// The sandbox worker's main, for the binary's hidden `sandbox-worker`
+/// subcommand: not an API.
+#[doc(hidden)]
+pub use runtime::worker::serve as sandbox_worker;
 
 /// What a shared store implements, and the in-memory ones the proxy uses
 /// when none is given (see [`CodeModeLayer::builder`]).

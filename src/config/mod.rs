@@ -12,6 +12,7 @@ mod parse;
 mod presets;
 mod redis_url;
 mod run;
+mod sandbox;
 mod store;
 mod upstream;
 
@@ -37,6 +38,7 @@ pub(crate) const DEFAULT_MAX_STREAM_STATE_BYTES: usize = 64 << 20;
 /// timeouts of common load balancers and reverse proxies.
 pub(crate) const DEFAULT_STREAM_KEEPALIVE_MS: u64 = 10_000;
 pub use crate::runtime::pool::RunSlots;
+pub use crate::runtime::worker::Sandbox;
 pub use crate::runtime::Limits;
 pub use crate::select::ClientSelect;
 pub use callers::Callers;
@@ -100,6 +102,9 @@ pub struct Config {
     pub limits: Limits,
     /// How many programs run and wait at once.
     pub run_slots: RunSlots,
+    /// Where programs run: confined worker processes or this process
+    /// (`CODEMODE_SANDBOX`, `CODEMODE_SANDBOX_WORKER`).
+    pub sandbox: Sandbox,
     /// Time limits on client connections.
     pub connections: ConnectionLimits,
     /// Silence allowed between frames of an upstream stream.
@@ -200,6 +205,7 @@ impl Config {
             },
         );
         let callers = Callers::parse(&get, &mut fail);
+        let sandbox = sandbox::from_lookup(&get, &mut fail);
         let default_upstream = UpstreamBase::parse("https://api.openai.com/v1").ok();
         let upstream = parse_or(
             &get,
@@ -484,6 +490,7 @@ impl Config {
                 worker_threads,
                 limits,
                 run_slots,
+                sandbox,
                 connections,
                 upstream_idle_timeout: Duration::from_secs(upstream_idle),
                 max_upstream_body_bytes,

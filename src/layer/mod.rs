@@ -172,7 +172,7 @@ impl CodeModeLayerBuilder {
         CodeModeLayer {
             state: Arc::new(State {
                 inspector,
-                runs: RunPool::new(config.run_slots),
+                runs: run_pool(&config),
                 config,
                 plans,
                 splices,
@@ -207,5 +207,37 @@ where
             .map_err(BoxedError::new);
         let call = move |req| -> UpstreamFuture { Box::pin(upstream.clone().oneshot(req)) };
         CodeModeService::new(Upstream(Arc::new(call)), self.state.clone())
+    }
+}
+
+/// The run pool, its programs in sandbox workers or on this process's
+/// threads as configured; says which once, at start-up.
+fn run_pool(config: &Config) -> RunPool {
+    let pool = RunPool::new(config.run_slots);
+    match &config.sandbox {
+        crate::config::Sandbox::Process { worker } => {
+            tracing::info!(
+                worker = %worker.display(),
+                "programs run in confined sandbox worker processes (CODEMODE_SANDBOX=process)"
+            );
+            let workers = crate::runtime::worker::Workers::new(
+                worker.clone(),
+                &config.limits,
+                config.run_slots.concurrency,
+            );
+            // Programs run here by default; a proxy that leaves them to its
+            // clients starts a worker only if a preset runs one after all.
+            if config.runtime == crate::Runtime::Embedded {
+                pool.in_workers(workers)
+            } else {
+                pool.in_cold_workers(workers)
+            }
+        }
+        crate::config::Sandbox::InProcess { why } => {
+            tracing::warn!(
+                "programs run inside the proxy's own process (CODEMODE_SANDBOX=in-process): {why}"
+            );
+            pool
+        }
     }
 }

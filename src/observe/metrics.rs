@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::counted::{Abandoned, Finished, Outcome, ProviderId, Route, DENIAL_CODES};
+use crate::runtime::worker::FailureReason;
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -96,7 +97,12 @@ pub struct Metrics {
     store_bytes: [Gauge; 3],
     /// `Occupancy::dropped_waiting` as last counted.
     dropped_seen: [AtomicU64; 2],
-    /// Answers of 401 or 403 from a provider, by [`ProviderId`]: not a series (the requests family has them by status),
+    /// Sandbox workers killed, by [`FailureReason::ALL`].
+    worker_failures: [Counter; FailureReason::ALL.len()],
+    /// `Occupancy::worker_failures` as last counted.
+    worker_failures_seen: [AtomicU64; FailureReason::ALL.len()],
+    /// Answers of 401 or 403 from a provider, by [`ProviderId`]: not a
+    /// series (the requests family has them by status),
     /// kept so `codemode-proxy run` can say which credential to fix.
     refused: [AtomicU64; ProviderId::ALL.len()],
     /// Requests that ran the client's own code mode (mode `client`).
@@ -137,6 +143,8 @@ pub(crate) struct Occupancy {
     /// Programs the in-memory execution store dropped while they waited,
     /// so far: `[unanswered, evicted]`.
     pub(crate) dropped_waiting: [u64; 2],
+    /// Sandbox workers killed so far, by [`FailureReason::ALL`].
+    pub(crate) worker_failures: [u64; FailureReason::ALL.len()],
 }
 
 const STORES: [&str; 3] = ["plans", "executions", "splices"];
@@ -248,6 +256,19 @@ impl Metrics {
                 })
                 .clone()
         });
+        let worker_failures = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "codemode_sandbox_worker_failures",
+            "Sandbox worker processes killed and replaced, by reason (spawn, crash, memory, timeout, protocol)",
+            worker_failures.clone(),
+        );
+        let worker_failures = FailureReason::ALL.map(|reason| {
+            worker_failures
+                .get_or_create(&ReasonLabel {
+                    reason: reason.as_str(),
+                })
+                .clone()
+        });
         let [input_tokens, output_tokens] =
             ["input", "output"].map(|r#type| tokens.get_or_create(&TypeLabel { r#type }).clone());
         Metrics {
@@ -260,6 +281,8 @@ impl Metrics {
             repairs,
             executions,
             abandoned,
+            worker_failures,
+            worker_failures_seen: Default::default(),
             nested_calls,
             input_tokens,
             output_tokens,
@@ -308,6 +331,14 @@ impl Metrics {
                 &self.abandoned[reason.index()],
                 n.saturating_sub(seen.swap(n, Relaxed)),
             );
+        }
+        for ((counter, seen), &n) in self
+            .worker_failures
+            .iter()
+            .zip(&self.worker_failures_seen)
+            .zip(&now.worker_failures)
+        {
+            add(counter, n.saturating_sub(seen.swap(n, Relaxed)));
         }
     }
 

@@ -20,6 +20,7 @@ pub mod sandbox;
 mod store;
 mod view;
 mod watched;
+pub mod worker;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -41,7 +42,9 @@ use crate::sdk::ToolDocs;
 use crate::tenant::{os_random, Tenant};
 
 /// Limits on one program.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialized to a sandbox worker with each run ([`worker`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// CPU time of one run (one slice between client round trips), counted
     /// on the thread running it from the moment it starts (never while it
@@ -284,7 +287,26 @@ pub async fn step(
     pool: &RunPool,
 ) -> Result<(Execution, Step), (Execution, PoolError)> {
     let tenant = exec.tenant;
-    let job = {
+    let job = if let Some(workers) = pool.workers() {
+        let workers = workers.clone();
+        let exec = exec.clone();
+        let limits = limits.clone();
+        pool.run_async(&tenant, async move {
+            workers
+                .run(
+                    &exec.code,
+                    &exec.tools,
+                    &exec.freeform,
+                    &docs,
+                    &exec.calls,
+                    exec.seed,
+                    exec.created_ms,
+                    &limits,
+                )
+                .await
+        })
+        .await
+    } else {
         let exec = exec.clone();
         let limits = limits.clone();
         pool.run(&tenant, move || {
@@ -299,8 +321,9 @@ pub async fn step(
                 &limits,
             )
         })
+        .await
     };
-    let outcome = match job.await {
+    let outcome = match job {
         Ok(o) => o,
         Err(busy) if busy.not_started() => return Err((exec, busy)),
         Err(e) => RunOutcome::Failed {

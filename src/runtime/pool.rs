@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::worker::Workers;
 use crate::env_vars::{RUN_CONCURRENCY, RUN_QUEUE, RUN_QUEUE_TIMEOUT_MS};
 use crate::tenant::Tenant;
 
@@ -88,6 +89,9 @@ impl PoolError {
 pub struct RunPool {
     slots: RunSlots,
     fair: Arc<Mutex<Fair>>,
+    /// The sandbox workers programs run in; `None`: on blocking threads
+    /// of this process (`CODEMODE_SANDBOX=in-process`).
+    workers: Option<Arc<Workers>>,
 }
 
 /// The pool's book: free slots and each tenant's waiting programs.
@@ -209,7 +213,43 @@ impl RunPool {
         RunPool {
             slots,
             fair: Arc::new(Mutex::new(fair)),
+            workers: None,
         }
+    }
+
+    /// This pool, its programs run by `workers` (which it warms up).
+    pub fn in_workers(self, workers: Arc<Workers>) -> RunPool {
+        workers.warm_up();
+        self.in_cold_workers(workers)
+    }
+
+    /// This pool, its programs run by `workers`, started on first use.
+    pub fn in_cold_workers(mut self, workers: Arc<Workers>) -> RunPool {
+        self.workers = Some(workers);
+        self
+    }
+
+    /// The sandbox workers, when programs run in them.
+    pub fn workers(&self) -> Option<&Arc<Workers>> {
+        self.workers.as_ref()
+    }
+
+    /// [`RunPool::run`] for a job that waits rather than computes (a run
+    /// in a worker process): it holds its slot on a task of its own, so a
+    /// caller that goes away neither cuts the run short nor frees the slot
+    /// before the job ends.
+    pub async fn run_async<T, F>(&self, tenant: &Tenant, job: F) -> Result<T, PoolError>
+    where
+        F: std::future::Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let slot = self.admit(tenant).await?;
+        tokio::spawn(async move {
+            let _slot = slot;
+            job.await
+        })
+        .await
+        .map_err(|e| PoolError::Crashed(e.to_string()))
     }
 
     /// Runs `tenant`'s `job` on a blocking thread once a slot is free: at

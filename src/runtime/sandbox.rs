@@ -40,7 +40,7 @@ pub struct CallRecord {
 }
 
 /// What one run came to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RunOutcome {
     /// The program returned; `value` is its return value (JSON, or text).
     Finished {

@@ -273,7 +273,7 @@ pub fn describe_offered(visible: &[ToolSchema], runs_code: bool) -> bool {
 
 /// Every visible tool's full declaration, by name, kept beside the plan so
 /// a program's `tools.describe(name)` is answered without a round trip.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolDocs {
     text: Box<str>,
     index: HashMap<String, std::ops::Range<usize>>,

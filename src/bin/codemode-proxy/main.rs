@@ -34,6 +34,11 @@ fn main() -> ExitCode {
     // `run` and `configure` write their logs elsewhere (or none): they
     // set up their own output.
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // A sandbox worker (started by a proxy, never by hand) confines itself
+    // before anything else runs: no logging, no runtime, no threads.
+    if args.first().is_some_and(|a| a == "sandbox-worker") {
+        return codemode_proxy::sandbox_worker(&args[1..]);
+    }
     if let Some(code) = cli::dispatch(&args) {
         return code;
     }

@@ -46,6 +46,7 @@ pub(crate) fn metrics(state: &State) -> Response<ProxyBody> {
                 .executions
                 .local()
                 .map_or([0, 0], |s| s.dropped_waiting()),
+            worker_failures: state.runs.workers().map_or([0; 5], |w| w.failures()),
         });
     let mut res = Response::new(full(state.metrics.encode()));
     res.headers_mut().insert(

@@ -138,6 +138,12 @@ pub fn config(upstream: &str, vars: &[(&str, &str)]) -> Config {
     map.insert("CODEMODE_LISTEN".into(), "127.0.0.1:0".into());
     // These tests drive the client runtime; embedded-runtime tests say so.
     map.insert("CODEMODE_RUNTIME".into(), "client".into());
+    // Programs run in sandbox workers started from the proxy's binary; the
+    // library inside this test binary cannot find it by itself.
+    map.insert(
+        "CODEMODE_SANDBOX_WORKER".into(),
+        env!("CARGO_BIN_EXE_codemode-proxy").into(),
+    );
     for (k, v) in vars {
         map.insert(k.to_string(), v.to_string());
     }

@@ -1,0 +1,171 @@
+//! The sandbox worker itself (`codemode-proxy sandbox-worker`): confines
+//! itself, says hello, then evaluates one run per request frame until its
+//! input ends.
+//!
+//! It is started with an empty environment and only its pipes, and it
+//! holds one run's inputs at a time: no key, token, socket or other
+//! tenant's data is ever in this process.
+//!
+//! Two test hooks are chosen on the command line, which the proxy never
+//! passes and a program cannot reach (they act before any run is read):
+//! `--probe` makes forbidden system calls after confining and prints what
+//! the kernel answered, and `--fault` misbehaves on the first run (crash,
+//! hang, exhaust memory, answer garbage), so the tests exercise the real
+//! confinement and the proxy's handling of a broken worker.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use super::confine::{confine, Rlimits};
+use super::protocol::{encode, read_frame, write_frame, Hello, OwnedRequest, Reply, VERSION};
+use crate::runtime::sandbox::run_described;
+
+/// How the worker was asked to run.
+struct Args {
+    limits: Rlimits,
+    probe: bool,
+    confine: bool,
+    fault: Option<String>,
+}
+
+fn parse(args: &[OsString]) -> Result<Args, String> {
+    let mut out = Args {
+        limits: Rlimits {
+            address_space: 8 << 30,
+            cpu_secs: 3600,
+        },
+        probe: false,
+        confine: true,
+        fault: None,
+    };
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .ok_or_else(|| format!("sandbox-worker: {name} needs a value"))
+        };
+        let number = |name: &str, v: String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("sandbox-worker: {name} takes a number, not `{v}`"))
+        };
+        match arg.as_str() {
+            "--address-space" => out.limits.address_space = number(&arg, value(&arg)?)?,
+            "--cpu-secs" => out.limits.cpu_secs = number(&arg, value(&arg)?)?,
+            "--probe" => out.probe = true,
+            "--no-confine" => out.confine = false,
+            "--fault" => out.fault = Some(value(&arg)?),
+            other => return Err(format!("sandbox-worker: unknown argument `{other}`")),
+        }
+    }
+    if !out.confine && !out.probe {
+        return Err("sandbox-worker: --no-confine is for --probe only".to_owned());
+    }
+    Ok(out)
+}
+
+/// The worker's main: what `codemode-proxy sandbox-worker` runs.
+pub fn serve(args: &[OsString]) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    let hello = |error: Option<String>, confinement: String| Hello {
+        version: VERSION,
+        confinement,
+        error,
+    };
+    let args = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            say(&mut stdout, &hello(Some(e), String::new()));
+            return ExitCode::from(2);
+        }
+    };
+    let confinement = if args.confine {
+        match confine(args.limits) {
+            Ok(c) => c,
+            Err(e) => {
+                say(&mut stdout, &hello(Some(e), String::new()));
+                return ExitCode::from(3);
+            }
+        }
+    } else {
+        "none".to_owned()
+    };
+    if args.probe {
+        super::probe::report(&mut stdout);
+        return ExitCode::SUCCESS;
+    }
+    if !say(&mut stdout, &hello(None, confinement)) {
+        return ExitCode::FAILURE;
+    }
+    let mut stdin = std::io::stdin().lock();
+    let mut first = true;
+    loop {
+        let frame = match read_frame(&mut stdin) {
+            Ok(Some(f)) => f,
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(_) => return ExitCode::FAILURE,
+        };
+        if first {
+            if let Some(kind) = &args.fault {
+                fault(kind, &mut stdout);
+            }
+            first = false;
+        }
+        let Ok(req) = serde_json::from_slice::<OwnedRequest>(&frame) else {
+            return ExitCode::FAILURE;
+        };
+        drop(frame);
+        let outcome = run_described(
+            &req.code,
+            &req.tools,
+            &req.freeform,
+            std::sync::Arc::new(req.docs),
+            &req.replay,
+            req.seed,
+            req.now_ms,
+            &req.limits,
+        );
+        let reply = Reply {
+            outcome,
+            retire: cpu_used_secs() * 2 >= args.limits.cpu_secs,
+        };
+        if !say(&mut stdout, &reply) {
+            return ExitCode::FAILURE;
+        }
+    }
+}
+
+fn say<T: serde::Serialize>(out: &mut impl Write, value: &T) -> bool {
+    encode(value).and_then(|f| write_frame(out, &f)).is_ok()
+}
+
+/// CPU seconds this process has used: past half its rlimit, the worker
+/// asks to be replaced, so the limit only ever stops a runaway run.
+fn cpu_used_secs() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map_or(0, |t| t.tv_sec() as u64)
+}
+
+/// A test's misbehaviour, in place of the first run.
+fn fault(kind: &str, out: &mut impl Write) {
+    match kind {
+        "crash" => std::process::abort(),
+        "hang" => loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        },
+        "memory" => {
+            // Touched pages, outside the engine's heap accounting, until
+            // the address-space limit refuses one.
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 16 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        "garbage" => {
+            let _ = out.write_all(b"\x00\x00\x00\x05hello");
+            let _ = out.flush();
+        }
+        _ => {}
+    }
+}
