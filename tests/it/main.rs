@@ -43,6 +43,7 @@ mod response_shapes;
 mod responses;
 mod run;
 mod run_agents;
+mod sandbox_workers;
 mod scenarios;
 mod schema_hardening;
 mod sdk_clients;

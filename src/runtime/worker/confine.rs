@@ -126,6 +126,18 @@ fn filter() -> Result<BpfProgram, String> {
     .map_err(|e| format!("seccomp: {e}"))?;
     rules.insert(libc::SYS_mmap, vec![rule(vec![no_exec(2)?, anonymous])?]);
     rules.insert(libc::SYS_mprotect, vec![rule(vec![no_exec(2)?])?]);
+    // A crash must end the worker: abort raises SIGABRT on itself, and the
+    // stack-overflow handler resets SIGSEGV to its default before it
+    // re-faults (refused, either would spin for ever instead of dying).
+    rules.insert(
+        libc::SYS_tgkill,
+        vec![rule(vec![cond(
+            0,
+            SeccompCmpOp::Eq,
+            std::process::id() as u64,
+        )?])?],
+    );
+    rules.insert(libc::SYS_rt_sigaction, Vec::new());
     for call in [
         libc::SYS_munmap,
         libc::SYS_mremap,

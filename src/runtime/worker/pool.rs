@@ -187,16 +187,17 @@ impl Workers {
             now_ms,
             limits,
         };
-        let frame =
-            match encode(&request) {
-                Ok(f) => f,
-                Err(e) => return RunOutcome::Failed {
+        let frame = match encode(&request) {
+            Ok(f) => f,
+            Err(e) => {
+                return RunOutcome::Failed {
                     output: String::new(),
                     error: format!(
                         "Error: the program's inputs could not be sent to its sandbox worker ({e})"
                     ),
-                },
-            };
+                }
+            }
+        };
         let worker = match self.take().await {
             Ok(w) => w,
             Err(f) => return self.failed(f, limits, None).await,

@@ -7,11 +7,12 @@
 //! tenant's data is ever in this process.
 //!
 //! Two test hooks are chosen on the command line, which the proxy never
-//! passes and a program cannot reach (they act before any run is read):
-//! `--probe` makes forbidden system calls after confining and prints what
-//! the kernel answered, and `--fault` misbehaves on the first run (crash,
-//! hang, exhaust memory, answer garbage), so the tests exercise the real
-//! confinement and the proxy's handling of a broken worker.
+//! passes (only a test's wrapper script does): `--probe` makes forbidden
+//! system calls after confining and prints what the kernel answered, and
+//! `--faults` lets a program whose code starts `// fault: KIND` make the
+//! worker misbehave (crash, hang, exhaust its address space, answer
+//! garbage), so the tests exercise the real confinement and the proxy's
+//! handling of a broken worker. Without the flag that comment is a comment.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -26,7 +27,7 @@ struct Args {
     limits: Rlimits,
     probe: bool,
     confine: bool,
-    fault: Option<String>,
+    faults: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Args, String> {
@@ -37,7 +38,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         },
         probe: false,
         confine: true,
-        fault: None,
+        faults: false,
     };
     let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = it.next() {
@@ -54,7 +55,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             "--cpu-secs" => out.limits.cpu_secs = number(&arg, value(&arg)?)?,
             "--probe" => out.probe = true,
             "--no-confine" => out.confine = false,
-            "--fault" => out.fault = Some(value(&arg)?),
+            "--faults" => out.faults = true,
             other => return Err(format!("sandbox-worker: unknown argument `{other}`")),
         }
     }
@@ -98,22 +99,22 @@ pub fn serve(args: &[OsString]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let mut stdin = std::io::stdin().lock();
-    let mut first = true;
     loop {
         let frame = match read_frame(&mut stdin) {
             Ok(Some(f)) => f,
             Ok(None) => return ExitCode::SUCCESS,
             Err(_) => return ExitCode::FAILURE,
         };
-        if first {
-            if let Some(kind) = &args.fault {
-                fault(kind, &mut stdout);
-            }
-            first = false;
-        }
         let Ok(req) = serde_json::from_slice::<OwnedRequest>(&frame) else {
             return ExitCode::FAILURE;
         };
+        if args.faults {
+            if let Some(kind) = req.code.strip_prefix("// fault: ") {
+                if fault(kind.lines().next().unwrap_or(""), &mut stdout) {
+                    continue;
+                }
+            }
+        }
         drop(frame);
         let outcome = run_described(
             &req.code,
@@ -146,26 +147,29 @@ fn cpu_used_secs() -> u64 {
     clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map_or(0, |t| t.tv_sec() as u64)
 }
 
-/// A test's misbehaviour, in place of the first run.
-fn fault(kind: &str, out: &mut impl Write) {
-    match kind {
+/// A test's misbehaviour in place of a run; whether it answered (the
+/// run is then not evaluated).
+fn fault(kind: &str, out: &mut impl Write) -> bool {
+    match kind.trim() {
         "crash" => std::process::abort(),
         "hang" => loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         },
         "memory" => {
-            // Touched pages, outside the engine's heap accounting, until
-            // the address-space limit refuses one.
+            // Memory outside the engine's heap accounting, until the
+            // address-space limit refuses it (reserved, not touched, so the
+            // test costs no real memory).
             let mut hoard: Vec<Vec<u8>> = Vec::new();
             loop {
-                hoard.push(vec![1u8; 16 << 20]);
+                hoard.push(Vec::with_capacity(64 << 20));
                 std::hint::black_box(&hoard);
             }
         }
         "garbage" => {
             let _ = out.write_all(b"\x00\x00\x00\x05hello");
             let _ = out.flush();
+            true
         }
-        _ => {}
+        _ => false,
     }
 }
