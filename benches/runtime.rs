@@ -1,6 +1,8 @@
 //! The embedded runtime: a fresh execution's start-up, a TypeScript
 //! program's against the same in JavaScript, a resume that replays ten
-//! calls, and the history rewrite of a conversation holding a program's
+//! calls, the same two in a sandbox worker process (what
+//! `CODEMODE_SANDBOX=process` adds: the frames both ways and the worker's
+//! JSON), and the history rewrite of a conversation holding a program's
 //! nested traffic.
 //!
 //! `cargo bench --features bench-internals --bench runtime`
@@ -10,8 +12,10 @@ use std::time::Duration;
 
 use codemode_proxy::internals::chat;
 use codemode_proxy::internals::runtime::{
-    prepare, sandbox, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
+    prepare, sandbox, worker, CallRecord, Execution, ExecutionLookup, Limits,
+    MemoryExecutionStore,
 };
+use codemode_proxy::internals::sdk::ToolDocs;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, value::RawValue};
 
@@ -117,6 +121,31 @@ fn runtime(c: &mut Criterion) {
     let calls = recorded();
     group.bench_function("resume_replaying_11_calls", |b| {
         b.iter(|| black_box(sandbox::run(TEN_FILES, &tools, &calls, 1, 0, &limits)))
+    });
+
+    // The worker is the binary this bench was built beside, warm (started
+    // before the first iteration, as the proxy keeps its pool).
+    let workers = worker::Workers::new(env!("CARGO_BIN_EXE_codemode-proxy").into(), &limits, 1);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let no_docs = ToolDocs::default();
+    // A full SDK's worth of declarations (Claude Code's tools are ~60 KB),
+    // sent with every run.
+    let docs: ToolDocs =
+        serde_json::from_value(json!({"text": "x".repeat(60_000), "index": {}})).expect("docs");
+    let in_worker = |code: &str, calls: &[CallRecord], docs: &ToolDocs| {
+        rt.block_on(workers.run(code, &tools, &[], docs, calls, 1, 0, &limits))
+    };
+    group.bench_function("in_worker_fresh_execution_return_1", |b| {
+        b.iter(|| black_box(in_worker("return 1;", &[], &no_docs)))
+    });
+    group.bench_function("in_worker_fresh_execution_return_1_60KB_docs", |b| {
+        b.iter(|| black_box(in_worker("return 1;", &[], &docs)))
+    });
+    group.bench_function("in_worker_resume_replaying_11_calls", |b| {
+        b.iter(|| black_box(in_worker(TEN_FILES, &calls, &no_docs)))
     });
 
     let store =

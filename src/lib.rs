@@ -128,14 +128,14 @@ pub mod internals {
     pub mod runtime {
         pub use crate::runtime::program::prepare;
         pub use crate::runtime::{
-            alias_key, history, sandbox, CallRecord, Execution, ExecutionLookup, ExecutionStore,
-            Limits, MemoryExecutionStore, RunOutcome,
+            alias_key, history, sandbox, worker, CallRecord, Execution, ExecutionLookup,
+            ExecutionStore, Limits, MemoryExecutionStore, RunOutcome,
         };
     }
     pub mod sdk {
         pub use crate::sdk::{
-            render_compact, render_declarations, render_docs, SdkStyle, ToolSchema, SDK_MAX_BYTES,
-            TOOL_MAX_BYTES,
+            render_compact, render_declarations, render_docs, SdkStyle, ToolDocs, ToolSchema,
+            SDK_MAX_BYTES, TOOL_MAX_BYTES,
         };
     }
     pub mod sections {

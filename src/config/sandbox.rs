@@ -62,3 +62,49 @@ pub(super) fn from_lookup(
     };
     Sandbox::Process { worker }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(vars: &[(&str, &str)]) -> (Sandbox, Vec<String>) {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut errors = Vec::new();
+        let got = from_lookup(&|k: &str| map.get(k).cloned(), &mut |var, e| {
+            errors.push(format!("{var}: {e}"))
+        });
+        (got, errors)
+    }
+
+    #[test]
+    fn the_sandbox_is_read_and_a_wrong_value_names_the_choices() {
+        let (got, errors) = read(&[(SANDBOX, "in-process")]);
+        assert!(matches!(got, Sandbox::InProcess { .. }) && errors.is_empty());
+        let (_, errors) = read(&[(SANDBOX, "jail")]);
+        assert!(
+            errors[0].contains("`process` or `in-process`"),
+            "{errors:?}"
+        );
+        // A unit-test binary is no worker: by default its programs stay here.
+        let (got, _) = read(&[]);
+        assert!(matches!(got, Sandbox::InProcess { .. }));
+        let (got, errors) = read(&[
+            (SANDBOX, "process"),
+            (SANDBOX_WORKER, "/opt/codemode-proxy"),
+        ]);
+        if confinement_available() {
+            assert_eq!(
+                got,
+                Sandbox::Process {
+                    worker: PathBuf::from("/opt/codemode-proxy")
+                }
+            );
+        } else {
+            assert!(errors[0].contains("in-process"), "{errors:?}");
+        }
+    }
+}

@@ -206,3 +206,41 @@ pub(crate) struct Finished {
     pub(crate) round_trips_saved: u64,
     pub(crate) context_bytes_saved: u64,
 }
+
+/// Why a sandbox worker was killed and replaced, as
+/// `codemode_sandbox_worker_failures_total{reason}` spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerFailure {
+    /// It did not start, or did not confine itself.
+    Spawn,
+    /// It died during a run.
+    Crash,
+    /// It ran out of its address-space limit.
+    Memory,
+    /// It did not answer within the run's time (or used up its CPU limit).
+    Timeout,
+    /// It answered something that is not a reply.
+    Protocol,
+}
+
+impl WorkerFailure {
+    /// Every reason, in the order of `Workers::failures`.
+    pub const ALL: [WorkerFailure; 5] = [
+        WorkerFailure::Spawn,
+        WorkerFailure::Crash,
+        WorkerFailure::Memory,
+        WorkerFailure::Timeout,
+        WorkerFailure::Protocol,
+    ];
+
+    /// The metric's label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerFailure::Spawn => "spawn",
+            WorkerFailure::Crash => "crash",
+            WorkerFailure::Memory => "memory",
+            WorkerFailure::Timeout => "timeout",
+            WorkerFailure::Protocol => "protocol",
+        }
+    }
+}

@@ -15,8 +15,9 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use super::counted::{Abandoned, Finished, Outcome, ProviderId, Route, DENIAL_CODES};
-use crate::runtime::worker::FailureReason;
+use super::counted::{
+    Abandoned, Finished, Outcome, ProviderId, Route, WorkerFailure, DENIAL_CODES,
+};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -97,10 +98,10 @@ pub struct Metrics {
     store_bytes: [Gauge; 3],
     /// `Occupancy::dropped_waiting` as last counted.
     dropped_seen: [AtomicU64; 2],
-    /// Sandbox workers killed, by [`FailureReason::ALL`].
-    worker_failures: [Counter; FailureReason::ALL.len()],
+    /// Sandbox workers killed, by [`WorkerFailure::ALL`].
+    worker_failures: [Counter; WorkerFailure::ALL.len()],
     /// `Occupancy::worker_failures` as last counted.
-    worker_failures_seen: [AtomicU64; FailureReason::ALL.len()],
+    worker_failures_seen: [AtomicU64; WorkerFailure::ALL.len()],
     /// Answers of 401 or 403 from a provider, by [`ProviderId`]: not a
     /// series (the requests family has them by status),
     /// kept so `codemode-proxy run` can say which credential to fix.
@@ -143,8 +144,8 @@ pub(crate) struct Occupancy {
     /// Programs the in-memory execution store dropped while they waited,
     /// so far: `[unanswered, evicted]`.
     pub(crate) dropped_waiting: [u64; 2],
-    /// Sandbox workers killed so far, by [`FailureReason::ALL`].
-    pub(crate) worker_failures: [u64; FailureReason::ALL.len()],
+    /// Sandbox workers killed so far, by [`WorkerFailure::ALL`].
+    pub(crate) worker_failures: [u64; WorkerFailure::ALL.len()],
 }
 
 const STORES: [&str; 3] = ["plans", "executions", "splices"];
@@ -262,7 +263,7 @@ impl Metrics {
             "Sandbox worker processes killed and replaced, by reason (spawn, crash, memory, timeout, protocol)",
             worker_failures.clone(),
         );
-        let worker_failures = FailureReason::ALL.map(|reason| {
+        let worker_failures = WorkerFailure::ALL.map(|reason| {
             worker_failures
                 .get_or_create(&ReasonLabel {
                     reason: reason.as_str(),

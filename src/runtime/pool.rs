@@ -243,11 +243,16 @@ impl RunPool {
         F: std::future::Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
+        use tracing::Instrument;
         let slot = self.admit(tenant).await?;
-        tokio::spawn(async move {
-            let _slot = slot;
-            job.await
-        })
+        // The job's own lines (a worker that failed) carry the request's span.
+        tokio::spawn(
+            async move {
+                let _slot = slot;
+                job.await
+            }
+            .in_current_span(),
+        )
         .await
         .map_err(|e| PoolError::Crashed(e.to_string()))
     }

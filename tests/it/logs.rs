@@ -145,9 +145,13 @@ async fn json_lines_carry_the_request_id_and_never_the_conversation() {
         if target == "codemode::access" {
             access.push(entry.clone());
         }
-        let startup = entry["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("codemode-proxy listening on"));
+        // Start-up lines: the listener, where programs run, and the first
+        // sandbox worker's confinement (logged as the warm pool starts).
+        let startup = entry["message"].as_str().is_some_and(|m| {
+            m.starts_with("codemode-proxy listening on")
+                || m.starts_with("programs run ")
+                || m.starts_with("sandbox workers confined")
+        });
         if startup || target.starts_with("codemode_proxy::server") {
             continue;
         }

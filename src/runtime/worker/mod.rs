@@ -18,7 +18,7 @@ mod serve;
 
 use std::path::PathBuf;
 
-pub use pool::{FailureReason, Workers};
+pub use pool::Workers;
 
 /// Where programs run (`CODEMODE_SANDBOX`).
 #[derive(Clone, Debug, PartialEq, Eq)]

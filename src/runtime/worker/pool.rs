@@ -19,6 +19,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::protocol::{encode, frame_len, Hello, Reply, Request, VERSION};
 use crate::env_vars::{RUN_MEMORY_MB, RUN_SLICE_MS, SANDBOX, SANDBOX_WORKER};
+use crate::observe::counted::WorkerFailure as FailureReason;
 use crate::runtime::sandbox::{CallRecord, RunOutcome};
 use crate::runtime::Limits;
 use crate::sdk::ToolDocs;
@@ -34,43 +35,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a worker's stderr may hold that is kept for the log: the last
 /// words of a panic or an abort.
 const STDERR_KEPT: usize = 4096;
-
-/// Why a worker was killed (`codemode_sandbox_worker_failures{reason}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailureReason {
-    /// It did not start, or did not confine itself.
-    Spawn,
-    /// It died during a run.
-    Crash,
-    /// It ran out of its address-space limit.
-    Memory,
-    /// It did not answer within the run's time (or used up its CPU limit).
-    Timeout,
-    /// It answered something that is not a reply.
-    Protocol,
-}
-
-impl FailureReason {
-    /// Every reason, in the order of [`Workers::failures`].
-    pub const ALL: [FailureReason; 5] = [
-        FailureReason::Spawn,
-        FailureReason::Crash,
-        FailureReason::Memory,
-        FailureReason::Timeout,
-        FailureReason::Protocol,
-    ];
-
-    /// The metric's label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureReason::Spawn => "spawn",
-            FailureReason::Crash => "crash",
-            FailureReason::Memory => "memory",
-            FailureReason::Timeout => "timeout",
-            FailureReason::Protocol => "protocol",
-        }
-    }
-}
 
 /// One worker process and its pipes.
 struct Worker {
@@ -226,12 +190,23 @@ impl Workers {
         }
     }
 
-    /// An idle worker, or a new one.
+    /// An idle worker that is still alive, or a new one.
     async fn take(self: &Arc<Self>) -> Result<Worker, Failure> {
-        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        match idle {
-            Some(w) => Ok(w),
-            None => self.start().await,
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let Some(mut worker) = idle else {
+                return self.start().await;
+            };
+            // One that died while idle (killed from outside) never got this
+            // run: it is counted and passed over, and the run goes on.
+            match worker.child.try_wait() {
+                Ok(None) => return Ok(worker),
+                Ok(Some(status)) => self.record(&failure(
+                    FailureReason::Crash,
+                    format!("it died while idle, {status}"),
+                )),
+                Err(e) => self.record(&failure(FailureReason::Crash, e.to_string())),
+            }
         }
     }
 

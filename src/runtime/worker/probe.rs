@@ -12,9 +12,12 @@ use nix::errno::Errno;
 use nix::sys::uio::{process_vm_readv, RemoteIoVec};
 use nix::unistd::{getpid, Pid};
 
+/// One forbidden call: `Err` carries the kernel's answer.
+type Probe = fn() -> Result<(), String>;
+
 /// Makes each forbidden call and prints its answer.
 pub(super) fn report(out: &mut impl Write) {
-    let probes: [(&str, fn() -> Result<(), String>); 6] = [
+    let probes: [(&str, Probe); 6] = [
         ("open", open),
         ("socket", socket),
         ("spawn", spawn),
