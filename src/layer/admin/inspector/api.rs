@@ -77,6 +77,12 @@ fn status(state: &State, inspector: &Inspector) -> serde_json::Value {
         "store": store,
         "replica_note": note,
         "runtime": config.runtime.as_str(),
+        "sandbox": config.sandbox.as_str(),
+        // Workers killed and replaced since start (by reason on /metrics).
+        "sandbox_worker_failures": state
+            .runs
+            .workers()
+            .map_or(0, |w| w.failures().iter().sum::<u64>()),
         "default_mode": config.default_mode.as_str(),
         "client_select": matches!(config.client_select, crate::select::ClientSelect::Allow),
         "scopes": scopes,

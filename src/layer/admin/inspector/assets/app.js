@@ -80,7 +80,9 @@
     if (!s) return;
     const m = s.memory;
     document.getElementById('status').textContent =
-      `v${s.version} · store ${s.store} · payloads ${m.payloads ? 'shown' : 'hidden'} · ` +
+      `v${s.version} · store ${s.store} · sandbox ${s.sandbox}` +
+      (s.sandbox_worker_failures ? ` (${plural(s.sandbox_worker_failures, 'worker')} replaced)` : '') +
+      ` · payloads ${m.payloads ? 'shown' : 'hidden'} · ` +
       `keeps ${plural(m.executions_kept, 'execution')}, ${plural(m.denials_kept, 'denial')} (${bytes(m.used_bytes)} of ${bytes(m.budget_bytes)})`;
     const note = document.getElementById('replica-note');
     note.hidden = !s.replica_note;
