@@ -131,12 +131,13 @@ fn runtime(c: &mut Criterion) {
         .build()
         .expect("a runtime");
     let no_docs = ToolDocs::default();
+    let bench_tenant = codemode_proxy::internals::tenant::Tenant::anonymous("default");
     // A full SDK's worth of declarations (Claude Code's tools are ~60 KB),
     // sent with every run.
     let docs: ToolDocs =
         serde_json::from_value(json!({"text": "x".repeat(60_000), "index": {}})).expect("docs");
     let in_worker = |code: &str, calls: &[CallRecord], docs: &ToolDocs| {
-        rt.block_on(workers.run(code, &tools, &[], docs, calls, 1, 0, &limits))
+        rt.block_on(workers.run(&bench_tenant, code, &tools, &[], docs, calls, 1, 0, &limits))
     };
     group.bench_function("in_worker_fresh_execution_return_1", |b| {
         b.iter(|| black_box(in_worker("return 1;", &[], &no_docs)))

@@ -294,6 +294,7 @@ pub async fn step(
         pool.run_async(&tenant, async move {
             workers
                 .run(
+                    &tenant,
                     &exec.code,
                     &exec.tools,
                     &exec.freeform,

@@ -198,3 +198,44 @@ async fn a_worker_path_that_is_no_worker_fails_the_program_naming_the_fix() {
     );
     let _ = std::fs::remove_dir_all(worker.parent().unwrap());
 }
+
+#[tokio::test]
+async fn a_worker_serves_one_tenant_and_another_tenant_gets_another_process() {
+    let worker = faulty_worker("tenants", &format!("exec {BINARY} \"$@\" --faults"));
+    let pid_turn = || run_code("c", "// fault: pid\nreturn 0;");
+    let p = provider([
+        pid_turn(),
+        text_completion("a1", usage(1, 1)),
+        pid_turn(),
+        text_completion("a2", usage(1, 1)),
+        pid_turn(),
+        text_completion("b1", usage(1, 1)),
+        pid_turn(),
+        text_completion("a3", usage(1, 1)),
+    ])
+    .await;
+    let proxy = start(
+        &p,
+        &[
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_SANDBOX", "process"),
+            ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
+            ("CODEMODE_RUN_CONCURRENCY", "2"),
+        ],
+    )
+    .await;
+    let alice = [("authorization", "Bearer sk-alice")];
+    let bob = [("authorization", "Bearer sk-bob")];
+    for who in [&alice, &alice, &bob, &alice] {
+        let res = proxy.chat(&user_chat("go"), who).await;
+        assert_eq!(res.status(), 200);
+    }
+    let sent = received(&p).await;
+    let pid = |i: usize| result(&sent, i).trim_start_matches("Result: ").to_owned();
+    let (a1, a2, b1, a3) = (pid(1), pid(3), pid(5), pid(7));
+    assert!(a1.parse::<u32>().is_ok(), "{a1}");
+    assert_eq!(a1, a2, "one tenant's runs share its warm worker");
+    assert_ne!(b1, a1, "another tenant's run never reaches that worker");
+    assert_eq!(a3, a1, "the first tenant's worker is still its own");
+    let _ = std::fs::remove_dir_all(worker.parent().unwrap());
+}

@@ -6,6 +6,13 @@
 //! Runs are already bounded by the run pool's slots, so at most that many
 //! workers are ever busy; the idle ones wait here with their process and
 //! pipes, and nothing else of a run is kept between runs.
+//!
+//! A worker serves one tenant: each run gets a fresh QuickJS runtime, but
+//! the process's freed memory may still hold a run's bytes, so a worker
+//! that served one tenant is never given another's run. A new tenant gets
+//! a fresh worker (one is kept ready; starting one takes a few
+//! milliseconds), and the least recently used worker of another tenant
+//! makes room when the pool is full.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -23,6 +30,7 @@ use crate::observe::counted::WorkerFailure as FailureReason;
 use crate::runtime::sandbox::{CallRecord, RunOutcome};
 use crate::runtime::Limits;
 use crate::sdk::ToolDocs;
+use crate::tenant::Tenant;
 
 /// Time a worker has, past the run's own wall-clock ceiling, to answer:
 /// the ceiling is enforced inside the worker, so only a worker stuck
@@ -38,6 +46,8 @@ const STDERR_KEPT: usize = 4096;
 
 /// One worker process and its pipes.
 struct Worker {
+    /// Whose runs it served; `None` while fresh.
+    tenant: Option<Tenant>,
     child: Child,
     stdin: ChildStdin,
     stdout: ChildStdout,
@@ -132,6 +142,7 @@ impl Workers {
     #[allow(clippy::too_many_arguments)]
     pub async fn run(
         self: &Arc<Self>,
+        tenant: &Tenant,
         code: &str,
         tools: &[String],
         freeform: &[String],
@@ -162,12 +173,13 @@ impl Workers {
                 }
             }
         };
-        let worker = match self.take().await {
+        let worker = match self.take(tenant).await {
             Ok(w) => w,
             Err(f) => return self.failed(f, limits, None).await,
         };
         let deadline = limits.wall_ceiling().saturating_add(MARGIN);
         let mut worker = worker;
+        worker.tenant = Some(*tenant);
         let answer = tokio::time::timeout(deadline, exchange(&mut worker, &frame)).await;
         match answer {
             Ok(Ok(reply)) => {
@@ -190,13 +202,26 @@ impl Workers {
         }
     }
 
-    /// An idle worker that is still alive, or a new one.
-    async fn take(self: &Arc<Self>) -> Result<Worker, Failure> {
+    /// An idle worker of `tenant` that is still alive, else a fresh one
+    /// (another is then started, so the next new tenant finds one ready),
+    /// else a new one.
+    async fn take(self: &Arc<Self>, tenant: &Tenant) -> Result<Worker, Failure> {
         loop {
-            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let (idle, fresh) = {
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                let mine = idle.iter().rposition(|w| w.tenant.as_ref() == Some(tenant));
+                let fresh = idle.iter().rposition(|w| w.tenant.is_none());
+                match mine.or(fresh) {
+                    Some(at) => (Some(idle.remove(at)), mine.is_none()),
+                    None => (None, false),
+                }
+            };
             let Some(mut worker) = idle else {
                 return self.start().await;
             };
+            if fresh {
+                self.replace();
+            }
             // One that died while idle (killed from outside) never got this
             // run: it is counted and passed over, and the run goes on.
             match worker.child.try_wait() {
@@ -210,11 +235,26 @@ impl Workers {
         }
     }
 
+    /// Keeps `worker` idle. When the pool is full a used worker makes room
+    /// by letting go the least recently used worker of another tenant, else
+    /// a fresh one; a fresh worker only takes free room. What finds no room
+    /// is let go (dropping it kills it).
     fn give_back(&self, worker: Worker) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < self.warm {
-            idle.push(worker);
+        if idle.len() >= self.warm {
+            let Some(tenant) = worker.tenant else {
+                return;
+            };
+            let other = idle
+                .iter()
+                .position(|w| w.tenant.is_some_and(|t| t != tenant))
+                .or_else(|| idle.iter().position(|w| w.tenant.is_none()));
+            match other {
+                Some(at) => drop(idle.remove(at)),
+                None => return,
+            }
         }
+        idle.push(worker);
     }
 
     /// Starts a worker in the background to take a lost one's place.
@@ -253,6 +293,7 @@ impl Workers {
             return Err(failure(FailureReason::Spawn, "its pipes were not set up"));
         };
         let mut worker = Worker {
+            tenant: None,
             child,
             stdin,
             stdout,

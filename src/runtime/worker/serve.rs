@@ -11,7 +11,7 @@
 //! system calls after confining and prints what the kernel answered, and
 //! `--faults` lets a program whose code starts `// fault: KIND` make the
 //! worker misbehave (crash, hang, exhaust its address space, answer
-//! garbage), so the tests exercise the real confinement and the proxy's
+//! garbage) or answer its process id, so the tests exercise the real confinement and the proxy's
 //! handling of a broken worker. Without the flag that comment is a comment.
 
 use std::ffi::OsString;
@@ -165,6 +165,17 @@ fn fault(kind: &str, out: &mut impl Write) -> bool {
                 std::hint::black_box(&hoard);
             }
         }
+        // Which process ran it: the tests see which runs shared a worker.
+        "pid" => say(
+            out,
+            &Reply {
+                outcome: crate::runtime::sandbox::RunOutcome::Finished {
+                    output: String::new(),
+                    value: std::process::id().to_string(),
+                },
+                retire: false,
+            },
+        ),
         "garbage" => {
             let _ = out.write_all(b"\x00\x00\x00\x05hello");
             let _ = out.flush();
