@@ -53,7 +53,8 @@ pub(crate) fn confine(limits: Rlimits) -> Result<String, String> {
     ));
     applied.push(landlock());
     let filter = filter()?;
-    seccompiler::apply_filter(&filter).map_err(|e| format!("seccomp: {e}"))?;
+    // Every thread (there is one now; TSYNC makes that a guarantee, not a hope).
+    seccompiler::apply_filter_all_threads(&filter).map_err(|e| format!("seccomp: {e}"))?;
     applied.push("no_new_privs, seccomp (pipes, memory, clocks only)".to_owned());
     Ok(applied.join("; "))
 }
