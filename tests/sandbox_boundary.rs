@@ -277,10 +277,22 @@ fn peak_rss() -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_allocation_bombs_leave_the_proxy_answering_and_bounded() {
+    hundred_bombs("process").await;
+}
+
+/// The same in the proxy's own process, where the heap limit alone keeps
+/// the proxy's memory bounded (the peak below is then the bombs' too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_allocation_bombs_in_process_leave_the_proxy_answering_and_bounded() {
+    hundred_bombs("in-process").await;
+}
+
+async fn hundred_bombs(sandbox: &str) {
     let p = echo_model().await;
     let proxy = proxy_for(
         &p,
         &[
+            ("CODEMODE_SANDBOX", sandbox),
             ("CODEMODE_RUN_CONCURRENCY", "2"),
             ("CODEMODE_RUN_QUEUE", "200"),
             ("CODEMODE_RUN_MEMORY_MB", "16"),

@@ -125,8 +125,9 @@ pub fn render_docs(tools: &[ToolSchema]) -> ToolDocs {
     }
 }
 
-/// How a program passes a tool's arguments, read from its schema.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// How a program passes a tool's arguments, read from its schema (sent to
+/// a sandbox worker with the docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Params {
     /// The parameter a lone positional argument stands for
     /// (`tools.read("a.txt")` is `{ path: "a.txt" }`): the one required
