@@ -158,6 +158,40 @@ async fn a_broken_worker_fails_its_run_is_replaced_and_the_next_program_runs() {
     let _ = std::fs::remove_dir_all(worker.parent().unwrap());
 }
 
+/// A worker a program took over answers whatever it likes: a call to a
+/// tool the execution does not have (the preset hides `bash`) never reaches
+/// the client; the run fails, the worker is replaced.
+#[tokio::test]
+async fn a_worker_that_forges_a_call_is_refused_in_the_proxy() {
+    let worker = faulty_worker("forged", &format!("exec {BINARY} \"$@\" --faults"));
+    let p = provider([
+        run_code("c1", "// fault: forged\nreturn 1;"),
+        text_completion("done", usage(1, 1)),
+    ])
+    .await;
+    let proxy = start(
+        &p,
+        &[
+            ("CODEMODE_RUNTIME", "embedded"),
+            ("CODEMODE_SANDBOX", "process"),
+            ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
+        ],
+    )
+    .await;
+    let mut agent = FsAgent::default();
+    agent.run(&proxy, &mut conversation("go")).await;
+    assert!(agent.executed.is_empty(), "{:?}", agent.executed);
+    let sent = received(&p).await;
+    let forged = result(&sent, 1);
+    assert!(
+        forged.contains("answered out of protocol and was replaced"),
+        "{forged}"
+    );
+    let series = "codemode_sandbox_worker_failures_total{reason=\"protocol\"}";
+    assert_eq!(proxy.metric(series).await, 1.0);
+    let _ = std::fs::remove_dir_all(worker.parent().unwrap());
+}
+
 #[tokio::test]
 async fn a_worker_path_that_is_no_worker_fails_the_program_naming_the_fix() {
     let worker = faulty_worker("garbage", "echo garbage");
