@@ -22,19 +22,13 @@ fn binaries() -> Option<(String, String)> {
         std::env::var("CODEMODE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let driver =
         std::env::var("CODEMODE_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-    if PathBuf::from(&chromium).exists() && PathBuf::from(&driver).exists() {
-        return Some((chromium, driver));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have Chromium and chromedriver: .ci/run installs them ({chromium}, {driver} missing)"
-    );
-    eprintln!(
-        "SKIPPED: the inspector's browser test needs Chromium and chromedriver ({chromium}, {driver}); \
-         install them with `apt-get install chromium chromium-driver`, or set CODEMODE_CHROMIUM and \
-         CODEMODE_CHROMEDRIVER"
-    );
-    None
+    let present = PathBuf::from(&chromium).exists() && PathBuf::from(&driver).exists();
+    common::needs::needs(
+        present,
+        &format!("Chromium and chromedriver ({chromium}, {driver}; or set CODEMODE_CHROMIUM and CODEMODE_CHROMEDRIVER)"),
+        "apt-get install chromium chromium-driver",
+    )
+    .then_some((chromium, driver))
 }
 
 /// chromedriver, serving WebDriver on a port of its own until dropped.

@@ -33,15 +33,11 @@ async fn run_python(proxy: &Proxy, script: &str, stream: bool) -> Value {
 
 /// Whether the Python tests can run here; under CI they must.
 fn openai_ready() -> bool {
-    if openai_available() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have the Python openai package: pip install openai"
-    );
-    eprintln!("skipped: python3 with the openai package is not installed (pip install openai)");
-    false
+    common::needs::needs(
+        openai_available(),
+        "python3 with the openai package",
+        "python3 -m pip install openai",
+    )
 }
 
 #[tokio::test]
@@ -206,12 +202,11 @@ async fn anthropic_agent(stream: bool) {
             .args(["-c", "import anthropic"])
             .output()
             .is_ok_and(|o| o.status.success());
-    if !ready {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have the anthropic package: run tests/agents/install.sh"
-        );
-        eprintln!("skipped: the anthropic package is not installed (tests/agents/install.sh)");
+    if !common::needs::needs(
+        ready,
+        "the anthropic package in the agents' venv",
+        common::needs::AGENTS,
+    ) {
         return;
     }
     let code = "const a = await tools.read({path: 'a.txt'});\n\

@@ -67,19 +67,7 @@ impl Agent {
 
     /// Whether the agent can run here; under CI it must.
     fn ready(self) -> bool {
-        if self.marker().exists() {
-            return true;
-        }
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have the real agents: run tests/agents/install.sh ({} missing)",
-            self.marker().display()
-        );
-        eprintln!(
-            "skipped: {} is not installed (run tests/agents/install.sh)",
-            self.name()
-        );
-        false
+        crate::common::needs::agent(self.name(), &self.marker())
     }
 
     fn command(self) -> tokio::process::Command {

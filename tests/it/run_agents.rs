@@ -415,12 +415,7 @@ impl wiremock::Respond for OpencodeModel {
 #[tokio::test]
 async fn opencode_under_run_completes_a_program_of_two_reads() {
     let marker = agents_dir().join("node/node_modules/.bin/opencode");
-    if !marker.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have opencode: run tests/agents/install.sh"
-        );
-        eprintln!("skipped: opencode is not installed (run tests/agents/install.sh)");
+    if !crate::common::needs::agent("opencode", &marker) {
         return;
     }
     let dir = workdir(

@@ -73,20 +73,7 @@ impl Client {
 
     /// Whether the client can run here; under CI it must.
     fn ready(self) -> bool {
-        if self.marker().exists() {
-            return true;
-        }
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have {}: run tests/agents/install.sh ({} missing)",
-            self.name(),
-            self.marker().display()
-        );
-        eprintln!(
-            "skipped: {} is not installed (run tests/agents/install.sh)",
-            self.name()
-        );
-        false
+        crate::common::needs::agent(self.name(), &self.marker())
     }
 
     fn command(self) -> tokio::process::Command {

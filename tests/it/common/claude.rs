@@ -11,17 +11,7 @@ pub use super::codex::WorkDir;
 
 /// Whether Claude Code can run here; under CI it must.
 pub fn claude_ready() -> bool {
-    let marker = claude_bin();
-    if marker.exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have Claude Code: run tests/agents/install.sh ({} missing)",
-        marker.display()
-    );
-    eprintln!("skipped: claude is not installed (run tests/agents/install.sh)");
-    false
+    super::needs::agent("Claude Code", &claude_bin())
 }
 
 /// A fresh work directory for `test` with `files` in it.

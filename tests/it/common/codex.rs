@@ -17,17 +17,7 @@ pub fn agents_dir() -> PathBuf {
 
 /// Whether Codex can run here; under CI it must.
 pub fn codex_ready() -> bool {
-    let marker = agents_dir().join("node/node_modules/.bin/codex");
-    if marker.exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have Codex: run tests/agents/install.sh ({} missing)",
-        marker.display()
-    );
-    eprintln!("skipped: codex is not installed (run tests/agents/install.sh)");
-    false
+    super::needs::agent("Codex", &agents_dir().join("node/node_modules/.bin/codex"))
 }
 
 /// A fresh directory holding `files`, removed when dropped.

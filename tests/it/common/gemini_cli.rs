@@ -12,15 +12,5 @@ pub fn gemini_bin() -> PathBuf {
 
 /// Whether gemini-cli can run here; under CI it must.
 pub fn gemini_ready() -> bool {
-    let marker = gemini_bin();
-    if marker.exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have gemini-cli: run tests/agents/install.sh ({} missing)",
-        marker.display()
-    );
-    eprintln!("skipped: gemini is not installed (run tests/agents/install.sh)");
-    false
+    super::needs::agent("gemini-cli", &gemini_bin())
 }

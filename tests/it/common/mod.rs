@@ -10,6 +10,7 @@ pub mod gemini_cli;
 pub mod gemini_model;
 pub mod inspector;
 pub mod messages_model;
+pub mod needs;
 pub mod raw_provider;
 pub mod redis_ha;
 pub mod redis_server;
