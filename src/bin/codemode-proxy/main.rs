@@ -124,6 +124,8 @@ async fn run(config: Config) -> std::io::Result<()> {
     if std::env::var_os(vars::SPLICE_CAPACITY).is_some() {
         tracing::warn!("CODEMODE_SPLICE_CAPACITY is deprecated and ignored: the mixed-turn store is bounded by bytes, CODEMODE_SPLICE_STORE_MB");
     }
+    // Before anyone can learn the port: see `shutdown_signal`.
+    let shutdown = shutdown_signal();
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
     tracing::info!(
@@ -136,7 +138,7 @@ async fn run(config: Config) -> std::io::Result<()> {
     // Tests and scripts read this line to find a port-0 listener.
     println!("listening on {addr}");
     let service = server::stack(config)?;
-    server::serve(listener, service, shutdown_signal()).await
+    server::serve(listener, service, shutdown).await
 }
 
 fn demo() -> ExitCode {
@@ -159,17 +161,32 @@ fn demo() -> ExitCode {
     }
 }
 
-async fn shutdown_signal() {
+/// Resolves at SIGTERM or Ctrl-C (SIGINT), with the handlers installed
+/// when this is called, not at the future's first poll. `run` calls it
+/// before the listening line, so a signal from anyone who learned the port
+/// shuts the server down gracefully (queued spans exported, logs flushed).
+/// Installed at the first poll, a SIGTERM sent just after the first
+/// request was answered could find no handler and kill the process, spans
+/// unsent: the serve loop's `select!` may take a ready accept without
+/// polling this future, and the connection's task can answer on another
+/// worker before the loop comes round again.
+fn shutdown_signal() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
+        if let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            return Box::pin(async move {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            });
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
+    Box::pin(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
