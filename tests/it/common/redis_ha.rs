@@ -68,6 +68,44 @@ fn spawn(args: &[String]) -> Child {
     }
 }
 
+/// Starts `redis-server` with `args(port)` on a free port and waits until
+/// that process answers there. Under load the port can be taken between
+/// [`free_port`] and the server's bind (by this suite's other servers, a
+/// test's port-0 listener or outgoing connection, another checkout's suite
+/// on the same machine): the server exits, and it is tried again on another
+/// port; before, the test waited 20 s for a PING and failed. A server that
+/// never answers fails the test with its log.
+fn launch(dir: &std::path::Path, mut args: impl FnMut(u16) -> Vec<String>) -> (Child, u16) {
+    let mut exits = Vec::new();
+    for _ in 0..5 {
+        let port = free_port();
+        let log = dir.join(format!("redis-{port}.log"));
+        let mut argv = args(port);
+        argv.extend(["--logfile".to_owned(), log.display().to_string()]);
+        let mut child = spawn(&argv);
+        let me = format!("process_id:{}\r\n", child.id());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().expect("waitpid") {
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                exits.push(format!("port {port}: {status}: {said}"));
+                break;
+            }
+            if info(port, "server").contains(&me) {
+                return (child, port);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("redis-server on port {port} did not answer within 20 s; its log:\n{said}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    panic!("redis-server exited five times: {exits:#?}");
+}
+
 /// One command to the server on `port`.
 pub fn cmd<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?;
@@ -108,31 +146,30 @@ impl RedisHa {
     }
 
     fn data_node(&mut self, extra: &[String]) -> u16 {
-        let port = free_port();
-        let dir = self.dir.join(port.to_string());
-        std::fs::create_dir_all(&dir).expect("a node directory");
-        let mut args: Vec<String> = [
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            dir.to_str().expect("a UTF-8 temp dir"),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        args.extend_from_slice(extra);
-        self.nodes.push(Node {
-            child: Some(spawn(&args)),
-            port,
+        let (child, port) = launch(&self.dir, |port| {
+            let dir = self.dir.join(port.to_string());
+            std::fs::create_dir_all(&dir).expect("a node directory");
+            let mut args: Vec<String> = [
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                dir.to_str().expect("a UTF-8 temp dir"),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.extend_from_slice(extra);
+            args
         });
-        wait_for(20, "redis-server answers PING", || {
-            cmd::<String>(port, &["PING"]).is_ok()
+        self.nodes.push(Node {
+            child: Some(child),
+            port,
         });
         port
     }
@@ -183,21 +220,22 @@ impl RedisHa {
             info(replica, "replication").contains("master_link_status:up")
         });
         for _ in 0..3 {
-            let port = free_port();
-            let conf = ha.dir.join(format!("sentinel-{port}.conf"));
-            std::fs::write(
-                &conf,
-                format!(
-                    "port {port}\nbind 127.0.0.1\ndir {dir}\n\
-                     sentinel monitor {MASTER_NAME} 127.0.0.1 {master} 2\n\
-                     sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
-                     sentinel failover-timeout {MASTER_NAME} 2000\n\
-                     sentinel parallel-syncs {MASTER_NAME} 1\n",
-                    dir = ha.dir.display()
-                ),
-            )
-            .expect("a sentinel config");
-            let child = spawn(&[conf.display().to_string(), "--sentinel".into()]);
+            let (child, port) = launch(&ha.dir, |port| {
+                let conf = ha.dir.join(format!("sentinel-{port}.conf"));
+                std::fs::write(
+                    &conf,
+                    format!(
+                        "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                         sentinel monitor {MASTER_NAME} 127.0.0.1 {master} 2\n\
+                         sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
+                         sentinel failover-timeout {MASTER_NAME} 2000\n\
+                         sentinel parallel-syncs {MASTER_NAME} 1\n",
+                        dir = ha.dir.display()
+                    ),
+                )
+                .expect("a sentinel config");
+                vec![conf.display().to_string(), "--sentinel".into()]
+            });
             ha.sentinels.push(Node {
                 child: Some(child),
                 port,

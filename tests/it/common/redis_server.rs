@@ -19,24 +19,32 @@ pub struct RedisServer {
 impl RedisServer {
     /// A new server on a free port, answering before this returns; `None`
     /// (the test returns) where there is no `redis-server`, outside CI.
+    /// The port is free when chosen; another process can take it before the
+    /// server binds it (the server then exits), so a few are tried.
     pub fn start() -> Option<RedisServer> {
         if !super::needs::programs(&["redis-server"], super::needs::REDIS) {
             return None;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let dir =
-            std::env::temp_dir().join(format!("codemode-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a directory for redis-server");
-        let mut server = RedisServer {
-            child: None,
-            port,
-            dir,
-        };
-        server.launch();
-        Some(server)
+        let mut exits = Vec::new();
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let dir =
+                std::env::temp_dir().join(format!("codemode-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a directory for redis-server");
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir,
+            };
+            match server.launch() {
+                Ok(()) => return Some(server),
+                Err(exit) => exits.push(exit),
+            }
+        }
+        panic!("redis-server exited five times: {exits:#?}");
     }
 
     /// `redis://127.0.0.1:<port>/<db>`.
@@ -44,7 +52,10 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/{db}", self.port)
     }
 
-    fn launch(&mut self) {
+    /// Starts the server and waits until it answers as itself; `Err` (what
+    /// it logged) when it exited first, as when its port was taken.
+    fn launch(&mut self) -> Result<(), String> {
+        let log = self.dir.join("redis.log");
         let spawned = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1"])
@@ -52,31 +63,41 @@ impl RedisServer {
             .args(["--appendonly", "no"])
             .args(["--dir", self.dir.to_str().expect("a UTF-8 temp dir")])
             .args(["--dbfilename", "dump.rdb"])
+            .args(["--logfile", log.to_str().expect("a UTF-8 temp dir")])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();
-        let child = match spawned {
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => panic!("redis-server did not start: {e}"),
         };
-        self.child = Some(child);
+        let me = format!("process_id:{}\r\n", child.id());
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if self.ping().is_ok() {
-                return;
+            if let Some(status) = child.try_wait().expect("waitpid") {
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(format!("port {}: {status}: {said}", self.port));
             }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server on port {} did not answer within 20 s",
-                self.port
-            );
+            if self.info_server().is_ok_and(|info| info.contains(&me)) {
+                self.child = Some(child);
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!(
+                    "redis-server on port {} did not answer within 20 s; its log:\n{said}",
+                    self.port
+                );
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    fn ping(&self) -> redis::RedisResult<String> {
+    fn info_server(&self) -> redis::RedisResult<String> {
         let mut conn = self.connection()?;
-        redis::cmd("PING").query(&mut conn)
+        redis::cmd("INFO").arg("server").query(&mut conn)
     }
 
     /// A plain connection to database 0.
@@ -139,7 +160,9 @@ impl RedisServer {
     /// Starts it again on the same port.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "stop it first");
-        self.launch();
+        if let Err(exit) = self.launch() {
+            panic!("redis-server did not start again: {exit}");
+        }
     }
 }
 
