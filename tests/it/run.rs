@@ -387,6 +387,10 @@ async fn a_refused_gemini_key_ends_the_run_with_the_variable_to_set() {
         })))
         .mount(&provider)
         .await;
+    // The child is a shell script that calls the proxy with curl.
+    if !crate::common::needs::programs(&["curl"], "apt-get install curl") {
+        return;
+    }
     let home = Temp::new("refused-gemini");
     let script = "curl -s -o /dev/null -X POST \"$GOOGLE_GEMINI_BASE_URL/v1beta/models/gemini-2.5-pro:generateContent\" \
                   -H 'content-type: application/json' -H 'x-goog-api-key: wrong' \
@@ -478,6 +482,10 @@ async fn a_refused_credential_ends_the_run_with_the_variable_to_set() {
         })))
         .mount(&provider)
         .await;
+    // The child is a shell script that calls the proxy with curl.
+    if !crate::common::needs::programs(&["curl"], "apt-get install curl") {
+        return;
+    }
     let home = Temp::new("refused");
     let upstream = format!("{}/v1", provider.uri());
     let script = "curl -s -o /dev/null -X POST \"$ANTHROPIC_BASE_URL/v1/messages\" \

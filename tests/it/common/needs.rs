@@ -53,7 +53,7 @@ pub fn needs(present: bool, what: &str, how: &str) -> bool {
         // Past the capture: a plain `cargo test` shows it once.
         let _ = writeln!(
             std::io::stderr(),
-            "note: skipping the tests that need {what} (missing here); install it with `{how}`"
+            "note: skipping the tests that need {what}, missing here; install it with `{how}`"
         );
     }
     false
