@@ -10,6 +10,9 @@
 //!
 //! `cargo bench --features bench-internals --bench store` (needs `redis-server`; it starts its own).
 
+#[path = "../tests/it/common/needs.rs"]
+#[allow(dead_code)]
+mod needs;
 #[path = "../tests/it/common/redis_server.rs"]
 mod redis_server;
 
@@ -135,7 +138,10 @@ fn resume(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let redis = redis_server::RedisServer::start();
+    // Without redis-server: a note saying how to install it, no figures.
+    let Some(redis) = redis_server::RedisServer::start() else {
+        return;
+    };
     let http = reqwest::Client::new();
     let in_memory = || {
         Arc::new(MemoryExecutionStore::new(
