@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use codemode_proxy::internals::chat;
 use codemode_proxy::internals::runtime::{
-    prepare, sandbox, worker, CallRecord, Execution, ExecutionLookup, Limits,
-    MemoryExecutionStore,
+    prepare, sandbox, worker, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
 };
 use codemode_proxy::internals::sdk::ToolDocs;
 use criterion::{criterion_group, criterion_main, Criterion};
