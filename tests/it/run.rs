@@ -421,6 +421,10 @@ async fn a_refused_gemini_key_ends_the_run_with_the_variable_to_set() {
 async fn a_refusal_names_the_provider_the_request_went_to_on_every_route() {
     use wiremock::matchers::method;
     use wiremock::{Mock, MockServer, ResponseTemplate};
+    // The child is a shell script that calls the proxy with curl.
+    if !crate::common::needs::programs(&["curl"], "apt-get install curl") {
+        return;
+    }
     let refusing = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(403).set_body_json(serde_json::json!({
