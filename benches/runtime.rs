@@ -134,7 +134,8 @@ fn runtime(c: &mut Criterion) {
     // A full SDK's worth of declarations (Claude Code's tools are ~60 KB),
     // sent with every run.
     let docs: ToolDocs =
-        serde_json::from_value(json!({"text": "x".repeat(60_000), "index": {}})).expect("docs");
+        serde_json::from_value(json!({"text": "x".repeat(60_000), "index": {}, "params": {}}))
+            .expect("docs");
     let in_worker = |code: &str, calls: &[CallRecord], docs: &ToolDocs| {
         rt.block_on(workers.run(&bench_tenant, code, &tools, &[], docs, calls, 1, 0, &limits))
     };
