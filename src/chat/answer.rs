@@ -52,32 +52,6 @@ pub fn assistant_turn(fields: &Map<String, Value>, calls: &[JudgedCall]) -> Valu
     Value::Object(m)
 }
 
-/// The model's turn as its history replays it, when it can be: it must hold
-/// the program's call under `run_call_id`, and every other call of it must
-/// be one the proxy answers (`answered`), as a replay puts one result after
-/// it per call.
-pub fn replayable(turn: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-    if turn.get("function_call").is_some_and(|f| !f.is_null()) {
-        return None;
-    }
-    let ids: Vec<&str> = turn
-        .get("tool_calls")?
-        .as_array()?
-        .iter()
-        .map(|c| c.get("id").and_then(Value::as_str).unwrap_or(""))
-        .collect();
-    let answered: Vec<&str> = answered
-        .iter()
-        .filter_map(|c| c.get("id").and_then(Value::as_str))
-        .collect();
-    let complete = ids.contains(&run_call_id)
-        && ids.len() == answered.len() + 1
-        && ids
-            .iter()
-            .all(|id| *id == run_call_id || answered.contains(id));
-    complete.then(|| turn.to_string())
-}
-
 /// The assistant turn that hands a program's waiting calls to the client.
 ///
 /// The first batch carries the model's own words and the other fields of

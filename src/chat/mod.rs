@@ -157,8 +157,16 @@ impl Dialect for Chat {
         messages
     }
 
-    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-        answer::replayable(replay, run_call_id, answered)
+    fn replay_calls(replay: &Value) -> Option<Vec<&Value>> {
+        // A legacy `function_call` has no id to answer it by.
+        if replay.get("function_call").is_some_and(|f| !f.is_null()) {
+            return None;
+        }
+        Some(replay.get("tool_calls")?.as_array()?.iter().collect())
+    }
+
+    fn call_id(call: &Value) -> Option<&str> {
+        call.get("id").and_then(Value::as_str)
     }
 
     fn program_pair(exec: &Execution) -> Vec<Value> {

@@ -8,9 +8,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::answer;
-use super::embedded::{client_answer, pair, replayable};
+use super::embedded::{client_answer, pair};
 use super::history::ContentReader;
-use super::parts::{answer_part, raw_part};
+use super::parts::{answer_part, function_call, is_call_part, raw_part};
 use super::request::GeminiRequest;
 use super::stream::GeminiJudge;
 use crate::error::ProxyError;
@@ -164,8 +164,27 @@ impl Dialect for Gemini {
         vec![replay.clone(), json!({"role": "user", "parts": answers})]
     }
 
-    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-        replayable(replay, run_call_id, answered)
+    fn replay_calls(replay: &Value) -> Option<Vec<&Value>> {
+        let parts = replay["parts"].as_array()?;
+        Some(parts.iter().filter(|p| is_call_part(p)).collect())
+    }
+
+    fn call_id(call: &Value) -> Option<&str> {
+        function_call(call)?
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+    }
+
+    /// The one named `run_call_id`, or a `run_code` call the model sent
+    /// without an id (the proxy's id for it never reaches the model).
+    fn is_program_call(call: &Value, run_call_id: &str) -> bool {
+        match Self::call_id(call) {
+            Some(id) => id == run_call_id,
+            None => function_call(call).is_some_and(|c| {
+                c.get("name").and_then(Value::as_str) == Some(crate::mode::RUN_CODE)
+            }),
+        }
     }
 
     fn program_pair(exec: &Execution) -> Vec<Value> {

@@ -64,59 +64,6 @@ pub fn client_answer(
     })
 }
 
-/// Whether `part` is the program's call: the one named `run_call_id`, or
-/// a `run_code` call the model sent without an id (the proxy's id for it
-/// never reaches the model).
-fn is_program(part: &Value, run_call_id: &str) -> bool {
-    let Some(call) = function_call(part) else {
-        return false;
-    };
-    match call
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
-    {
-        Some(id) => id == run_call_id,
-        None => call.get("name").and_then(Value::as_str) == Some(crate::mode::RUN_CODE),
-    }
-}
-
-/// Whether `denied` (a withheld call as the model sent it) is `part`: the
-/// same id, or the same part when the model gave it none.
-fn same_call(denied: &Value, part: &Value) -> bool {
-    let id = |p: &Value| {
-        function_call(p)
-            .and_then(|c| c.get("id"))
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty())
-            .map(str::to_owned)
-    };
-    match (id(denied), id(part)) {
-        (Some(a), Some(b)) => a == b,
-        (None, None) => denied == part,
-        _ => false,
-    }
-}
-
-/// The model's turn as a program's history replays it, when it can be: it
-/// must hold the program's call (under `run_call_id`, or without an id),
-/// and every other call of it must be one the proxy answers (`answered`).
-pub fn replayable(turn: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-    let calls: Vec<&Value> = turn["parts"]
-        .as_array()?
-        .iter()
-        .filter(|p| is_call_part(p))
-        .collect();
-    let (program, others): (Vec<&Value>, Vec<&Value>) =
-        calls.iter().partition(|p| is_program(p, run_call_id));
-    let complete = program.len() == 1
-        && others.len() == answered.len()
-        && others
-            .iter()
-            .all(|p| answered.iter().any(|a| same_call(a, p)));
-    complete.then(|| turn.to_string())
-}
-
 /// The id the model gave the program's call in `turn`: `run_call_id` when
 /// the turn names it, `None` when the model sent the call without an id.
 fn program_id<'a>(turn: &Value, run_call_id: &'a str) -> Option<&'a str> {

@@ -8,10 +8,10 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::completion::{give_up, judge_message};
-use super::embedded::{client_message, pair, replayable};
+use super::embedded::{client_message, pair};
 use super::events::message_as_sse;
 use super::history::MessageReader;
-use super::items::{answer_block, raw_block};
+use super::items::{answer_block, is_call_block, raw_block};
 use super::request::MessagesRequest;
 use super::stream::MessagesJudge;
 use crate::error::ProxyError;
@@ -171,8 +171,13 @@ impl Dialect for Messages {
         vec![replay.clone(), json!({"role": "user", "content": answers})]
     }
 
-    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-        replayable(replay, run_call_id, answered)
+    fn replay_calls(replay: &Value) -> Option<Vec<&Value>> {
+        let blocks = replay["content"].as_array()?;
+        Some(blocks.iter().filter(|b| is_call_block(b)).collect())
+    }
+
+    fn call_id(call: &Value) -> Option<&str> {
+        call.get("id").and_then(Value::as_str)
     }
 
     fn program_pair(exec: &Execution) -> Vec<Value> {

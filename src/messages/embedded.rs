@@ -52,28 +52,6 @@ pub fn client_message(
     })
 }
 
-/// The model's turn as a program's history replays it, when it can be: it
-/// must hold the program's call under `run_call_id`, and every other
-/// `tool_use` of it must be one the proxy answers (`answered`).
-pub fn replayable(turn: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-    let ids: Vec<&str> = turn["content"]
-        .as_array()?
-        .iter()
-        .filter(|b| super::items::is_call_block(b))
-        .map(|b| b["id"].as_str().unwrap_or(""))
-        .collect();
-    let answered: Vec<&str> = answered
-        .iter()
-        .filter_map(|c| c.get("id").and_then(Value::as_str))
-        .collect();
-    let complete = ids.contains(&run_call_id)
-        && ids.len() == answered.len() + 1
-        && ids
-            .iter()
-            .all(|id| *id == run_call_id || answered.contains(id));
-    complete.then(|| turn.to_string())
-}
-
 /// The model's view of one execution: its turn, then a user message with
 /// the program's output and the answers of calls denied beside it, then
 /// `carried` (blocks the client sent beside the nested results).

@@ -8,9 +8,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::completion::{give_up, judge_response, message_text};
-use super::embedded::{client_response, replayable, response_as_sse};
+use super::embedded::{client_response, response_as_sse};
 use super::history::ItemReader;
-use super::items::{answer_item, raw_item};
+use super::items::{answer_item, is_judged_item, raw_item};
 use super::request::ResponsesRequest;
 use super::stream::ResponsesJudge;
 use crate::error::ProxyError;
@@ -187,8 +187,13 @@ impl Dialect for Responses {
         items
     }
 
-    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
-        replayable(replay.as_array()?, run_call_id, answered)
+    fn replay_calls(replay: &Value) -> Option<Vec<&Value>> {
+        let items = replay.as_array()?;
+        Some(items.iter().filter(|i| is_judged_item(i)).collect())
+    }
+
+    fn call_id(call: &Value) -> Option<&str> {
+        call.get("call_id").and_then(Value::as_str)
     }
 
     fn program_pair(exec: &Execution) -> Vec<Value> {

@@ -114,27 +114,6 @@ pub fn zero_usage() -> Value {
            "total_tokens": 0})
 }
 
-/// The model's turn as a program's history replays it, when it can be: it
-/// must hold the program's call under `run_call_id`, and every other call
-/// item of it must be one the proxy answers (`answered`).
-pub fn replayable(items: &[Value], run_call_id: &str, answered: &[Value]) -> Option<String> {
-    let ids: Vec<&str> = items
-        .iter()
-        .filter(|i| super::items::is_judged_item(i))
-        .map(|i| i.get("call_id").and_then(Value::as_str).unwrap_or(""))
-        .collect();
-    let answered: Vec<&str> = answered
-        .iter()
-        .filter_map(|c| c.get("call_id").and_then(Value::as_str))
-        .collect();
-    let complete = ids.contains(&run_call_id)
-        && ids.len() == answered.len() + 1
-        && ids
-            .iter()
-            .all(|id| *id == run_call_id || answered.contains(id));
-    complete.then(|| Value::Array(items.to_vec()).to_string())
-}
-
 /// A whole response as the event stream a streaming client expects, each
 /// item streamed as providers stream one.
 pub fn response_as_sse(response: &Value) -> Bytes {

@@ -173,10 +173,37 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     fn raw_call(call: &JudgedCall) -> Value;
     /// A repair round's history: the model's turn, then `answers`.
     fn repair_history(replay: &Value, answers: Vec<Value>) -> Vec<Value>;
+    /// The calls of the model's turn `replay` (its `tool_calls` entries,
+    /// call items, blocks or parts); `None` for a turn no history can
+    /// replay.
+    fn replay_calls(replay: &Value) -> Option<Vec<&Value>>;
+    /// The id a call goes by (one of `replay_calls`, or one the proxy
+    /// answers), when the model gave it one.
+    fn call_id(call: &Value) -> Option<&str>;
+    /// Whether `call` of a replayed turn is the program's own call.
+    fn is_program_call(call: &Value, run_call_id: &str) -> bool {
+        Self::call_id(call) == Some(run_call_id)
+    }
     /// The model's turn as a program's history replays it, when it can be:
-    /// it must hold the program's call under `run_call_id`, and every other
-    /// call must be one the proxy answers (`answered`).
-    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String>;
+    /// it must hold the program's call once, and every other call must be
+    /// one the proxy answers (`answered`), as a replay puts one result
+    /// after it per call.
+    fn replayable(replay: &Value, run_call_id: &str, answered: &[Value]) -> Option<String> {
+        let calls = Self::replay_calls(replay)?;
+        let (program, others): (Vec<&Value>, Vec<&Value>) = calls
+            .into_iter()
+            .partition(|c| Self::is_program_call(c, run_call_id));
+        // A call the model gave no id is answered by the same call.
+        let same = |a: &Value, c: &Value| match (Self::call_id(a), Self::call_id(c)) {
+            (Some(a), Some(c)) => a == c,
+            (None, None) => a == c,
+            _ => false,
+        };
+        let complete = program.len() == 1
+            && others.len() == answered.len()
+            && others.iter().all(|c| answered.iter().any(|a| same(a, c)));
+        complete.then(|| replay.to_string())
+    }
 
     // ----- programs -----
 
