@@ -11,6 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use codemode_proxy::internals::chat;
+use codemode_proxy::internals::runtime::history::Transcript;
 use codemode_proxy::internals::runtime::{
     prepare, sandbox, worker, CallRecord, Execution, ExecutionLookup, Limits, MemoryExecutionStore,
 };

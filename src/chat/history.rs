@@ -1,21 +1,18 @@
-//! Programs in a chat conversation: the client's history holds a program's
-//! nested traffic (calls with minted ids and their results); the model sees
-//! one `run_code` call and its result instead, on every request. What every
-//! dialect shares (an interrupted program's result, a lost record's text,
-//! the results a turn returns) is in `crate::runtime::history`.
-
-use std::collections::BTreeMap;
+//! Programs in a chat conversation: what differs from other dialects in
+//! reading a history ([`crate::runtime::history`] walks it): an assistant
+//! turn's `tool_calls` and `tool` messages, each answering one call, and
+//! media an agent sends after the results in a user message.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
-use crate::runtime::history::{interrupted, missing_text, Refused, Trailing};
+use crate::runtime::history::{CallIds, Kind, Refused, Trailing, Transcript};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    echoed_batch, may_echo, may_name_minted, resolve_call_id, short_form, CallEntry, EchoedCall,
-    EchoedResult, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+    echoed_batch, may_echo, may_name_minted, CallEntry, EchoedCall, EchoedResult, Execution,
+    ExecutionLookup, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -40,29 +37,17 @@ struct FunctionView {
     name: Option<String>,
 }
 
-/// A message's relation to executions.
-#[derive(Debug, PartialEq, Eq)]
-enum Kind {
-    /// An assistant turn carrying calls minted for this execution: their
-    /// numbers and the names the client gives them.
-    Nested(String, Vec<(usize, String)>),
-    /// A tool result for a minted call of this execution: `(execution, call number)`.
-    Result(String, usize, String),
-    /// A tool result whose id has the proxy's prefix but is no id it minted.
-    Unplaced(String),
-    Other,
-}
-
 /// Finds executions' calls in one tenant's history.
 pub struct Reader<'a> {
-    store: &'a dyn ExecutionLookup,
-    tenant: &'a Tenant,
+    ids: CallIds<'a>,
 }
 
 impl<'a> Reader<'a> {
     /// A reader of `tenant`'s histories, finding executions in `store`.
     pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> Reader<'a> {
-        Reader { store, tenant }
+        Reader {
+            ids: CallIds { store, tenant },
+        }
     }
 
     fn kind(&self, raw: &RawValue) -> Kind {
@@ -79,7 +64,7 @@ impl<'a> Reader<'a> {
                 let mut calls = Vec::new();
                 for c in m.tool_calls.iter().flatten() {
                     let Some(id) = c.id.as_deref() else { continue };
-                    let Some((e, n)) = self.resolve(id) else {
+                    let Some((e, n)) = self.ids.resolve(id) else {
                         continue;
                     };
                     if exec.get_or_insert_with(|| e.clone()) == &e {
@@ -87,33 +72,18 @@ impl<'a> Reader<'a> {
                         calls.push((n, name.unwrap_or_default()));
                     }
                 }
-                exec.map_or(Kind::Other, |e| Kind::Nested(e, calls))
+                exec.map_or(Kind::Other, |e| Kind::Calls(e, calls))
             }
             Some("tool") => {
                 let id = m.tool_call_id.unwrap_or_default();
-                match self.resolve(&id) {
-                    Some((e, n)) => Kind::Result(e, n, result_text(m.content)),
-                    None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(id),
+                match self.ids.resolve(&id) {
+                    Some((e, n)) => Kind::Results(e, vec![(n, result_text(m.content))], Vec::new()),
+                    None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(vec![id]),
                     None => Kind::Other,
                 }
             }
             _ => Kind::Other,
         }
-    }
-
-    /// Whether `id` is one the proxy gave, or has its shape: a turn naming
-    /// one is read by its ids (an id of its shape it never minted is
-    /// refused), never looked up by what it calls.
-    fn names_proxy_id(&self, id: &str) -> bool {
-        id.starts_with(MINTED_PREFIX) || self.resolve(id).is_some()
-    }
-
-    fn resolve(&self, id: &str) -> Option<(String, usize)> {
-        let found = resolve_call_id(id, self.tenant, self.store);
-        if found.is_none() && short_form(id).is_some() && !id.starts_with(MINTED_PREFIX) {
-            tracing::warn!(target: "codemode::program", "a call id shaped like a shortened proxy id names no call this proxy holds (its record is gone, or the id is the provider's own): left as it is, so the model sees an ordinary call");
-        }
-        found
     }
 }
 
@@ -169,7 +139,7 @@ impl Reader<'_> {
         &self,
         messages: &[Box<RawValue>],
     ) -> Result<Option<Trailing>, Refused> {
-        let renamed = self.echoes(messages).map_err(Refused::Unclear)?;
+        let renamed = self.read_echoes(messages).map_err(Refused::Unclear)?;
         let messages = renamed.as_deref().unwrap_or(messages);
         let mut unplaced = Vec::new();
         let found = self.trailing(messages, &mut unplaced);
@@ -187,7 +157,10 @@ impl Reader<'_> {
     /// out, given the ids the proxy gave its calls, and the tool messages
     /// after it theirs, paired as the client paired them. `None` when no
     /// turn needs it; `Err` when a turn's results cannot be told apart.
-    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+    fn read_echoes(
+        &self,
+        messages: &[Box<RawValue>],
+    ) -> Result<Option<Vec<Box<RawValue>>>, String> {
         let mut renamed: Option<Vec<Box<RawValue>>> = None;
         for i in 0..messages.len() {
             let text = messages[i].get();
@@ -203,7 +176,7 @@ impl Reader<'_> {
             let id = |c: &Value| c.get("id").and_then(Value::as_str).map(str::to_owned);
             if tool_calls
                 .iter()
-                .any(|c| id(c).is_some_and(|id| self.names_proxy_id(&id)))
+                .any(|c| id(c).is_some_and(|id| self.ids.names_proxy_id(&id)))
             {
                 continue;
             }
@@ -221,7 +194,7 @@ impl Reader<'_> {
                 .iter()
                 .map(|c| CallEntry::of(c.name, &c.args))
                 .collect();
-            if !may_echo(self.store, self.tenant, &keys) {
+            if !may_echo(self.ids.store, self.ids.tenant, &keys) {
                 continue;
             }
             // The tool messages right after the turn answer it.
@@ -247,7 +220,8 @@ impl Reader<'_> {
                     content,
                 })
                 .collect();
-            let Some(echo) = echoed_batch(self.store, self.tenant, &calls, &results)? else {
+            let Some(echo) = echoed_batch(self.ids.store, self.ids.tenant, &calls, &results)?
+            else {
                 continue;
             };
             let out = renamed.get_or_insert_with(|| messages.to_vec());
@@ -285,11 +259,13 @@ impl Reader<'_> {
         let mut results = Vec::new();
         for raw in messages[..end].iter().rev() {
             match self.kind(raw) {
-                Kind::Result(e, n, content) => results.push((e, n, content)),
-                Kind::Unplaced(id) => unplaced.push(id),
+                Kind::Results(e, r, _) => {
+                    results.extend(r.into_iter().rev().map(|(n, c)| (e.clone(), n, c)))
+                }
+                Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
                 // Media straight after the calls is the user's own message.
-                Kind::Nested(_, _) if carried && results.is_empty() => return None,
-                Kind::Nested(exec, calls) => {
+                Kind::Calls(_, _) if carried && results.is_empty() => return None,
+                Kind::Calls(exec, calls) => {
                     results.reverse();
                     let results = results
                         .into_iter()
@@ -307,74 +283,6 @@ impl Reader<'_> {
         }
         None
     }
-
-    /// Replaces each execution's nested traffic by one `run_code` call and
-    /// its result. A program the conversation moved past before it finished
-    /// is recorded as interrupted. Executions the tenant does not hold
-    /// become a placeholder pair, so the conversation stays well formed:
-    /// another tenant's execution is never looked at.
-    pub fn rewrite(&self, messages: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        // A turn whose results cannot be told apart was refused with its
-        // request; read after, it is left as it came.
-        if let Ok(Some(renamed)) = self.echoes(messages) {
-            *messages = renamed;
-        }
-        if !messages.iter().any(|m| may_name_minted(m.get())) {
-            return;
-        }
-        let kinds: Vec<Kind> = messages.iter().map(|m| self.kind(m)).collect();
-        let mut out = Vec::with_capacity(messages.len());
-        let mut i = 0;
-        while i < messages.len() {
-            let Kind::Nested(exec_id, _) = &kinds[i] else {
-                if !matches!(kinds[i], Kind::Result(..)) {
-                    out.push(messages[i].clone());
-                }
-                i += 1;
-                continue;
-            };
-            // This execution's blocks: its nested turns, their results, and
-            // media an agent sent after results.
-            let mut sent = BTreeMap::new();
-            let mut carried = Vec::new();
-            let mut j = i + 1;
-            while j < messages.len() {
-                match &kinds[j] {
-                    Kind::Nested(e, _) if e == exec_id => {}
-                    Kind::Result(e, n, content) if e == exec_id => {
-                        sent.insert(*n, content.as_str());
-                    }
-                    Kind::Other
-                        if matches!(kinds[j - 1], Kind::Result(..))
-                            || carried.last() == Some(&(j - 1)) =>
-                    {
-                        if !is_media_carrier(&messages[j]) {
-                            break;
-                        }
-                        carried.push(j);
-                    }
-                    _ => break,
-                }
-                j += 1;
-            }
-            let pair = match self.store.get(self.tenant, exec_id) {
-                Some(e) if e.outcome.is_some() => pair(&e),
-                Some(e) => {
-                    let mut e = Execution::clone(&e);
-                    e.outcome = Some(interrupted(&e, &sent, limits));
-                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
-                    let v = pair(&e);
-                    self.store.put(std::sync::Arc::new(e));
-                    v
-                }
-                None => missing_pair(exec_id, self.tenant, limits.lifetime),
-            };
-            out.extend(pair.iter().map(to_raw));
-            out.extend(carried.iter().map(|&k| messages[k].clone()));
-            i = j;
-        }
-        *messages = out;
-    }
 }
 
 /// The model's view of one execution: its call, and its result once ended.
@@ -387,11 +295,39 @@ pub fn pair(e: &Execution) -> Vec<Value> {
     v
 }
 
-/// What the model is told of a program whose record `tenant` does not
-/// have: a `run_code` call and an error it can act on (run it again).
-pub fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
+impl Transcript for Reader<'_> {
+    fn ids(&self) -> &CallIds<'_> {
+        &self.ids
+    }
+
+    fn kinds(&self, messages: &[Box<RawValue>]) -> Vec<Kind> {
+        messages.iter().map(|m| self.kind(m)).collect()
+    }
+
+    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        self.read_echoes(messages)
+    }
+
+    /// A tool message needs the assistant turn with its call before it.
+    const STRAY_RESULTS_DROPPED: bool = true;
+
+    fn follows_results(message: &RawValue) -> bool {
+        is_media_carrier(message)
+    }
+
+    fn pair(e: &Execution, _beside: &[Value]) -> Vec<Value> {
+        pair(e)
+    }
+
+    fn missing_pair(exec_id: &str, content: &str, _beside: Vec<Value>) -> Vec<Value> {
+        missing_pair(exec_id, content)
+    }
+}
+
+/// What the model is told of a program whose record is gone: a `run_code`
+/// call and `content`, an error it can act on (run it again).
+fn missing_pair(exec_id: &str, content: &str) -> Vec<Value> {
     let id = crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
-    let content = missing_text(exec_id, tenant, lifetime);
     vec![
         json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
                "function": {"name": RUN_CODE, "arguments": "{\"code\":\"/* no longer available */\"}"}}]}),

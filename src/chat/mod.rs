@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::{Refused, Trailing};
+use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;

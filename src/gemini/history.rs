@@ -1,7 +1,7 @@
-//! Programs in a Gemini conversation: the client's history holds the
-//! nested traffic (`functionCall` parts with minted ids and their
-//! `functionResponse`s); the model sees its own `run_code` turn and one
-//! result instead, on every request.
+//! Programs in a Gemini conversation: what differs from other dialects in
+//! reading a history ([`crate::runtime::history`] walks it): a model
+//! turn's `functionCall` parts, and the `functionResponse` parts of the
+//! user content after it, beside parts of the client's own.
 //!
 //! A `functionResponse` names its call by `id`; one without (or with an id
 //! of the client's own) is placed by name and position in the model turn
@@ -10,21 +10,17 @@
 //! genai`, agno, pi): a model turn whose calls carry none of the proxy's
 //! ids is found by what it calls ([`crate::runtime::echoed_batch`]).
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::embedded::{pair, UNSIGNED};
 use super::parts::{answered_ids, called, function_call, function_response, response_text};
-use crate::runtime::history::{interrupted, missing_text, Trailing};
+use crate::runtime::history::{CallIds, Kind, Trailing, Transcript};
 use crate::runtime::{
-    echoed_batch, is_minted, resolve_call_id, EchoedCall, Execution, ExecutionLookup, Limits,
-    MINTED_PREFIX,
+    echoed_batch, is_minted, may_name_minted, EchoedCall, Execution, ExecutionLookup, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
-use crate::wire::to_raw;
 
 #[derive(Deserialize)]
 struct ContentView {
@@ -33,40 +29,22 @@ struct ContentView {
     parts: Vec<Value>,
 }
 
-/// A content's relation to executions.
-#[derive(Debug)]
-enum Kind {
-    /// A model turn carrying calls minted for this execution: their
-    /// numbers and names.
-    Nested(String, Vec<(usize, String)>),
-    /// A user content with results for this execution's calls, and the
-    /// parts it holds beside them.
-    Results(String, Vec<(usize, String)>, Vec<Value>),
-    /// A user content with a result whose id has the proxy's prefix but
-    /// was not minted by it.
-    Unplaced(Vec<String>),
-    Other,
-}
-
 /// Finds executions' calls in one tenant's Gemini conversation.
 pub struct ContentReader<'a> {
-    store: &'a dyn ExecutionLookup,
-    tenant: &'a Tenant,
+    ids: CallIds<'a>,
 }
 
 impl<'a> ContentReader<'a> {
     /// A reader of `tenant`'s conversations, finding executions in `store`.
     pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> ContentReader<'a> {
-        ContentReader { store, tenant }
-    }
-
-    fn resolve(&self, id: &str) -> Option<(String, usize)> {
-        resolve_call_id(id, self.tenant, self.store)
+        ContentReader {
+            ids: CallIds { store, tenant },
+        }
     }
 
     /// The kind of every content, each user content read against the
     /// model turn before it.
-    fn kinds(&self, contents: &[Box<RawValue>]) -> Vec<Kind> {
+    fn read_kinds(&self, contents: &[Box<RawValue>]) -> Vec<Kind> {
         let mut kinds = Vec::with_capacity(contents.len());
         let mut calls: Vec<(String, String)> = Vec::new();
         let mut after_nested = false;
@@ -74,12 +52,9 @@ impl<'a> ContentReader<'a> {
             // Only a content naming a minted id, answering a turn that does
             // (by name and place), or calling without ids, is read.
             let text = raw.get();
-            let view = (after_nested
-                || crate::runtime::may_name_minted(text)
-                || text.contains("unctionCall")
-                || text.contains("unction_call"))
-            .then(|| serde_json::from_str::<ContentView>(raw.get()).ok())
-            .flatten();
+            let view = (after_nested || Self::may_hold(text))
+                .then(|| serde_json::from_str::<ContentView>(raw.get()).ok())
+                .flatten();
             let Some(c) = view else {
                 calls.clear();
                 after_nested = false;
@@ -95,7 +70,7 @@ impl<'a> ContentReader<'a> {
                         calls = found;
                     }
                 }
-                after_nested = matches!(kind, Kind::Nested(..));
+                after_nested = matches!(kind, Kind::Calls(..));
                 kinds.push(kind);
             } else {
                 kinds.push(self.results(&calls, c.parts));
@@ -110,14 +85,14 @@ impl<'a> ContentReader<'a> {
         let mut exec = None;
         let mut mine = Vec::new();
         for (id, name) in calls {
-            let Some((e, n)) = self.resolve(id) else {
+            let Some((e, n)) = self.ids.resolve(id) else {
                 continue;
             };
             if exec.get_or_insert_with(|| e.clone()) == &e {
                 mine.push((n, name.clone()));
             }
         }
-        exec.map_or(Kind::Other, |e| Kind::Nested(e, mine))
+        exec.map_or(Kind::Other, |e| Kind::Calls(e, mine))
     }
 
     /// The calls of a model turn that names none of the proxy's ids, with
@@ -146,7 +121,7 @@ impl<'a> ContentReader<'a> {
                     .map_or_else(|| "{}".into(), |a| a.to_string().into()),
             })
             .collect();
-        let echo = echoed_batch(self.store, self.tenant, &echoed, &[]).ok()??;
+        let echo = echoed_batch(self.ids.store, self.ids.tenant, &echoed, &[]).ok()??;
         Some(
             echo.calls
                 .into_iter()
@@ -170,7 +145,7 @@ impl<'a> ContentReader<'a> {
             };
             let own = response.get("id").and_then(Value::as_str).unwrap_or("");
             let id = ids.next().flatten().unwrap_or_else(|| own.to_owned());
-            match self.resolve(&id) {
+            match self.ids.resolve(&id) {
                 Some((e, n)) if exec.get_or_insert_with(|| e.clone()) == &e => {
                     // The tool it answers: the call's name in the turn
                     // before, else the name the answer gives.
@@ -201,14 +176,14 @@ impl<'a> ContentReader<'a> {
         contents: &[Box<RawValue>],
     ) -> Result<Option<Trailing>, Vec<String>> {
         let start = contents.len().saturating_sub(2);
-        let mut kinds = self.kinds(&contents[start..]);
+        let mut kinds = self.read_kinds(&contents[start..]);
         let (exec, results) = match kinds.pop() {
             Some(Kind::Unplaced(ids)) => return Err(ids),
             Some(Kind::Results(e, r, _)) => (e, r),
             _ => return Ok(None),
         };
         let calls = match kinds.pop() {
-            Some(Kind::Nested(e, calls)) if e == exec => calls,
+            Some(Kind::Calls(e, calls)) if e == exec => calls,
             _ => Vec::new(),
         };
         Ok(Some(Trailing {
@@ -217,74 +192,38 @@ impl<'a> ContentReader<'a> {
             calls,
         }))
     }
+}
 
-    /// Replaces each execution's nested traffic by the model's `run_code`
-    /// turn and its result; a program the conversation moved past before
-    /// it finished is recorded as interrupted.
-    pub fn rewrite(&self, contents: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        let may_hold = |m: &RawValue| {
-            let text = m.get();
-            crate::runtime::may_name_minted(text)
-                || text.contains("unctionCall")
-                || text.contains("unction_call")
-        };
-        if !contents.iter().any(|m| may_hold(m)) {
-            return;
-        }
-        let kinds = self.kinds(contents);
-        let mut out = Vec::with_capacity(contents.len());
-        let mut i = 0;
-        while i < contents.len() {
-            let Kind::Nested(exec_id, _) = &kinds[i] else {
-                out.push(contents[i].clone());
-                i += 1;
-                continue;
-            };
-            let mut sent = BTreeMap::new();
-            let mut carried = Vec::new();
-            let mut j = i + 1;
-            while j < contents.len() {
-                match &kinds[j] {
-                    Kind::Nested(e, _) if e == exec_id => {}
-                    Kind::Results(e, results, others) if e == exec_id => {
-                        for (n, text) in results {
-                            sent.insert(*n, text.as_str());
-                        }
-                        carried.extend(others.iter().cloned());
-                    }
-                    _ => break,
-                }
-                j += 1;
-            }
-            let pair = match self.store.get(self.tenant, exec_id) {
-                Some(e) if e.outcome.is_some() => pair(&e, &carried),
-                Some(e) => {
-                    let mut e = Execution::clone(&e);
-                    e.outcome = Some(interrupted(&e, &sent, limits));
-                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
-                    let v = pair(&e, &carried);
-                    self.store.put(std::sync::Arc::new(e));
-                    v
-                }
-                None => {
-                    let id =
-                        crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
-                    let text = missing_text(exec_id, self.tenant, limits.lifetime);
-                    let mut result = vec![json!({"functionResponse": {"id": id,
-                        "name": crate::mode::RUN_CODE, "response": {"error": text}}})];
-                    result.extend(carried);
-                    vec![
-                        json!({"role": "model", "parts": [{"functionCall": {"id": id,
-                            "name": crate::mode::RUN_CODE,
-                            "args": {"code": "/* no longer available */"}},
-                            "thoughtSignature": UNSIGNED}]}),
-                        json!({"role": "user", "parts": result}),
-                    ]
-                }
-            };
-            out.extend(pair.iter().map(to_raw));
-            i = j;
-        }
-        *contents = out;
+impl Transcript for ContentReader<'_> {
+    fn ids(&self) -> &CallIds<'_> {
+        &self.ids
+    }
+
+    /// A model turn calling without ids may echo a batch
+    /// ([`ContentReader::by_content`]).
+    fn may_hold(text: &str) -> bool {
+        may_name_minted(text) || text.contains("unctionCall") || text.contains("unction_call")
+    }
+
+    fn kinds(&self, contents: &[Box<RawValue>]) -> Vec<Kind> {
+        self.read_kinds(contents)
+    }
+
+    fn pair(e: &Execution, beside: &[Value]) -> Vec<Value> {
+        pair(e, beside)
+    }
+
+    fn missing_pair(exec_id: &str, text: &str, beside: Vec<Value>) -> Vec<Value> {
+        let id = crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
+        let mut result = vec![json!({"functionResponse": {"id": id,
+            "name": crate::mode::RUN_CODE, "response": {"error": text}}})];
+        result.extend(beside);
+        vec![
+            json!({"role": "model", "parts": [{"functionCall": {"id": id,
+                "name": crate::mode::RUN_CODE,
+                "args": {"code": "/* no longer available */"}},
+                "thoughtSignature": UNSIGNED}]}),
+            json!({"role": "user", "parts": result}),
+        ]
     }
 }

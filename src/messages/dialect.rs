@@ -16,7 +16,7 @@ use super::request::MessagesRequest;
 use super::stream::MessagesJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::{Refused, Trailing};
+use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;

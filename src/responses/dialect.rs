@@ -15,7 +15,7 @@ use super::request::ResponsesRequest;
 use super::stream::ResponsesJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::{Refused, Trailing};
+use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::splice::TenantSplices;
 use crate::tenant::Tenant;

@@ -1,6 +1,8 @@
-//! Programs in a Responses input: the client's items hold the nested
-//! traffic (call items with minted `call_id`s and their outputs); the model
-//! sees its own `run_code` turn and one output instead, on every request.
+//! Programs in a Responses input: what differs from other dialects in
+//! reading a history ([`crate::runtime::history`] walks it): each call
+//! item and each output is an item of its own, an input that continues a
+//! response sends only the outputs, and the model's turn holds items
+//! (reasoning, text) the client sends back before the calls.
 
 use std::collections::BTreeMap;
 
@@ -9,9 +11,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
-use crate::runtime::history::{interrupted, Refused, Trailing};
+use crate::runtime::history::{interrupted, CallIds, Kind, Refused, Trailing, Transcript};
 use crate::runtime::output::Field;
-use crate::runtime::{resolve_call_id, Execution, ExecutionLookup, Limits, MINTED_PREFIX};
+use crate::runtime::{Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -29,28 +31,17 @@ struct ItemView {
     namespace: Option<String>,
 }
 
-/// An input item's relation to executions.
-#[derive(Debug, PartialEq, Eq)]
-enum Kind {
-    /// A call item minted for call `n` of this execution, with the tool it names.
-    Call(String, usize, String),
-    /// An output for call `n` of this execution.
-    Output(String, usize, String),
-    /// An output whose `call_id` has the proxy's prefix but was not minted by it.
-    Unplaced(String),
-    Other,
-}
-
 /// Finds executions' calls in one tenant's Responses input.
 pub struct ItemReader<'a> {
-    store: &'a dyn ExecutionLookup,
-    tenant: &'a Tenant,
+    ids: CallIds<'a>,
 }
 
 impl<'a> ItemReader<'a> {
     /// A reader of `tenant`'s inputs, finding executions in `store`.
     pub fn new(store: &'a dyn ExecutionLookup, tenant: &'a Tenant) -> ItemReader<'a> {
-        ItemReader { store, tenant }
+        ItemReader {
+            ids: CallIds { store, tenant },
+        }
     }
 
     fn kind(&self, raw: &RawValue) -> Kind {
@@ -64,11 +55,14 @@ impl<'a> ItemReader<'a> {
         let (Some(kind), Some(id)) = (item.kind.as_deref(), item.call_id.as_deref()) else {
             return Kind::Other;
         };
-        let found = resolve_call_id(id, self.tenant, self.store);
+        let found = self.ids.resolve(id);
         if kind.ends_with("_output") {
             return match found {
-                Some((e, n)) => Kind::Output(e, n, output_text(item.output.or(item.tools))),
-                None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(id.to_owned()),
+                Some((e, n)) => {
+                    let text = output_text(item.output.or(item.tools));
+                    Kind::Results(e, vec![(n, text)], Vec::new())
+                }
+                None if id.starts_with(MINTED_PREFIX) => Kind::Unplaced(vec![id.to_owned()]),
                 None => Kind::Other,
             };
         }
@@ -82,17 +76,10 @@ impl<'a> ItemReader<'a> {
                 if let Some(ns) = item.namespace {
                     fields.insert("namespace".into(), json!(ns));
                 }
-                Kind::Call(e, n, super::items::tool_name(&fields))
+                Kind::Calls(e, vec![(n, super::items::tool_name(&fields))])
             }
             _ => Kind::Other,
         }
-    }
-
-    /// Whether `id` is one the proxy gave, or has its shape: a run naming
-    /// one is read by its ids (an id of its shape it never minted is
-    /// refused), never looked up by what it calls.
-    fn names_proxy_id(&self, id: &str) -> bool {
-        id.starts_with(MINTED_PREFIX) || resolve_call_id(id, self.tenant, self.store).is_some()
     }
 
     /// The outputs at the end of the input for a program's calls, and the
@@ -102,15 +89,17 @@ impl<'a> ItemReader<'a> {
     /// Call items sent back with ids the proxy never gave are read as the
     /// batch they echo ([`ItemReader::echoes`]).
     pub fn trailing_results(&self, items: &[Box<RawValue>]) -> Result<Option<Trailing>, Refused> {
-        let renamed = self.echoes(items).map_err(Refused::Unclear)?;
+        let renamed = self.read_echoes(items).map_err(Refused::Unclear)?;
         let items = renamed.as_deref().unwrap_or(items);
         let mut results = Vec::new();
         let mut unplaced = Vec::new();
         let mut i = items.len();
         while i > 0 {
             match self.kind(&items[i - 1]) {
-                Kind::Output(e, n, text) => results.push((e, n, text)),
-                Kind::Unplaced(id) => unplaced.push(id),
+                Kind::Results(e, r, _) => {
+                    results.extend(r.into_iter().rev().map(|(n, text)| (e.clone(), n, text)))
+                }
+                Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
                 _ => break,
             }
             i -= 1;
@@ -123,9 +112,9 @@ impl<'a> ItemReader<'a> {
         let mut exec = None;
         while i > 0 {
             match self.kind(&items[i - 1]) {
-                Kind::Call(e, n, name) if exec.as_ref().is_none_or(|x| *x == e) => {
+                Kind::Calls(e, named) if exec.as_ref().is_none_or(|x| *x == e) => {
                     exec.get_or_insert_with(|| e.clone());
-                    calls.push((n, name));
+                    calls.extend(named.into_iter().rev());
                 }
                 _ => break,
             }
@@ -147,75 +136,42 @@ impl<'a> ItemReader<'a> {
             calls,
         }))
     }
+}
 
-    /// Replaces each execution's nested items by the model's `run_code`
-    /// turn and its output; a program the input moved past before it
-    /// finished is recorded as interrupted.
-    pub fn rewrite(&self, items: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        // A run whose outputs cannot be told apart was refused with its
-        // request; read after, it is left as it came.
-        if let Ok(Some(renamed)) = self.echoes(items) {
-            *items = renamed;
-        }
-        if !items
-            .iter()
-            .any(|m| crate::runtime::may_name_minted(m.get()))
+impl Transcript for ItemReader<'_> {
+    fn ids(&self) -> &CallIds<'_> {
+        &self.ids
+    }
+
+    fn kinds(&self, items: &[Box<RawValue>]) -> Vec<Kind> {
+        items.iter().map(|m| self.kind(m)).collect()
+    }
+
+    fn echoes(&self, items: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        self.read_echoes(items)
+    }
+
+    const RESULTS_BEGIN_A_RUN: bool = true;
+
+    /// The model's own items (reasoning, text) reached the client with the
+    /// program's first calls, and the client sent them back before those
+    /// calls: the model's turn holds them.
+    fn before_run(out: &mut Vec<Box<RawValue>>, e: &Execution) {
+        let ids = model_item_ids(e);
+        while out
+            .last()
+            .is_some_and(|raw| item_id(raw).is_some_and(|id| ids.contains(&id)))
         {
-            return;
+            out.pop();
         }
-        let kinds: Vec<Kind> = items.iter().map(|m| self.kind(m)).collect();
-        let mut out = Vec::with_capacity(items.len());
-        let mut i = 0;
-        while i < items.len() {
-            let exec_id = match &kinds[i] {
-                Kind::Call(e, _, _) | Kind::Output(e, _, _) => e.clone(),
-                _ => {
-                    out.push(items[i].clone());
-                    i += 1;
-                    continue;
-                }
-            };
-            let mut sent = BTreeMap::new();
-            let mut j = i;
-            while j < items.len() {
-                match &kinds[j] {
-                    Kind::Call(e, _, _) if *e == exec_id => {}
-                    Kind::Output(e, n, text) if *e == exec_id => {
-                        sent.insert(*n, text.as_str());
-                    }
-                    _ => break,
-                }
-                j += 1;
-            }
-            let held = self.store.get(self.tenant, &exec_id);
-            // The model's own items (reasoning, text) reached the client
-            // with the program's first calls, and the client sent them back
-            // before those calls: the model's turn below holds them.
-            if let Some(e) = &held {
-                let ids = model_item_ids(e);
-                while out
-                    .last()
-                    .is_some_and(|raw| item_id(raw).is_some_and(|id| ids.contains(&id)))
-                {
-                    out.pop();
-                }
-            }
-            let pair = match held {
-                Some(e) if e.outcome.is_some() => pair(&e),
-                Some(e) => {
-                    let mut e = Execution::clone(&e);
-                    e.outcome = Some(interrupted(&e, &sent, limits));
-                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
-                    let v = pair(&e);
-                    self.store.put(std::sync::Arc::new(e));
-                    v
-                }
-                None => missing_pair(&exec_id, self.tenant, limits.lifetime),
-            };
-            out.extend(pair.iter().map(to_raw));
-            i = j;
-        }
-        *items = out;
+    }
+
+    fn pair(e: &Execution, _beside: &[Value]) -> Vec<Value> {
+        pair(e)
+    }
+
+    fn missing_pair(exec_id: &str, content: &str, _beside: Vec<Value>) -> Vec<Value> {
+        missing_pair(exec_id, content)
     }
 }
 
@@ -258,15 +214,15 @@ impl ItemReader<'_> {
         exec: &Execution,
         limits: &Limits,
     ) {
-        let kinds: Vec<Kind> = items.iter().map(|m| self.kind(m)).collect();
+        let kinds = self.kinds(items);
         let mut sent = BTreeMap::new();
         let mut out = Vec::with_capacity(items.len());
         let mut placed = false;
         for (raw, kind) in items.iter().zip(&kinds) {
             match kind {
-                Kind::Call(e, _, _) | Kind::Output(e, _, _) if *e == exec.id => {
-                    if let Kind::Output(_, n, text) = kind {
-                        sent.insert(*n, text.as_str());
+                Kind::Calls(e, _) | Kind::Results(e, _, _) if *e == exec.id => {
+                    if let Kind::Results(_, results, _) = kind {
+                        sent.extend(results.iter().map(|(n, text)| (*n, text.as_str())));
                     }
                     if !placed {
                         placed = true;
@@ -279,7 +235,7 @@ impl ItemReader<'_> {
         let mut e = exec.clone();
         if e.outcome.is_none() {
             e.outcome = Some(interrupted(&e, &sent, limits));
-            self.store.put(std::sync::Arc::new(e.clone()));
+            self.ids.store.put(std::sync::Arc::new(e.clone()));
         }
         let mut answer = vec![
             json!({"type": "function_call_output", "call_id": e.run_call_id,
@@ -333,10 +289,10 @@ fn run_code_turn(e: &Execution) -> Vec<Value> {
     v
 }
 
-/// What the model is told of a program whose record the tenant lacks.
-fn missing_pair(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> Vec<Value> {
+/// What the model is told of a program whose record is gone: a `run_code`
+/// call and `content`.
+fn missing_pair(exec_id: &str, content: &str) -> Vec<Value> {
     let id = crate::runtime::lost_program_call_id(crate::runtime::CALL_PREFIX, exec_id);
-    let content = crate::runtime::history::missing_text(exec_id, tenant, lifetime);
     vec![
         json!({"type": "function_call", "call_id": id, "name": RUN_CODE,
                "arguments": "{\"code\":\"/* no longer available */\"}"}),

@@ -1,21 +1,27 @@
-//! The model's view of executions, in what every dialect shares: the
-//! client's history holds the nested traffic (calls with minted ids and
-//! their results); the model sees one `run_code` call and its result
-//! instead, on every request. Each dialect reads its own history
-//! (`chat/history.rs`, `responses/history.rs`, `messages/history.rs`).
-//!
-//! Agents end tool loops for their own reasons (a step limit, a user who
-//! moves on), so a history may hold a program that never finished: the
-//! model is then told it was interrupted, with the calls it made and the
-//! results the agent sent, and the conversation stays well formed.
+//! The model's view of executions: the client's history holds the nested
+//! traffic (calls with minted ids and their results); the model sees one
+//! `run_code` call and its result instead, on every request. The walk that
+//! finds a program's traffic and puts its pair in its place is written once
+//! here ([`Transcript::rewrite`]); each dialect says only how its entries
+//! (messages, items, contents) read as calls and results, and how the pair
+//! is written (`chat/history.rs`, `responses/history.rs`,
+//! `messages/history.rs`, `gemini/history.rs`).
 
 use std::collections::BTreeMap;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{limit_output, minted_for, now_ms, Execution, Limits};
-use crate::sdk::program_call;
+use super::{
+    may_name_minted, resolve_call_id, short_form, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
+};
 use crate::tenant::Tenant;
+use crate::wire::to_raw;
+
+mod told;
+
+pub(crate) use told::interrupted;
+pub use told::missing_text;
 
 /// The results the client returns now, for the program waiting on them.
 #[derive(Debug, Default)]
@@ -41,66 +47,174 @@ pub enum Refused {
     Unclear(String),
 }
 
-/// Bytes of one call's result quoted in an interruption.
-const QUOTED_RESULT_BYTES: usize = 2_000;
+/// A history entry's relation to executions.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Calls minted for this execution: their numbers and the names the
+    /// client gives them.
+    Calls(String, Vec<(usize, String)>),
+    /// Results for this execution's calls, `(call number, text)`, and what
+    /// the entry holds beside them (blocks, parts), which the model keeps.
+    Results(String, Vec<(usize, String)>, Vec<Value>),
+    /// Results whose ids have the proxy's prefix but are no ids it minted.
+    Unplaced(Vec<String>),
+    Other,
+}
 
-/// The result of a program the client stopped: the calls it made, with the
-/// results the client sent for them.
-pub(crate) fn interrupted(e: &Execution, sent: &BTreeMap<usize, &str>, limits: &Limits) -> String {
-    let mut text = String::from(
-        "Error: InterruptedError: the program was interrupted before it finished: the client \
-         ended its tool loop (a step limit, or the user moved on) while the program waited on \
-         tool calls, so it returned no value.",
-    );
-    if !e.calls.is_empty() {
-        text.push_str(" The calls it made, in order:");
+/// One tenant's executions, as a history's call ids name them.
+pub struct CallIds<'a> {
+    pub store: &'a dyn ExecutionLookup,
+    pub tenant: &'a Tenant,
+}
+
+impl CallIds<'_> {
+    /// The execution and call number `id` names.
+    pub fn resolve(&self, id: &str) -> Option<(String, usize)> {
+        let found = resolve_call_id(id, self.tenant, self.store);
+        if found.is_none() && short_form(id).is_some() && !id.starts_with(MINTED_PREFIX) {
+            tracing::warn!(target: "codemode::program", "a call id shaped like a shortened proxy id names no call this proxy holds (its record is gone, or the id is the provider's own): left as it is, so the model sees an ordinary call");
+        }
+        found
     }
-    for (n, call) in e.calls.iter().enumerate() {
-        let args = serde_json::from_str(&call.args).unwrap_or(Value::String(call.args.clone()));
-        text.push_str(&format!("\n{}. {}", n + 1, program_call(&call.name, &args)));
-        match call.result.as_deref().or_else(|| sent.get(&n).copied()) {
-            Some(result) => {
-                text.push_str(" returned: ");
-                text.push_str(&quoted(result));
+
+    /// Whether `id` is one the proxy gave, or has its shape: a turn naming
+    /// one is read by its ids (an id of its shape it never minted is
+    /// refused), never looked up by what it calls.
+    pub fn names_proxy_id(&self, id: &str) -> bool {
+        id.starts_with(MINTED_PREFIX) || self.resolve(id).is_some()
+    }
+}
+
+/// A dialect's history, as the walk that rewrites it needs it: how its
+/// entries read, and how the model's view of a program is written.
+pub trait Transcript {
+    /// Where the executions its ids name are found.
+    fn ids(&self) -> &CallIds<'_>;
+
+    /// Whether an entry may concern a program: a byte scan, no parse, as
+    /// most requests hold no program at all.
+    fn may_hold(text: &str) -> bool {
+        may_name_minted(text)
+    }
+
+    /// The kind of every entry (one entry may be read against the one
+    /// before it).
+    fn kinds(&self, entries: &[Box<RawValue>]) -> Vec<Kind>;
+
+    /// `entries` with the turns a client sent back under ids of its own
+    /// given the proxy's ids again, when they echo a batch a program
+    /// handed out; `None` when no turn needs it, `Err` when which result
+    /// answers which call cannot be told.
+    fn echoes(&self, _entries: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        Ok(None)
+    }
+
+    /// Whether results with no call before them begin a program's run (an
+    /// input that continues a response sends only the outputs).
+    const RESULTS_BEGIN_A_RUN: bool = false;
+    /// Whether results with no call before them are dropped (their call is
+    /// not in the history, and a result needs one).
+    const STRAY_RESULTS_DROPPED: bool = false;
+
+    /// Whether `entry`, after a program's results, is what an agent sends
+    /// beside them in an entry of its own (media a provider takes in no
+    /// tool result): the model sees it after the program's result.
+    fn follows_results(_entry: &RawValue) -> bool {
+        false
+    }
+
+    /// Takes off the end of `out` what the model's turn of `e` holds again
+    /// (entries a client sends back before the program's calls).
+    fn before_run(_out: &mut Vec<Box<RawValue>>, _e: &Execution) {}
+
+    /// The model's view of one execution: its turn, and its result once
+    /// ended, with `beside` (what the client sent beside the nested
+    /// results) after it.
+    fn pair(e: &Execution, beside: &[Value]) -> Vec<Value>;
+
+    /// The `run_code` call and result telling the model `text`: the record
+    /// of `exec_id` is gone.
+    fn missing_pair(exec_id: &str, text: &str, beside: Vec<Value>) -> Vec<Value>;
+
+    /// Replaces each execution's nested traffic by the model's `run_code`
+    /// turn and its result. A program the conversation moved past before it
+    /// finished is recorded as interrupted. Executions the tenant does not
+    /// hold become a placeholder pair, so the conversation stays well
+    /// formed: another tenant's execution is never looked at.
+    fn rewrite(&self, entries: &mut Vec<Box<RawValue>>, limits: &Limits) {
+        // A turn whose results cannot be told apart was refused with its
+        // request; read after, it is left as it came.
+        if let Ok(Some(renamed)) = self.echoes(entries) {
+            *entries = renamed;
+        }
+        if !entries.iter().any(|m| Self::may_hold(m.get())) {
+            return;
+        }
+        let ids = self.ids();
+        let kinds = self.kinds(entries);
+        let mut out = Vec::with_capacity(entries.len());
+        let mut i = 0;
+        while i < entries.len() {
+            let exec_id = match &kinds[i] {
+                Kind::Calls(e, _) => e,
+                Kind::Results(e, _, _) if Self::RESULTS_BEGIN_A_RUN => e,
+                Kind::Results(..) if Self::STRAY_RESULTS_DROPPED => {
+                    i += 1;
+                    continue;
+                }
+                _ => {
+                    out.push(entries[i].clone());
+                    i += 1;
+                    continue;
+                }
+            };
+            // This execution's entries: its calls, their results, and what
+            // an agent sent after results.
+            let mut sent = BTreeMap::new();
+            let mut beside = Vec::new();
+            let mut after = Vec::new();
+            let mut j = i;
+            while j < entries.len() {
+                match &kinds[j] {
+                    Kind::Calls(e, _) if e == exec_id => {}
+                    Kind::Results(e, results, others) if e == exec_id => {
+                        sent.extend(results.iter().map(|(n, text)| (*n, text.as_str())));
+                        beside.extend(others.iter().cloned());
+                    }
+                    Kind::Other
+                        if (matches!(kinds[j - 1], Kind::Results(..))
+                            || after.last() == Some(&(j - 1)))
+                            && Self::follows_results(&entries[j]) =>
+                    {
+                        after.push(j);
+                    }
+                    _ => break,
+                }
+                j += 1;
             }
-            None => text.push_str(" got no result (it may not have run)"),
+            let held = ids.store.get(ids.tenant, exec_id);
+            if let Some(e) = &held {
+                Self::before_run(&mut out, e);
+            }
+            let pair = match held {
+                Some(e) if e.outcome.is_some() => Self::pair(&e, &beside),
+                Some(e) => {
+                    let mut e = Execution::clone(&e);
+                    e.outcome = Some(interrupted(&e, &sent, limits));
+                    tracing::info!(target: "codemode::program", run_call = %e.run_call_id, calls = e.calls.len(), outcome = "interrupted", "program ended: the client moved on before it finished");
+                    let v = Self::pair(&e, &beside);
+                    ids.store.put(std::sync::Arc::new(e));
+                    v
+                }
+                None => {
+                    let text = missing_text(exec_id, ids.tenant, limits.lifetime);
+                    Self::missing_pair(exec_id, text, beside)
+                }
+            };
+            out.extend(pair.iter().map(to_raw));
+            out.extend(after.iter().map(|&k| entries[k].clone()));
+            i = j;
         }
-    }
-    text.push_str("\nRun a new program for whatever is still needed.");
-    limit_output(text, limits)
-}
-
-fn quoted(result: &str) -> String {
-    if result.len() <= QUOTED_RESULT_BYTES {
-        return result.to_owned();
-    }
-    let mut cut = QUOTED_RESULT_BYTES;
-    while !result.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} bytes in all]", &result[..cut], result.len())
-}
-
-/// What the model is told of a program whose record `tenant` does not
-/// have, in any dialect: an error it can act on (run it again).
-pub fn missing_text(exec_id: &str, tenant: &Tenant, lifetime: std::time::Duration) -> &'static str {
-    let created = minted_for(exec_id, tenant).map(|m| m.created_ms);
-    match created {
-        Some(None) => {
-            "Error: the proxy no longer holds the record of this program: it expired, or the \
-             proxy lost the record (it restarted, or ran short of memory) before the program \
-             finished; its result is unknown. Run the program again if its result is still \
-             needed."
-        }
-        Some(Some(created)) if now_ms().saturating_sub(created) <= lifetime.as_millis() as u64 => {
-            "Error: the proxy lost the record of this program (it restarted, or ran short of \
-             memory) before the program finished; its result is unknown. Run the program again \
-             if its result is still needed."
-        }
-        Some(_) => {
-            "Error: the record of this program has expired; its result is no longer available. \
-             Run the program again if its result is still needed."
-        }
-        None => "Error: this program's record is not available; its result is unknown.",
+        *entries = out;
     }
 }

@@ -18,7 +18,7 @@ impl ItemReader<'_> {
     /// them, and the outputs theirs, paired as the client paired them.
     /// `None` when no run needs it; `Err` when a run's outputs cannot be
     /// told apart.
-    pub(super) fn echoes(
+    pub(super) fn read_echoes(
         &self,
         items: &[Box<RawValue>],
     ) -> Result<Option<Vec<Box<RawValue>>>, String> {
@@ -72,7 +72,7 @@ impl ItemReader<'_> {
                 .map(|(_, item)| {
                     item["call_id"]
                         .as_str()
-                        .is_some_and(|id| !is_output(item) && self.names_proxy_id(id))
+                        .is_some_and(|id| !is_output(item) && self.ids.names_proxy_id(id))
                 })
                 .collect();
             let mut p = 0;
@@ -84,8 +84,8 @@ impl ItemReader<'_> {
                         break;
                     }
                     if !may_echo(
-                        self.store,
-                        self.tenant,
+                        self.ids.store,
+                        self.ids.tenant,
                         entries[span.clone()].iter().flatten(),
                     ) {
                         continue;
@@ -139,7 +139,7 @@ impl ItemReader<'_> {
                 content,
             })
             .collect();
-        let Some(echo) = echoed_batch(self.store, self.tenant, &echoed, &results)? else {
+        let Some(echo) = echoed_batch(self.ids.store, self.ids.tenant, &echoed, &results)? else {
             return Ok(None);
         };
         let ids = echo.calls.iter().map(Some);
