@@ -139,7 +139,7 @@ impl Reader<'_> {
         &self,
         messages: &[Box<RawValue>],
     ) -> Result<Option<Trailing>, Refused> {
-        let renamed = self.read_echoes(messages).map_err(Refused::Unclear)?;
+        let renamed = self.echoes(messages).map_err(Refused::Unclear)?;
         let messages = renamed.as_deref().unwrap_or(messages);
         let mut unplaced = Vec::new();
         let found = self.trailing(messages, &mut unplaced);
@@ -151,16 +151,71 @@ impl Reader<'_> {
         }
     }
 
+    fn trailing(&self, messages: &[Box<RawValue>], unplaced: &mut Vec<String>) -> Option<Trailing> {
+        // Most requests hold no program at all: a byte scan, no parse.
+        if !messages.iter().any(|m| may_name_minted(m.get())) {
+            return None;
+        }
+        let mut end = messages.len();
+        while end > 0 && is_media_carrier(&messages[end - 1]) {
+            end -= 1;
+        }
+        let carried = end < messages.len();
+        let mut results = Vec::new();
+        for raw in messages[..end].iter().rev() {
+            match self.kind(raw) {
+                Kind::Results(e, r, _) => {
+                    results.extend(r.into_iter().rev().map(|(n, c)| (e.clone(), n, c)))
+                }
+                Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
+                // Media straight after the calls is the user's own message.
+                Kind::Calls(_, _) if carried && results.is_empty() => return None,
+                Kind::Calls(exec, calls) => {
+                    results.reverse();
+                    let results = results
+                        .into_iter()
+                        .filter(|(e, _, _)| *e == exec)
+                        .map(|(_, n, c)| (n, c))
+                        .collect();
+                    return Some(Trailing {
+                        exec,
+                        results,
+                        calls,
+                    });
+                }
+                Kind::Other => return None,
+            }
+        }
+        None
+    }
+}
+
+/// The model's view of one execution: its call, and its result once ended.
+pub fn pair(e: &Execution) -> Vec<Value> {
+    let mut v = vec![run_code_turn(e)];
+    if let Some(outcome) = &e.outcome {
+        v.push(json!({"role": "tool", "tool_call_id": e.run_call_id, "content": outcome}));
+        v.extend(e.denials.iter().cloned());
+    }
+    v
+}
+
+impl Transcript for Reader<'_> {
+    fn ids(&self) -> &CallIds<'_> {
+        &self.ids
+    }
+
+    fn kinds(&self, messages: &[Box<RawValue>]) -> Vec<Kind> {
+        messages.iter().map(|m| self.kind(m)).collect()
+    }
+
     /// `messages` with each assistant turn whose calls carry none of the
     /// proxy's ids (agno rewrites every id that does not start with
     /// `call_`), when it echoes a batch one of the tenant's programs handed
     /// out, given the ids the proxy gave its calls, and the tool messages
     /// after it theirs, paired as the client paired them. `None` when no
     /// turn needs it; `Err` when a turn's results cannot be told apart.
-    fn read_echoes(
-        &self,
-        messages: &[Box<RawValue>],
-    ) -> Result<Option<Vec<Box<RawValue>>>, String> {
+    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
         let mut renamed: Option<Vec<Box<RawValue>>> = None;
         for i in 0..messages.len() {
             let text = messages[i].get();
@@ -244,68 +299,6 @@ impl Reader<'_> {
             }
         }
         Ok(renamed)
-    }
-
-    fn trailing(&self, messages: &[Box<RawValue>], unplaced: &mut Vec<String>) -> Option<Trailing> {
-        // Most requests hold no program at all: a byte scan, no parse.
-        if !messages.iter().any(|m| may_name_minted(m.get())) {
-            return None;
-        }
-        let mut end = messages.len();
-        while end > 0 && is_media_carrier(&messages[end - 1]) {
-            end -= 1;
-        }
-        let carried = end < messages.len();
-        let mut results = Vec::new();
-        for raw in messages[..end].iter().rev() {
-            match self.kind(raw) {
-                Kind::Results(e, r, _) => {
-                    results.extend(r.into_iter().rev().map(|(n, c)| (e.clone(), n, c)))
-                }
-                Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
-                // Media straight after the calls is the user's own message.
-                Kind::Calls(_, _) if carried && results.is_empty() => return None,
-                Kind::Calls(exec, calls) => {
-                    results.reverse();
-                    let results = results
-                        .into_iter()
-                        .filter(|(e, _, _)| *e == exec)
-                        .map(|(_, n, c)| (n, c))
-                        .collect();
-                    return Some(Trailing {
-                        exec,
-                        results,
-                        calls,
-                    });
-                }
-                Kind::Other => return None,
-            }
-        }
-        None
-    }
-}
-
-/// The model's view of one execution: its call, and its result once ended.
-pub fn pair(e: &Execution) -> Vec<Value> {
-    let mut v = vec![run_code_turn(e)];
-    if let Some(outcome) = &e.outcome {
-        v.push(json!({"role": "tool", "tool_call_id": e.run_call_id, "content": outcome}));
-        v.extend(e.denials.iter().cloned());
-    }
-    v
-}
-
-impl Transcript for Reader<'_> {
-    fn ids(&self) -> &CallIds<'_> {
-        &self.ids
-    }
-
-    fn kinds(&self, messages: &[Box<RawValue>]) -> Vec<Kind> {
-        messages.iter().map(|m| self.kind(m)).collect()
-    }
-
-    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
-        self.read_echoes(messages)
     }
 
     /// A tool message needs the assistant turn with its call before it.

@@ -100,9 +100,7 @@ impl<'a> MessageReader<'a> {
         messages: &[Box<RawValue>],
     ) -> Result<Option<Trailing>, Refused> {
         let from = messages.len().saturating_sub(2);
-        let renamed = self
-            .read_echoes(&messages[from..])
-            .map_err(Refused::Unclear)?;
+        let renamed = self.echoes(&messages[from..]).map_err(Refused::Unclear)?;
         let messages = renamed.as_deref().unwrap_or(&messages[from..]);
         let Some(last) = messages.last() else {
             return Ok(None);
@@ -126,6 +124,16 @@ impl<'a> MessageReader<'a> {
             calls,
         }))
     }
+}
+
+impl Transcript for MessageReader<'_> {
+    fn ids(&self) -> &CallIds<'_> {
+        &self.ids
+    }
+
+    fn kinds(&self, messages: &[Box<RawValue>]) -> Vec<Kind> {
+        messages.iter().map(|m| self.kind(m)).collect()
+    }
 
     /// `messages` with each assistant turn whose `tool_use` blocks carry
     /// none of the proxy's ids, when it echoes a batch one of the tenant's
@@ -133,10 +141,7 @@ impl<'a> MessageReader<'a> {
     /// `tool_result` blocks of the user message after it theirs, paired as
     /// the client paired them. `None` when no turn needs it; `Err` when a
     /// turn's results cannot be told apart.
-    fn read_echoes(
-        &self,
-        messages: &[Box<RawValue>],
-    ) -> Result<Option<Vec<Box<RawValue>>>, String> {
+    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
         let mut renamed: Option<Vec<Box<RawValue>>> = None;
         for i in 0..messages.len() {
             let text = messages[i].get();
@@ -222,20 +227,6 @@ impl<'a> MessageReader<'a> {
             }
         }
         Ok(renamed)
-    }
-}
-
-impl Transcript for MessageReader<'_> {
-    fn ids(&self) -> &CallIds<'_> {
-        &self.ids
-    }
-
-    fn kinds(&self, messages: &[Box<RawValue>]) -> Vec<Kind> {
-        messages.iter().map(|m| self.kind(m)).collect()
-    }
-
-    fn echoes(&self, messages: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
-        self.read_echoes(messages)
     }
 
     fn pair(e: &Execution, beside: &[Value]) -> Vec<Value> {

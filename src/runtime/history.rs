@@ -58,12 +58,15 @@ pub enum Kind {
     Results(String, Vec<(usize, String)>, Vec<Value>),
     /// Results whose ids have the proxy's prefix but are no ids it minted.
     Unplaced(Vec<String>),
+    /// Nothing of a program's.
     Other,
 }
 
 /// One tenant's executions, as a history's call ids name them.
 pub struct CallIds<'a> {
+    /// Where executions are held.
     pub store: &'a dyn ExecutionLookup,
+    /// Whose history it is: only its executions are looked at.
     pub tenant: &'a Tenant,
 }
 
