@@ -10,7 +10,10 @@
 #   B_ENV="CODEMODE_ADMIN_TOKEN=0123456789abcdef0123" bench/ab.sh
 #
 # Both proxies share CPU 0 (one loaded at a time); wrk and the provider run
-# on CPU 1. ROUNDS (5) rounds of DURATION (8) seconds each.
+# on CPU 1. ROUNDS (5) rounds of DURATION (8) seconds each. PROGRAM=1: every
+# request runs a program (the provider answers `run_code` first), as
+#   A_BIN=target/release/codemode-proxy A_ENV="CODEMODE_SANDBOX=in-process" PROGRAM=1 bench/ab.sh
+# CPU counts the proxy's children too (its sandbox workers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A_BIN=${A_BIN:?set A_BIN to the first build}
@@ -20,7 +23,7 @@ DURATION=${DURATION:-8}
 if ! command -v wrk >/dev/null; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; fi
 cargo build --release --quiet --example fake_provider
 W=$(mktemp -d)
-./target/release/examples/fake_provider 127.0.0.1:19200 200 5 >/dev/null &
+./target/release/examples/fake_provider 127.0.0.1:19200 200 5 ${PROGRAM:+program} >/dev/null &
 P=$!
 start() {
     # shellcheck disable=SC2086 # $3 is a list of VAR=value words
@@ -34,7 +37,16 @@ trap 'kill $P $A $B 2>/dev/null; rm -rf "$W"' EXIT
 sleep 1
 python3 bench/request.py "$W"
 taskset -a -pc 0 "$A" >/dev/null; taskset -a -pc 0 "$B" >/dev/null; taskset -a -pc 1 "$P" >/dev/null
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Sandbox workers started before the pinning go to CPU 0 with their proxy.
+for c in $(pgrep -P "$A") $(pgrep -P "$B"); do taskset -a -pc 0 "$c" >/dev/null; done
+# The proxy and its children: a sandbox worker's CPU is the proxy's cost.
+cpu_ticks() {
+    local t=0 p
+    for p in "$1" $(pgrep -P "$1"); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
 for port in 19201 19202; do
     curl -sf -o /dev/null -d @"$W/body.json" -H 'content-type: application/json' "http://127.0.0.1:$port/v1/chat/completions"
 done

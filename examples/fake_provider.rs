@@ -5,7 +5,13 @@
 //! answer, or with `chunks` SSE events `delay_ms` apart when the request
 //! streams (`"stream": true`, or Gemini's `:streamGenerateContent`).
 //!
-//! `cargo run --release --example fake_provider -- ADDR [chunks] [delay_ms]`
+//! `cargo run --release --example fake_provider -- ADDR [chunks] [delay_ms] [program]`
+//!
+//! With `program`, a Chat Completions request whose last message is not a
+//! tool result is answered with a `run_code` call (a program that calls no
+//! tool), so a code-mode proxy with the embedded runtime runs a program and
+//! asks again: what one request that runs a program costs (bench/ab.sh's
+//! `PROGRAM=1`).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -21,6 +27,8 @@ const COMPLETION: &str = r#"{"id":"chatcmpl-load","object":"chat.completion","cr
 const RESPONSE: &str = r#"{"id":"resp_load","object":"response","created_at":1730000000,"status":"completed","error":null,"incomplete_details":null,"model":"gpt-5","output":[{"id":"msg_load","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"The file has 42 lines."}]}],"usage":{"input_tokens":320,"output_tokens":9,"total_tokens":329}}"#;
 const MESSAGE: &str = r#"{"id":"msg_load","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"The file has 42 lines."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":320,"output_tokens":9}}"#;
 const GEMINI: &str = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"The file has 42 lines."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":320,"candidatesTokenCount":9,"totalTokenCount":329},"modelVersion":"gemini-2.5-pro"}"#;
+
+const PROGRAM_CALL: &str = r#"{"id":"chatcmpl-load","object":"chat.completion","created":1730000000,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_load","type":"function","function":{"name":"run_code","arguments":"{\"code\":\"const n = [1, 2, 3].map((x) => x * 14); return n[2];\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":320,"completion_tokens":20,"total_tokens":340}}"#;
 
 #[derive(Clone, Copy)]
 enum Dialect {
@@ -114,6 +122,7 @@ async fn handle(
     req: Request<Incoming>,
     chunks: usize,
     delay: Duration,
+    program: bool,
 ) -> Result<Response<Body>, Infallible> {
     let dialect = Dialect::of(req.uri().path());
     let gemini_stream = req.uri().path().contains(":streamGenerateContent");
@@ -127,9 +136,14 @@ async fn handle(
         || serde_json::from_slice::<serde_json::Value>(&body)
             .is_ok_and(|v| v.get("stream") == Some(&serde_json::Value::Bool(true)));
     if !streaming {
+        let answer = if program && matches!(dialect, Dialect::Chat) && !answers_a_tool(&body) {
+            PROGRAM_CALL
+        } else {
+            dialect.answer()
+        };
         let res = Response::builder()
             .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(dialect.answer().as_bytes())).boxed_unsync())
+            .body(Full::new(Bytes::from_static(answer.as_bytes())).boxed_unsync())
             .unwrap_or_default();
         return Ok(res);
     }
@@ -168,6 +182,16 @@ async fn handle(
     Ok(res)
 }
 
+/// Whether a chat request's last message is a tool's result.
+fn answers_a_tool(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|v| {
+        v["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["role"] == "tool")
+    })
+}
+
 fn tokio_stream_from(
     mut rx: tokio::sync::mpsc::Receiver<Result<Frame<Bytes>, Infallible>>,
 ) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, Infallible>> {
@@ -180,6 +204,7 @@ async fn main() {
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:9100".into());
     let chunks: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
     let delay = Duration::from_millis(args.next().and_then(|a| a.parse().ok()).unwrap_or(5));
+    let program = args.next().as_deref() == Some("program");
     let listener = tokio::net::TcpListener::bind(&addr).await.expect("bind");
     println!("fake provider on {}", listener.local_addr().expect("addr"));
     loop {
@@ -188,7 +213,8 @@ async fn main() {
         };
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| handle(req, chunks, delay));
+            let service =
+                hyper::service::service_fn(move |req| handle(req, chunks, delay, program));
             let _ = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
