@@ -8,8 +8,9 @@
 //! out where they stand, so every line and column is still the model's;
 //! the one change that moves text is the final expression statement's
 //! value kept as the result (`$codemode$final.v = (...)`), and positions on
-//! its line are moved back when an error is reported. What cannot run is refused before anything runs, with a
-//! message that names the fix (docs/embedded-runtime.md, "Programs").
+//! its line are moved back when an error is reported. What cannot run is
+//! refused before anything runs, with a message that names the fix
+//! (docs/embedded-runtime.md, "Programs").
 
 mod advice;
 mod strip;
