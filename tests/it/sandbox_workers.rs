@@ -6,7 +6,7 @@
 #![cfg(target_os = "linux")]
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::common::agent::{conversation, FsAgent};
@@ -97,6 +97,18 @@ fn result(sent: &[Value], i: usize) -> String {
         .to_owned()
 }
 
+/// The proxy in code mode with the embedded runtime, its programs run by
+/// `worker`, with `more` settings.
+async fn proxy_with(p: &wiremock::MockServer, worker: &Path, more: &[(&str, &str)]) -> Proxy {
+    let mut vars = vec![
+        ("CODEMODE_RUNTIME", "embedded"),
+        ("CODEMODE_SANDBOX", "process"),
+        ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
+    ];
+    vars.extend_from_slice(more);
+    start(p, &vars).await
+}
+
 #[tokio::test]
 async fn a_broken_worker_fails_its_run_is_replaced_and_the_next_program_runs() {
     let worker = faulty_worker("faults", &format!("exec {BINARY} \"$@\" --faults"));
@@ -109,12 +121,10 @@ async fn a_broken_worker_fails_its_run_is_replaced_and_the_next_program_runs() {
         text_completion("done", usage(1, 1)),
     ])
     .await;
-    let proxy = start(
+    let proxy = proxy_with(
         &p,
+        &worker,
         &[
-            ("CODEMODE_RUNTIME", "embedded"),
-            ("CODEMODE_SANDBOX", "process"),
-            ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
             ("CODEMODE_RUN_CONCURRENCY", "1"),
             // The hang is cut at the wall ceiling (10 s past the slice) plus 5 s.
             ("CODEMODE_RUN_SLICE_MS", "100"),
@@ -159,8 +169,8 @@ async fn a_broken_worker_fails_its_run_is_replaced_and_the_next_program_runs() {
 }
 
 /// A worker a program took over answers whatever it likes: a call to a
-/// tool the execution does not have (the preset hides `bash`) never reaches
-/// the client; the run fails, the worker is replaced.
+/// tool the execution does not have (`bash`, which the agent never
+/// declared) never reaches the client; the run fails, the worker is replaced.
 #[tokio::test]
 async fn a_worker_that_forges_a_call_is_refused_in_the_proxy() {
     let worker = faulty_worker("forged", &format!("exec {BINARY} \"$@\" --faults"));
@@ -169,15 +179,7 @@ async fn a_worker_that_forges_a_call_is_refused_in_the_proxy() {
         text_completion("done", usage(1, 1)),
     ])
     .await;
-    let proxy = start(
-        &p,
-        &[
-            ("CODEMODE_RUNTIME", "embedded"),
-            ("CODEMODE_SANDBOX", "process"),
-            ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
-        ],
-    )
-    .await;
+    let proxy = proxy_with(&p, &worker, &[]).await;
     let mut agent = FsAgent::default();
     agent.run(&proxy, &mut conversation("go")).await;
     assert!(agent.executed.is_empty(), "{:?}", agent.executed);
@@ -201,15 +203,7 @@ async fn a_worker_path_that_is_no_worker_fails_the_program_naming_the_fix() {
         text_completion("done", usage(1, 1)),
     ])
     .await;
-    let proxy = start(
-        &p,
-        &[
-            ("CODEMODE_RUNTIME", "embedded"),
-            ("CODEMODE_SANDBOX", "process"),
-            ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
-        ],
-    )
-    .await;
+    let proxy = proxy_with(&p, &worker, &[]).await;
     FsAgent::default()
         .run(&proxy, &mut conversation("go"))
         .await;
@@ -248,16 +242,7 @@ async fn a_worker_serves_one_tenant_and_another_tenant_gets_another_process() {
         text_completion("a3", usage(1, 1)),
     ])
     .await;
-    let proxy = start(
-        &p,
-        &[
-            ("CODEMODE_RUNTIME", "embedded"),
-            ("CODEMODE_SANDBOX", "process"),
-            ("CODEMODE_SANDBOX_WORKER", worker.to_str().unwrap()),
-            ("CODEMODE_RUN_CONCURRENCY", "2"),
-        ],
-    )
-    .await;
+    let proxy = proxy_with(&p, &worker, &[("CODEMODE_RUN_CONCURRENCY", "2")]).await;
     let alice = [("authorization", "Bearer sk-alice")];
     let bob = [("authorization", "Bearer sk-bob")];
     for who in [&alice, &alice, &bob, &alice] {
