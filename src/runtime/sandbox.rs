@@ -22,6 +22,7 @@ use super::{program, Limits};
 use crate::sdk::ToolDocs;
 
 mod host;
+pub(in crate::runtime) use host::admitted;
 #[cfg(test)]
 pub(super) use host::CallKind;
 pub(super) use host::State;

@@ -22,6 +22,32 @@ pub(in crate::runtime) enum CallKind {
     Invalid = 3,
 }
 
+/// Whether a call may go to the client: it names one of the execution's
+/// `tools`, with a JSON object as arguments (one JSON string for a tool in
+/// `freeform`). Made in the host on every call, and again in the proxy on
+/// every call a sandbox worker hands back.
+pub(in crate::runtime) fn admitted(
+    name: &str,
+    args: &str,
+    tools: &[String],
+    freeform: &[String],
+) -> Result<(), String> {
+    if !tools.iter().any(|t| t == name) {
+        return Err(format!(
+            "there is no tool named \"{name}\"; the tools are: {}",
+            tools.join(", ")
+        ));
+    }
+    if freeform.iter().any(|t| t == name) {
+        if serde_json::from_str::<String>(args).is_err() {
+            return Err(format!("tools.{name}: takes one string (its whole input)"));
+        }
+    } else if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args).is_err() {
+        return Err(format!("tools.{name}: arguments must be a JSON object"));
+    }
+    Ok(())
+}
+
 /// The host side of one run: everything the program's calls reach.
 #[derive(Default)]
 pub(in crate::runtime) struct State {
@@ -75,21 +101,8 @@ impl State {
     /// Answers a call. Only a call that names one of the execution's tools
     /// with a JSON object as arguments is ever answered or recorded.
     pub(in crate::runtime) fn call(&mut self, name: String, args: String) -> CallKind {
-        if !self.tools.contains(&name) {
-            self.take = format!(
-                "there is no tool named \"{name}\"; the tools are: {}",
-                self.tools.join(", ")
-            );
-            return CallKind::Invalid;
-        }
-        if self.freeform.contains(&name) {
-            if serde_json::from_str::<String>(&args).is_err() {
-                self.take = format!("tools.{name}: takes one string (its whole input)");
-                return CallKind::Invalid;
-            }
-        } else if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&args).is_err()
-        {
-            self.take = format!("tools.{name}: arguments must be a JSON object");
+        if let Err(why) = admitted(&name, &args, &self.tools, &self.freeform) {
+            self.take = why;
             return CallKind::Invalid;
         }
         if self.finished.as_ref().is_some_and(|end| end.failed) {

@@ -7,6 +7,7 @@
 //! [`Workers`] is the proxy's side (a warm pool, one run per worker at a
 //! time, a broken worker killed and replaced); [`serve`] is the worker's.
 
+mod admit;
 #[cfg(target_os = "linux")]
 mod confine;
 mod pool;

@@ -183,7 +183,8 @@ impl Workers {
         let answer = tokio::time::timeout(deadline, exchange(&mut worker, &frame)).await;
         match answer {
             Ok(Ok(reply)) => {
-                if let Err(why) = admissible(&reply.outcome, tools, freeform, replay.len(), limits)
+                if let Err(why) =
+                    super::admit::admissible(&reply.outcome, tools, freeform, replay.len(), limits)
                 {
                     let f = failure(FailureReason::Protocol, why);
                     return self.failed(f, limits, Some(worker)).await;
@@ -483,59 +484,4 @@ fn over_cpu(status: Option<ExitStatus>) -> bool {
         let _ = status;
         false
     }
-}
-
-/// Whether a worker's answer is one the host would have given: a worker is
-/// untrusted (a program that broke out of QuickJS owns it), so the checks
-/// the host made on each call inside it are made again here, in the proxy,
-/// before a call can reach the client: a tool of the execution's list,
-/// arguments a JSON object (a string for a freeform tool), no result yet,
-/// within the call budget, and output within its cap.
-fn admissible(
-    outcome: &RunOutcome,
-    tools: &[String],
-    freeform: &[String],
-    replayed: usize,
-    limits: &Limits,
-) -> Result<(), String> {
-    let output = match outcome {
-        RunOutcome::Finished { output, .. } | RunOutcome::Failed { output, .. } => output,
-        RunOutcome::Blocked { output, calls } => {
-            if calls.is_empty() {
-                return Err("it waits on no call".to_owned());
-            }
-            if replayed + calls.len() > limits.max_calls {
-                return Err(format!(
-                    "it made {} calls, past the budget",
-                    replayed + calls.len()
-                ));
-            }
-            for call in calls {
-                if !tools.contains(&call.name) {
-                    return Err(format!(
-                        "it called `{}`, no tool of the execution",
-                        call.name
-                    ));
-                }
-                let well_formed = if freeform.contains(&call.name) {
-                    serde_json::from_str::<String>(&call.args).is_ok()
-                } else {
-                    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&call.args)
-                        .is_ok()
-                };
-                if !well_formed || call.result.is_some() {
-                    return Err(format!(
-                        "its call to `{}` is not one a program makes",
-                        call.name
-                    ));
-                }
-            }
-            output
-        }
-    };
-    // The host keeps twice the model's share, and says it cut the rest.
-    if output.len() > limits.max_output_bytes.saturating_mul(2) + 64 {
-        return Err("its console output is past the cap".to_owned());
-    }
-    Ok(())
 }
