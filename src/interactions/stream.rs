@@ -233,6 +233,7 @@ impl InteractionsJudge {
     fn on_created(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
         if let Some(Value::Object(interaction)) = event.get_mut("interaction") {
             interaction.remove("steps");
+            interaction.remove("outputs");
             self.take_id(interaction);
             if self.template.is_empty() {
                 self.template = interaction.clone();
@@ -383,13 +384,16 @@ impl InteractionsJudge {
     /// a call the rule withholds, goes nowhere; others go out, a step's index as the client knows it.
     fn on_other(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
         let withheld = |v: &Value| steps::judge_step(v, &self.plan).is_some_and(|c| !c.passed());
-        let snapshot = event
-            .get("interaction")
-            .and_then(|i| i.get("steps"))
-            .and_then(Value::as_array)
-            .is_some_and(|s| s.iter().any(withheld));
+        // The retired schema's `outputs` and `content` are read as steps.
+        let snapshot = ["steps", "outputs"].iter().any(|k| {
+            event
+                .get("interaction")
+                .and_then(|i| i.get(*k))
+                .and_then(Value::as_array)
+                .is_some_and(|s| s.iter().any(withheld))
+        });
         let rides = snapshot
-            || ["step", "delta"]
+            || ["step", "delta", "content"]
                 .iter()
                 .any(|k| event.get(*k).is_some_and(withheld));
         if rides {
