@@ -2,46 +2,11 @@
 //! decision, programs) is one; each API is a dialect around it that reads
 //! and writes its own shapes: tools, calls, denials, nested calls, events.
 //!
-//! Here are the APIs' names and what a provider and an API's error shapes
-//! are; each dialect's values sit in its folder (`chat/provider.rs`, ...)
+//! Here is what a provider and an API's error shapes are (the APIs' names
+//! are `crate::api_name`'s); each dialect's values sit in its folder (`chat/provider.rs`, ...)
 //! and reach the core through the `Dialect` trait.
 
-/// The API a request speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Api {
-    /// `POST /v1/chat/completions`.
-    Chat,
-    /// `POST /v1/responses`.
-    Responses,
-    /// `POST /v1/messages` (Anthropic).
-    Messages,
-    /// `POST /v1beta/models/{model}:generateContent` (Google's Gemini API).
-    Gemini,
-    /// `POST /v1/interactions` (Google's Interactions API).
-    Interactions,
-}
-
-impl Api {
-    /// Every API, in the order messages list them.
-    pub const ALL: [Api; 5] = [
-        Api::Chat,
-        Api::Responses,
-        Api::Messages,
-        Api::Gemini,
-        Api::Interactions,
-    ];
-
-    /// A short name for logs and cache keys.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::Chat => "chat",
-            Api::Responses => "responses",
-            Api::Messages => "messages",
-            Api::Gemini => "gemini",
-            Api::Interactions => "interactions",
-        }
-    }
-}
+pub use crate::api_name::Api;
 
 /// What an intercepted route does: the API it speaks, and whether it
 /// counts a request's tokens instead of sending it to a model.

@@ -19,6 +19,7 @@ pub mod server;
 pub mod telemetry;
 
 mod api;
+mod api_name;
 mod body;
 mod cache;
 mod chat;

@@ -111,7 +111,7 @@ impl Abandoned {
 pub enum Route {
     /// A model request on a judged route of the API (`chat`, `responses`,
     /// `messages`, `gemini`, ...).
-    Turn(crate::api::Api),
+    Turn(crate::api_name::Api),
     /// A token count (`/v1/messages/count_tokens`, Gemini's
     /// `:countTokens`, Responses' `input_tokens`).
     CountTokens,
@@ -125,11 +125,11 @@ pub enum Route {
 
 impl Route {
     /// How many routes there are.
-    pub const COUNT: usize = crate::api::Api::ALL.len() + 4;
+    pub const COUNT: usize = crate::api_name::Api::ALL.len() + 4;
 
     /// Every route, in the order of [`Route::index`].
     pub const ALL: [Route; Route::COUNT] = {
-        let apis = crate::api::Api::ALL;
+        let apis = crate::api_name::Api::ALL;
         let mut all = [Route::Other; Route::COUNT];
         let mut i = 0;
         while i < apis.len() {
@@ -144,9 +144,9 @@ impl Route {
 
     /// The route's place in [`Route::ALL`].
     pub fn index(self) -> usize {
-        let apis = crate::api::Api::ALL.len();
+        let apis = crate::api_name::Api::ALL.len();
         match self {
-            Route::Turn(api) => crate::api::Api::ALL
+            Route::Turn(api) => crate::api_name::Api::ALL
                 .iter()
                 .position(|&a| a == api)
                 .unwrap_or(0),
