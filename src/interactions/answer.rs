@@ -79,21 +79,33 @@ pub fn give_up(interaction: &mut Map<String, Value>, note: &str) {
     interaction.insert("status".into(), json!("completed"));
 }
 
-/// The `model_output` steps of earlier turns (their replays) go first, as a
-/// stream showed them.
+/// The words of earlier turns (their replays) go first, as a stream showed
+/// them: one paragraph each, before the answer's own (a client joins the
+/// steps' texts with nothing between them).
 pub fn open_with(interaction: &mut Map<String, Value>, earlier: &[Value]) {
-    let words: Vec<Value> = earlier
+    let texts: Vec<String> = earlier
         .iter()
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter(|s| output_text(s).is_some_and(|t| !t.is_empty()))
-        .cloned()
+        .filter_map(|turn| text(turn.as_array()?))
         .collect();
-    if words.is_empty() {
+    if texts.is_empty() {
         return;
     }
-    if let Some(Value::Array(steps)) = interaction.get_mut("steps") {
-        steps.splice(0..0, words);
+    let joined = texts.join("\n\n");
+    let Some(Value::Array(steps)) = interaction.get_mut("steps") else {
+        return;
+    };
+    let words = steps
+        .iter_mut()
+        .filter(|s| output_text(s).is_some_and(|t| !t.is_empty()))
+        .find_map(|s| {
+            s.get_mut("content")?
+                .as_array_mut()?
+                .iter_mut()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+        });
+    match words.and_then(|c| c.get_mut("text")) {
+        Some(Value::String(own)) => own.insert_str(0, &format!("{joined}\n\n")),
+        _ => steps.insert(0, text_step(&joined)),
     }
 }
 

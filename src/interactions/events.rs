@@ -106,11 +106,12 @@ pub fn interaction_as_sse(interaction: &Value) -> Bytes {
         }
     }
     out.extend_from_slice(&completed(interaction));
+    out.extend_from_slice(DONE);
     Bytes::from(out)
 }
 
 /// The events that end a client stream on `interaction`: its final status,
-/// the interaction without its steps, the end marker.
+/// the interaction without its steps (the end marker follows them).
 pub fn completed(interaction: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     let status = interaction
@@ -130,7 +131,6 @@ pub fn completed(interaction: &Value) -> Vec<u8> {
         "interaction.completed",
         json!({"interaction": whole}),
     )));
-    out.extend_from_slice(DONE);
     out
 }
 

@@ -226,11 +226,17 @@ impl InteractionsRequest {
         Bytes::from(object)
     }
 
-    /// The conversation this request continues: its first user turn; none
-    /// when the provider holds the conversation (`previous_interaction_id`),
-    /// whose call ids are the provider's own.
+    /// The conversation this request continues: its first user turn with
+    /// `store: false` (the client sends the whole history); none when the
+    /// provider keeps the conversation (the default), whose call ids are
+    /// its own: the turn's request names its first words, the one that
+    /// continues it only `previous_interaction_id`, and both must find the
+    /// turn's stored denials.
     pub fn anchor(&self) -> Anchor {
-        if self.previous_interaction_id().is_some() {
+        let stored = self
+            .field("store")
+            .is_none_or(|s| s.get().trim() != "false");
+        if stored || self.previous_interaction_id().is_some() {
             return Anchor::NONE;
         }
         if let Some(steps) = &self.steps {

@@ -125,9 +125,10 @@ fn nameless(plan: &ToolPlan) -> Verdict {
 }
 
 /// The step answering a withheld call with `content` (a denial, or a
-/// program refused).
+/// program refused): an error, as the API marks a call that failed.
 pub fn answer_step(call: &JudgedCall, content: &str) -> Value {
-    json!({"type": FUNCTION_RESULT, "call_id": call.id, "name": call.name, "result": content})
+    json!({"type": FUNCTION_RESULT, "call_id": call.id, "name": call.name, "result": content,
+           "is_error": true})
 }
 
 /// The call's step as the model sent it.

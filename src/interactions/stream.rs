@@ -152,6 +152,10 @@ pub struct InteractionsJudge {
     next_index: usize,
     /// A `data: [DONE]` came: it goes out once, at the very end.
     done_sentinel: bool,
+    /// The client saw words in a round that ended: the next round's first
+    /// words start a new paragraph (a client joins the steps' texts with
+    /// nothing between them).
+    text_before: bool,
 }
 
 impl InteractionsJudge {
@@ -164,6 +168,7 @@ impl InteractionsJudge {
             template: Map::new(),
             next_index: 0,
             done_sentinel: false,
+            text_before: false,
         }
     }
 
@@ -343,6 +348,13 @@ impl InteractionsJudge {
         };
         if kind == "text" {
             self.turn.emitted_text = true;
+            if std::mem::take(&mut self.text_before) {
+                if let Some(Value::Object(d)) = event.get_mut("delta") {
+                    let piece = d.get("text").and_then(Value::as_str).unwrap_or("");
+                    let spaced = format!("\n\n{piece}");
+                    d.insert("text".into(), json!(spaced));
+                }
+            }
         }
         event.insert("index".into(), json!(client));
         self.emit(event, out);
@@ -501,8 +513,9 @@ impl InteractionsJudge {
         }
         let end = events::completed(&Value::Object(interaction));
         out.push(Bytes::from(end));
-        // `completed` wrote the end marker.
-        self.done_sentinel = false;
+        // The client's stream ends with the marker, once, whether the
+        // provider's came or not.
+        self.done_sentinel = true;
     }
 
     fn emit(&mut self, event: Map<String, Value>, out: &mut Vec<Bytes>) {
@@ -568,10 +581,12 @@ impl RoundJudge for InteractionsJudge {
     }
 
     fn start_repair_round(&mut self) {
+        self.text_before |= self.turn.emitted_text;
         self.turn.start_repair_round();
     }
 
     fn start_program_round(&mut self) {
+        self.text_before |= self.turn.emitted_text;
         self.turn.start_program_round();
     }
 
@@ -584,6 +599,7 @@ impl RoundJudge for InteractionsJudge {
         // The round that held the program was summed when it ended.
         self.turn.usage = None;
         self.emit_end(Some(turn), out);
+        self.close(out);
     }
 
     fn upstream_failed(&mut self, message: &str, code: &str, out: &mut Vec<Bytes>) {

@@ -372,4 +372,5 @@ async fn a_streamed_program_hands_its_call_out_as_step_events() {
     assert_eq!(end["status"], "requires_action");
     assert!(end["id"].as_str().unwrap().starts_with("v1_01"), "{end}");
     assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    assert_eq!(text.matches("[DONE]").count(), 1, "{text}");
 }

@@ -98,8 +98,8 @@ fn what_the_proxy_cannot_judge_is_refused_with_the_way_out() {
 
 #[test]
 fn the_conversation_is_anchored_on_the_users_first_words_unless_the_provider_keeps_it() {
-    let a = parse(json!({"input": "Hi"})).anchor();
-    let b = parse(json!({"input": [{"type": "user_input",
+    let a = parse(json!({"store": false, "input": "Hi"})).anchor();
+    let b = parse(json!({"store": false, "input": [{"type": "user_input",
                                     "content": [{"type": "text", "text": "Hi"}]},
                                    {"type": "function_result", "call_id": "c", "result": ""}]}))
     .anchor();
@@ -107,4 +107,5 @@ fn the_conversation_is_anchored_on_the_users_first_words_unless_the_provider_kee
     assert_ne!(b, Anchor::NONE);
     let kept = parse(json!({"previous_interaction_id": "v1_x", "input": "Hi"})).anchor();
     assert_eq!(kept, Anchor::NONE);
+    assert_eq!(parse(json!({"input": "Hi"})).anchor(), Anchor::NONE);
 }

@@ -116,6 +116,8 @@ fn words_pass_and_the_stream_ends_once_with_its_usage() {
         4
     );
     assert!(run.client.ends_with(b"data: [DONE]\n\n"));
+    let text = String::from_utf8_lossy(&run.client);
+    assert_eq!(text.matches("[DONE]").count(), 1, "{text}");
     assert!(matches!(run.end, RoundEnd::Done { splice: None }));
 }
 
