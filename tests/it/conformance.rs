@@ -108,7 +108,7 @@ pub fn check_json(d: Dialect, v: &Value) -> Result<(), String> {
                 .try_for_each(messages_block)
         }
         Dialect::Gemini => gemini_chunk(v),
-        Dialect::Interactions => interaction(v),
+        Dialect::Interactions | Dialect::InteractionsStored => interaction(v),
     }
 }
 
@@ -172,7 +172,7 @@ pub fn check_events(d: Dialect, events: &[Event]) -> Result<(), String> {
         Dialect::Responses => responses_stream(&data),
         Dialect::Messages => messages_stream(&data),
         Dialect::Gemini => data.iter().try_for_each(|v| gemini_chunk(v)),
-        Dialect::Interactions => interactions_stream(events),
+        Dialect::Interactions | Dialect::InteractionsStored => interactions_stream(events),
     }
 }
 

@@ -15,7 +15,10 @@ impl Dialect {
             Dialect::Responses => responses::request(prompt, client_runtime, stream),
             Dialect::Messages => messages::request(prompt, client_runtime, stream),
             Dialect::Gemini => gemini::request(prompt, client_runtime, stream),
-            Dialect::Interactions => interactions::request(prompt, client_runtime, stream),
+            Dialect::Interactions => interactions::request(prompt, client_runtime, stream, false),
+            Dialect::InteractionsStored => {
+                interactions::request(prompt, client_runtime, stream, true)
+            }
         }
     }
 
@@ -26,7 +29,9 @@ impl Dialect {
             Dialect::Responses => responses::continued(prev, view, results),
             Dialect::Messages => messages::continued(prev, view, results),
             Dialect::Gemini => gemini::continued(prev, view, results),
-            Dialect::Interactions => interactions::continued(prev, view, results),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::continued(prev, view, results)
+            }
         }
     }
 
@@ -37,7 +42,9 @@ impl Dialect {
             Dialect::Responses => responses::render_json(t, round),
             Dialect::Messages => messages::render_json(t, round),
             Dialect::Gemini => gemini::render_json(t, round),
-            Dialect::Interactions => interactions::render_json(t, round),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::render_json(t, round)
+            }
         }
     }
 
@@ -48,7 +55,9 @@ impl Dialect {
             Dialect::Responses => responses::render_sse(t, round, req),
             Dialect::Messages => messages::render_sse(t, round, req),
             Dialect::Gemini => gemini::render_sse(t, round, req),
-            Dialect::Interactions => interactions::render_sse(t, round, req),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::render_sse(t, round, req)
+            }
         }
     }
 
@@ -59,7 +68,7 @@ impl Dialect {
             Dialect::Responses => responses::preamble(round),
             Dialect::Messages => messages::preamble(round),
             Dialect::Gemini => gemini::preamble(round),
-            Dialect::Interactions => interactions::preamble(round),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::preamble(round),
         }
     }
 
@@ -70,7 +79,7 @@ impl Dialect {
             Dialect::Responses => responses::error_body(status),
             Dialect::Messages => messages::error_body(status),
             Dialect::Gemini => gemini::error_body(status),
-            Dialect::Interactions => interactions::error_body(status),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::error_body(status),
         }
     }
 
@@ -81,7 +90,7 @@ impl Dialect {
             Dialect::Responses => responses::reduce_json(v),
             Dialect::Messages => messages::reduce_json(v),
             Dialect::Gemini => gemini::reduce_json(v),
-            Dialect::Interactions => interactions::reduce_json(v),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::reduce_json(v),
         }
     }
 
@@ -92,7 +101,7 @@ impl Dialect {
             Dialect::Responses => responses::reduce_sse(events),
             Dialect::Messages => messages::reduce_sse(events),
             Dialect::Gemini => gemini::reduce_sse(events),
-            Dialect::Interactions => interactions::reduce_sse(events),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::reduce_sse(events),
         }
     }
 
@@ -103,7 +112,9 @@ impl Dialect {
             Dialect::Responses => responses::check_stream(events),
             Dialect::Messages => messages::check_stream(events),
             Dialect::Gemini => gemini::check_stream(events),
-            Dialect::Interactions => interactions::check_stream(events),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::check_stream(events)
+            }
         }
     }
 
@@ -114,7 +125,9 @@ impl Dialect {
             Dialect::Responses => responses::reduce_request(body),
             Dialect::Messages => messages::reduce_request(body),
             Dialect::Gemini => gemini::reduce_request(body),
-            Dialect::Interactions => interactions::reduce_request(body),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::reduce_request(self, body)
+            }
         }
     }
 
@@ -122,7 +135,9 @@ impl Dialect {
     pub fn http_error(self, status: u16, body: &[u8]) -> ErrorView {
         match self {
             Dialect::Gemini => gemini::http_error(status, body),
-            Dialect::Interactions => interactions::http_error(status, body),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::http_error(status, body)
+            }
             _ => http_error(status, body, self.anthropic()),
         }
     }

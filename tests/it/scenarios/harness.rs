@@ -316,7 +316,7 @@ fn error_meets(
                 }
             } else if !codes.contains(&code) {
                 return fail("another code");
-            } else if matches!(d, Dialect::Gemini | Dialect::Interactions)
+            } else if (d == Dialect::Gemini || d.interactions())
                 && err.kind.as_deref() != Some(google_status(err.status))
             {
                 return fail("not the google.rpc.Code name of its status");
@@ -399,9 +399,9 @@ pub fn google_status(status: u16) -> &'static str {
     }
 }
 
-/// For each named scenario function, a module of five tests (`chat`,
-/// `responses`, `messages`, `gemini`, `interactions`), each running it as
-/// JSON and as SSE.
+/// For each named scenario function, a module of six tests (`chat`,
+/// `responses`, `messages`, `gemini`, `interactions` and
+/// `interactions_stored`), each running it as JSON and as SSE.
 #[macro_export]
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {$(
@@ -431,6 +431,12 @@ macro_rules! scenarios {
             #[tokio::test]
             async fn interactions() {
                 $crate::scenarios::harness::check(super::$name, Dialect::Interactions).await;
+            }
+
+            #[tokio::test]
+            async fn interactions_stored() {
+                $crate::scenarios::harness::check(super::$name, Dialect::InteractionsStored)
+                    .await;
             }
         }
     )*};

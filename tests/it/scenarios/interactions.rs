@@ -7,8 +7,11 @@
 //! Every round of the model opens with a signed `thought` step, as a
 //! thinking model's turn does; its text is a `model_output` step, each
 //! call a `function_call` step whose arguments stream as `arguments_delta`
-//! pieces. The client is stateless (`store: false`): it sends the whole
-//! history as steps in `input`, its results as `function_result` steps.
+//! pieces. A stateless client (`store: false`) sends the whole history as
+//! steps in `input`, its results as `function_result` steps; a stateful
+//! one (`store` left to its default, on) names the interaction it answers
+//! (`previous_interaction_id`) and sends only its results, as the SDKs'
+//! two ways of going on after a call.
 
 use serde_json::{json, Value};
 
@@ -43,33 +46,51 @@ fn tools(client_runtime: bool) -> Vec<Value> {
 }
 
 /// The model and the stream flag are in the body; `system_instruction` a
-/// string, the prompt a `user_input` step.
-pub fn request(prompt: &str, client_runtime: bool, stream: bool) -> Value {
-    json!({"model": "gemini-test", "system_instruction": "You are an agent.",
+/// string, the prompt a `user_input` step; `store: false` unless the
+/// client keeps its history on the server (`stored`).
+pub fn request(prompt: &str, client_runtime: bool, stream: bool, stored: bool) -> Value {
+    let mut body = json!({"model": "gemini-test", "system_instruction": "You are an agent.",
            "tools": tools(client_runtime), "stream": stream, "store": false,
-           "input": [{"type": "user_input", "content": [{"type": "text", "text": prompt}]}]})
+           "input": [{"type": "user_input", "content": [{"type": "text", "text": prompt}]}]});
+    if stored {
+        body.as_object_mut().unwrap().remove("store");
+    }
+    body
 }
 
-/// `prev` grown by the steps the client got (its text as a `model_output`,
-/// its calls) and a `function_result` for each call, naming it by
-/// `call_id`, as the SDKs send a stateless turn.
+fn result_step(c: &ViewCall, r: &str) -> Value {
+    json!({"type": "function_result", "call_id": c.id, "name": c.name, "result": r})
+}
+
+/// A stateless client's next request: `prev` grown by the steps it got (its
+/// text as a `model_output`, its calls) and a `function_result` for each
+/// call, naming it by `call_id`. A stateful one's (`prev` without `store:
+/// false`): `prev`'s tools and settings, `previous_interaction_id` the
+/// interaction it got, `input` its results alone (CAP 002 in the note on
+/// the SDKs' traffic).
 pub fn continued(prev: &Value, view: &ClientView, results: &[&str]) -> Value {
     let mut body = prev.clone();
-    let input = body["input"].as_array_mut().unwrap();
+    let answers = view
+        .calls
+        .iter()
+        .zip(results)
+        .map(|(c, r)| result_step(c, r));
+    if prev["store"] != false {
+        body["previous_interaction_id"] = json!(view.answer_id);
+        body["input"] = answers.collect();
+        return body;
+    }
+    let mut history: Vec<Value> = Vec::new();
     if !view.text.is_empty() {
-        input.push(json!({"type": "model_output",
-                          "content": [{"type": "text", "text": view.text}]}));
+        history.push(json!({"type": "model_output",
+                            "content": [{"type": "text", "text": view.text}]}));
     }
     for c in &view.calls {
-        input.push(json!({"type": "function_call", "id": c.id, "name": c.name,
-                          "arguments": c.args}));
+        history.push(json!({"type": "function_call", "id": c.id, "name": c.name,
+                            "arguments": c.args}));
     }
-    for (c, r) in view.calls.iter().zip(results) {
-        input.push(
-            json!({"type": "function_result", "call_id": c.id, "name": c.name,
-                          "result": r}),
-        );
-    }
+    history.extend(answers);
+    body["input"].as_array_mut().unwrap().extend(history);
     body
 }
 
@@ -455,7 +476,10 @@ fn result_text(result: &Value) -> String {
     }
 }
 
-pub fn reduce_request(body: &Value) -> ProviderView {
+/// A request the provider got. A `function_result` answering a call the
+/// input does not hold, in a request that continues a stored interaction,
+/// answers a call of that interaction: its `name` names the call.
+pub fn reduce_request(d: Dialect, body: &Value) -> ProviderView {
     let tools = body["tools"]
         .as_array()
         .into_iter()
@@ -478,8 +502,16 @@ pub fn reduce_request(body: &Value) -> ProviderView {
             _ => {}
         }
     }
+    if body["previous_interaction_id"].is_string() {
+        for s in body["input"].as_array().into_iter().flatten() {
+            let id = s["call_id"].as_str().unwrap_or("");
+            if s["type"] == "function_result" && !calls.iter().any(|(c, _)| c == id) {
+                calls.push((id.to_owned(), s["name"].as_str().unwrap_or("").to_owned()));
+            }
+        }
+    }
     ProviderView {
-        dialect: Dialect::Interactions,
+        dialect: d,
         tools,
         calls,
         results,

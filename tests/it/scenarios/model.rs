@@ -11,11 +11,21 @@ pub enum Dialect {
     Responses,
     Messages,
     Gemini,
-    /// Google's Interactions API (`/v1/interactions`, steps schema).
+    /// Google's Interactions API (`/v1/interactions`, steps schema), its
+    /// client stateless (`store: false`, the whole history each time).
     Interactions,
+    /// The same API with a stateful client: `store` on (the default), a
+    /// continuation names the interaction it answers
+    /// (`previous_interaction_id`) and sends only its results.
+    InteractionsStored,
 }
 
 impl Dialect {
+    /// Whether this is the Interactions API, whatever its client keeps.
+    pub fn interactions(self) -> bool {
+        matches!(self, Dialect::Interactions | Dialect::InteractionsStored)
+    }
+
     /// The proxy route and query of a request (and the provider's path:
     /// under its `/v1`, or under its host for Gemini and Interactions).
     /// Gemini names the model and whether it streams in the path, not the
@@ -27,7 +37,7 @@ impl Dialect {
             Dialect::Messages => "/v1/messages",
             Dialect::Gemini if stream => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
             Dialect::Gemini => "/v1beta/models/gemini-test:generateContent",
-            Dialect::Interactions => "/v1/interactions",
+            Dialect::Interactions | Dialect::InteractionsStored => "/v1/interactions",
         }
     }
 
@@ -46,7 +56,9 @@ impl Dialect {
                 ("anthropic-version", "2023-06-01"),
                 ("x-api-key", "sk-ant-test"),
             ],
-            Dialect::Gemini | Dialect::Interactions => &[("x-goog-api-key", "gemini-test-key")],
+            Dialect::Gemini | Dialect::Interactions | Dialect::InteractionsStored => {
+                &[("x-goog-api-key", "gemini-test-key")]
+            }
             _ => &[("authorization", "Bearer sk-test")],
         }
     }
