@@ -1,5 +1,6 @@
 //! One scenario table, run on every dialect (Chat Completions, Responses,
-//! Messages, Gemini) as JSON and as SSE: eight runs per scenario.
+//! Messages, Gemini, Interactions with a stateless and with a stateful
+//! client) as JSON and as SSE: twelve runs per scenario.
 //!
 //! A scenario is dialect-neutral: the model's turn per round (text, calls
 //! by name and arguments, usage) or a provider fault, the client's requests,
@@ -14,7 +15,8 @@
 //! `turns.rs` holds what the model does (pass, repair, the repair limit, a
 //! mixed turn, programs, ONE_PROGRAM, INVALID_ARGS); `faults.rs` what the
 //! provider does wrong. Each scenario is a module with the tests `chat`,
-//! `responses`, `messages` and `gemini`.
+//! `responses`, `messages`, `gemini`, `interactions` and
+//! `interactions_stored`.
 
 #[path = "scenarios/adapter.rs"]
 mod adapter;
@@ -26,6 +28,8 @@ mod faults;
 mod gemini;
 #[path = "scenarios/harness.rs"]
 mod harness;
+#[path = "scenarios/interactions.rs"]
+mod interactions;
 #[path = "scenarios/messages.rs"]
 mod messages;
 #[path = "scenarios/model.rs"]

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::scenarios::model::{ClientView, Dialect, ErrorView, ProviderView, Turn};
 use crate::scenarios::wire::{http_error, Event};
-use crate::scenarios::{chat, gemini, messages, responses};
+use crate::scenarios::{chat, gemini, interactions, messages, responses};
 
 impl Dialect {
     /// The client's first request: `prompt`, the native tools `read` and
@@ -15,6 +15,10 @@ impl Dialect {
             Dialect::Responses => responses::request(prompt, client_runtime, stream),
             Dialect::Messages => messages::request(prompt, client_runtime, stream),
             Dialect::Gemini => gemini::request(prompt, client_runtime, stream),
+            Dialect::Interactions => interactions::request(prompt, client_runtime, stream, false),
+            Dialect::InteractionsStored => {
+                interactions::request(prompt, client_runtime, stream, true)
+            }
         }
     }
 
@@ -25,6 +29,9 @@ impl Dialect {
             Dialect::Responses => responses::continued(prev, view, results),
             Dialect::Messages => messages::continued(prev, view, results),
             Dialect::Gemini => gemini::continued(prev, view, results),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::continued(prev, view, results)
+            }
         }
     }
 
@@ -35,6 +42,9 @@ impl Dialect {
             Dialect::Responses => responses::render_json(t, round),
             Dialect::Messages => messages::render_json(t, round),
             Dialect::Gemini => gemini::render_json(t, round),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::render_json(t, round)
+            }
         }
     }
 
@@ -45,6 +55,9 @@ impl Dialect {
             Dialect::Responses => responses::render_sse(t, round, req),
             Dialect::Messages => messages::render_sse(t, round, req),
             Dialect::Gemini => gemini::render_sse(t, round, req),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::render_sse(t, round, req)
+            }
         }
     }
 
@@ -55,6 +68,7 @@ impl Dialect {
             Dialect::Responses => responses::preamble(round),
             Dialect::Messages => messages::preamble(round),
             Dialect::Gemini => gemini::preamble(round),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::preamble(round),
         }
     }
 
@@ -65,6 +79,7 @@ impl Dialect {
             Dialect::Responses => responses::error_body(status),
             Dialect::Messages => messages::error_body(status),
             Dialect::Gemini => gemini::error_body(status),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::error_body(status),
         }
     }
 
@@ -75,6 +90,7 @@ impl Dialect {
             Dialect::Responses => responses::reduce_json(v),
             Dialect::Messages => messages::reduce_json(v),
             Dialect::Gemini => gemini::reduce_json(v),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::reduce_json(v),
         }
     }
 
@@ -85,6 +101,7 @@ impl Dialect {
             Dialect::Responses => responses::reduce_sse(events),
             Dialect::Messages => messages::reduce_sse(events),
             Dialect::Gemini => gemini::reduce_sse(events),
+            Dialect::Interactions | Dialect::InteractionsStored => interactions::reduce_sse(events),
         }
     }
 
@@ -95,6 +112,9 @@ impl Dialect {
             Dialect::Responses => responses::check_stream(events),
             Dialect::Messages => messages::check_stream(events),
             Dialect::Gemini => gemini::check_stream(events),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::check_stream(events)
+            }
         }
     }
 
@@ -105,6 +125,9 @@ impl Dialect {
             Dialect::Responses => responses::reduce_request(body),
             Dialect::Messages => messages::reduce_request(body),
             Dialect::Gemini => gemini::reduce_request(body),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::reduce_request(self, body)
+            }
         }
     }
 
@@ -112,6 +135,9 @@ impl Dialect {
     pub fn http_error(self, status: u16, body: &[u8]) -> ErrorView {
         match self {
             Dialect::Gemini => gemini::http_error(status, body),
+            Dialect::Interactions | Dialect::InteractionsStored => {
+                interactions::http_error(status, body)
+            }
             _ => http_error(status, body, self.anthropic()),
         }
     }

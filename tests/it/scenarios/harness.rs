@@ -263,6 +263,16 @@ fn meets(e: &Expect, view: &ClientView, d: Dialect, stream: bool) -> Result<(), 
             return Err(format!("call id {:?} is the provider's, not minted", c.id));
         }
     }
+    if let Some(id) = &view.answer_id {
+        if e.minted_ids == is_scripted(id) {
+            let whose = if e.minted_ids {
+                "minted"
+            } else {
+                "the provider's"
+            };
+            return Err(format!("answer id {id:?}, expected {whose}"));
+        }
+    }
     if view.usage != e.usage {
         return Err(format!("usage {:?}, expected {:?}", view.usage, e.usage));
     }
@@ -306,7 +316,8 @@ fn error_meets(
                 }
             } else if !codes.contains(&code) {
                 return fail("another code");
-            } else if d == Dialect::Gemini && err.kind.as_deref() != Some(google_status(err.status))
+            } else if (d == Dialect::Gemini || d.interactions())
+                && err.kind.as_deref() != Some(google_status(err.status))
             {
                 return fail("not the google.rpc.Code name of its status");
             }
@@ -388,8 +399,9 @@ pub fn google_status(status: u16) -> &'static str {
     }
 }
 
-/// For each named scenario function, a module of four tests (`chat`,
-/// `responses`, `messages`, `gemini`), each running it as JSON and as SSE.
+/// For each named scenario function, a module of six tests (`chat`,
+/// `responses`, `messages`, `gemini`, `interactions` and
+/// `interactions_stored`), each running it as JSON and as SSE.
 #[macro_export]
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {$(
@@ -414,6 +426,17 @@ macro_rules! scenarios {
             #[tokio::test]
             async fn gemini() {
                 $crate::scenarios::harness::check(super::$name, Dialect::Gemini).await;
+            }
+
+            #[tokio::test]
+            async fn interactions() {
+                $crate::scenarios::harness::check(super::$name, Dialect::Interactions).await;
+            }
+
+            #[tokio::test]
+            async fn interactions_stored() {
+                $crate::scenarios::harness::check(super::$name, Dialect::InteractionsStored)
+                    .await;
             }
         }
     )*};

@@ -4,19 +4,32 @@
 
 use serde_json::Value;
 
-/// The four wire dialects a scenario runs on.
+/// The five wire dialects a scenario runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     Chat,
     Responses,
     Messages,
     Gemini,
+    /// Google's Interactions API (`/v1/interactions`, steps schema), its
+    /// client stateless (`store: false`, the whole history each time).
+    Interactions,
+    /// The same API with a stateful client: `store` on (the default), a
+    /// continuation names the interaction it answers
+    /// (`previous_interaction_id`) and sends only its results.
+    InteractionsStored,
 }
 
 impl Dialect {
+    /// Whether this is the Interactions API, whatever its client keeps.
+    pub fn interactions(self) -> bool {
+        matches!(self, Dialect::Interactions | Dialect::InteractionsStored)
+    }
+
     /// The proxy route and query of a request (and the provider's path:
-    /// under its `/v1`, or under its host for Gemini). Gemini names the
-    /// model and whether it streams in the path, not the body.
+    /// under its `/v1`, or under its host for Gemini and Interactions).
+    /// Gemini names the model and whether it streams in the path, not the
+    /// body; Interactions, as the SDKs call it by default, under `/v1`.
     pub fn path(self, stream: bool) -> &'static str {
         match self {
             Dialect::Chat => "/v1/chat/completions",
@@ -24,6 +37,7 @@ impl Dialect {
             Dialect::Messages => "/v1/messages",
             Dialect::Gemini if stream => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
             Dialect::Gemini => "/v1beta/models/gemini-test:generateContent",
+            Dialect::Interactions | Dialect::InteractionsStored => "/v1/interactions",
         }
     }
 
@@ -42,7 +56,9 @@ impl Dialect {
                 ("anthropic-version", "2023-06-01"),
                 ("x-api-key", "sk-ant-test"),
             ],
-            Dialect::Gemini => &[("x-goog-api-key", "gemini-test-key")],
+            Dialect::Gemini | Dialect::Interactions | Dialect::InteractionsStored => {
+                &[("x-goog-api-key", "gemini-test-key")]
+            }
             _ => &[("authorization", "Bearer sk-test")],
         }
     }
@@ -53,7 +69,9 @@ impl Dialect {
     }
 
     /// Whether a withheld call's answer is flagged as an error on the wire
-    /// (Anthropic's `is_error`, Gemini's `response.error`).
+    /// (Anthropic's `is_error`, Gemini's `response.error`). Interactions'
+    /// `function_result` has an optional `is_error`; the proxy's denial
+    /// there is its text alone.
     pub fn flags_denials(self) -> bool {
         matches!(self, Dialect::Messages | Dialect::Gemini)
     }
@@ -161,6 +179,9 @@ pub struct ClientView {
     pub calls: Vec<ViewCall>,
     pub usage: Option<(u64, u64)>,
     pub error: Option<ErrorView>,
+    /// The answer's own id where a client answers under it (Interactions:
+    /// the interaction a stateful client would continue); `None` elsewhere.
+    pub answer_id: Option<String>,
 }
 
 /// The part of a view a JSON and a streamed run must agree on: text,
@@ -288,7 +309,9 @@ pub struct Expect {
     /// Names and arguments of the calls the client gets.
     pub calls: Vec<(&'static str, Value)>,
     /// Every call id the client gets is one the proxy minted, not the
-    /// scripted provider's ([`is_scripted`]).
+    /// scripted provider's ([`is_scripted`]); so is the answer's own id
+    /// (an interaction handing a program's calls over), which is otherwise
+    /// the provider's.
     pub minted_ids: bool,
     pub usage: Option<(u64, u64)>,
     pub error_json: Option<ErrExpect>,
