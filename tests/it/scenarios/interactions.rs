@@ -19,7 +19,7 @@ use crate::scenarios::model::{
     is_scripted, scripted_id, ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn,
     ViewCall,
 };
-use crate::scenarios::wire::{args_value, halves, paragraphs, Event};
+use crate::scenarios::wire::{args_value, halves, Event};
 
 fn tool(name: &str, description: &str, properties: Value) -> Value {
     json!({"type": "function", "name": name, "description": description,
@@ -245,12 +245,14 @@ fn usage_of(u: &Value) -> Option<(u64, u64)> {
     ))
 }
 
-/// What a client shows of an interaction: each `model_output` step's text
-/// a paragraph, the `function_call` steps, the usage totals.
+/// What a client shows of an interaction: the `model_output` steps' texts
+/// joined with nothing between (the SDKs' `output_text`; the proxy puts a
+/// paragraph break between rounds' words itself), the `function_call`
+/// steps, the usage totals.
 pub fn reduce_json(v: &Value) -> ClientView {
     let steps = v["steps"].as_array().cloned().unwrap_or_default();
     ClientView {
-        text: paragraphs(steps.iter().filter_map(step_text)),
+        text: steps.iter().filter_map(step_text).collect(),
         calls: steps
             .iter()
             .filter_map(|s| call_of(s, s["arguments"].clone()))
@@ -278,8 +280,8 @@ struct Streamed {
     arguments: String,
 }
 
-/// What a streaming client shows: each `model_output` step's text deltas
-/// a paragraph, each `function_call` step with its argument pieces joined
+/// What a streaming client shows: the `model_output` steps' text deltas
+/// joined with nothing between, each `function_call` step with its argument pieces joined
 /// and parsed (the `step.start`'s `arguments` when no piece came), the
 /// usage of `interaction.completed`, an `error` event.
 pub fn reduce_sse(events: &[Event]) -> ClientView {
@@ -314,12 +316,11 @@ pub fn reduce_sse(events: &[Event]) -> ClientView {
             _ => {}
         }
     }
-    view.text = paragraphs(
-        steps
-            .iter()
-            .filter(|s| s.start["type"] == "model_output")
-            .map(|s| s.text.as_str()),
-    );
+    view.text = steps
+        .iter()
+        .filter(|s| s.start["type"] == "model_output")
+        .map(|s| s.text.as_str())
+        .collect();
     view.calls = steps
         .iter()
         .filter_map(|s| {

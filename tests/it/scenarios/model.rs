@@ -69,11 +69,10 @@ impl Dialect {
     }
 
     /// Whether a withheld call's answer is flagged as an error on the wire
-    /// (Anthropic's `is_error`, Gemini's `response.error`). Interactions'
-    /// `function_result` has an optional `is_error`; the proxy's denial
-    /// there is its text alone.
+    /// (Anthropic's `is_error`, Gemini's `response.error`, the
+    /// Interactions API's `is_error`).
     pub fn flags_denials(self) -> bool {
-        matches!(self, Dialect::Messages | Dialect::Gemini)
+        matches!(self, Dialect::Messages | Dialect::Gemini) || self.interactions()
     }
 }
 
