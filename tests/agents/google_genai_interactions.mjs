@@ -6,7 +6,8 @@
 // AGENT_STREAM=1 streams every turn (`stream: true`, the calls rebuilt from
 // `step.start` and the `arguments_delta` pieces). AGENT_STATELESS=1 sends
 // `store: false` and the whole history as steps on every turn; otherwise a
-// turn continues the last one with `previous_interaction_id`.
+// turn continues the last one with `previous_interaction_id`. AGENT_SYSTEM,
+// when set, is sent as `system_instruction` on every turn.
 //
 // Prints a JSON summary: {agent, final, error, tools, calls, interactions}:
 // `tools` lists each call the driver ran: {name, args, result}; `calls` each
@@ -47,6 +48,7 @@ const ai = new GoogleGenAI({ apiKey: "test-gemini-key", httpOptions: { baseUrl: 
 
 // One create: the interaction's id, status and steps.
 async function turn(params) {
+  if (process.env.AGENT_SYSTEM) params = { system_instruction: process.env.AGENT_SYSTEM, ...params };
   if (!STREAM) {
     const i = await ai.interactions.create({ model, tools: TOOLS, ...params });
     return { id: i.id, status: i.status, steps: i.steps || [] };

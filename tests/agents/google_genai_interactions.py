@@ -7,7 +7,8 @@ default API version, so `POST /v1/interactions`) against $AGENT_BASE_URL
 AGENT_STREAM=1 streams every turn (`stream=True`, the calls rebuilt from
 `step.start` and the `arguments_delta` pieces). AGENT_STATELESS=1 sends
 `store=False` and the whole history as steps on every turn; otherwise a
-turn continues the last one with `previous_interaction_id`.
+turn continues the last one with `previous_interaction_id`. AGENT_SYSTEM,
+when set, is sent as `system_instruction` on every turn.
 
 Prints a JSON summary: {agent, final, error, tools, calls, interactions}:
 `tools` lists each call the driver ran: {name, args, result}; `calls` each
@@ -57,6 +58,8 @@ def dump(x):
 
 def turn(client, model, **kw):
     """One create; the interaction's id, status and steps (as JSON)."""
+    if os.environ.get("AGENT_SYSTEM"):
+        kw["system_instruction"] = os.environ["AGENT_SYSTEM"]
     if not STREAM:
         i = client.interactions.create(model=model, tools=TOOLS, **kw)
         return i.id, i.status, [dump(s) for s in (i.steps or [])]
