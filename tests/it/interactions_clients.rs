@@ -1,0 +1,573 @@
+//! Google's Interactions API (`POST /v1/interactions`) through the proxy
+//! with the real SDK clients, unmodified, on their defaults: the Python SDK
+//! (`google-genai`) and the JS SDK (`@google/genai`), each in a manual
+//! function-calling loop over one tool, `get_weather`
+//! (tests/agents/google_genai_interactions.py and .mjs, installed by
+//! tests/agents/install.sh; outside CI a missing SDK skips its test with a
+//! note, under CI it fails). Native and code mode, JSON and streamed, turns
+//! continued with `previous_interaction_id` (stateful) or the whole history
+//! re-sent with `store: false` (stateless), in front of a scripted
+//! Interactions model (common/interactions_model.rs) that enforces the
+//! API's rules on what it gets.
+//!
+//! Each run: the model answers first with a call (native: `get_weather`
+//! for Paris; code: a `run_code` whose program makes that call, which the
+//! proxy runs, handing the client the native call and resuming on its
+//! result), then with text echoing the last function result it was sent.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common::codex::{agents_dir, workdir};
+use crate::common::interactions_model::{self as im, InteractionsModel, Seen};
+use crate::common::{is_minted_shape, minted_ids_in, start, Proxy};
+use serde_json::{json, Value};
+use wiremock::MockServer;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sdk {
+    Python,
+    Js,
+}
+
+impl Sdk {
+    fn name(self) -> &'static str {
+        match self {
+            Sdk::Python => "google-genai",
+            Sdk::Js => "@google/genai",
+        }
+    }
+
+    /// The file whose presence says the SDK is installed.
+    fn marker(self) -> PathBuf {
+        match self {
+            Sdk::Python => agents_dir().join("venv/.stamp"),
+            Sdk::Js => agents_dir().join("node/node_modules/@google/genai/package.json"),
+        }
+    }
+
+    /// Whether the SDK can run here; under CI it must.
+    fn ready(self) -> bool {
+        crate::common::needs::agent(self.name(), &self.marker())
+    }
+
+    fn command(self) -> tokio::process::Command {
+        let here = format!("{}/tests/agents", env!("CARGO_MANIFEST_DIR"));
+        let (prog, script) = match self {
+            Sdk::Python => (
+                agents_dir().join("venv/bin/python"),
+                "google_genai_interactions.py",
+            ),
+            Sdk::Js => ("node".into(), "google_genai_interactions.mjs"),
+        };
+        let mut cmd = tokio::process::Command::new(prog);
+        cmd.arg(format!("{here}/{script}"));
+        cmd
+    }
+}
+
+/// How a run goes.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    sdk: Sdk,
+    code: bool,
+    stream: bool,
+    stateless: bool,
+}
+
+impl Run {
+    fn label(self) -> String {
+        format!(
+            "interactions-{}-{}-{}-{}",
+            self.sdk.name().replace(['@', '/'], "_"),
+            if self.code { "code" } else { "native" },
+            if self.stream { "stream" } else { "json" },
+            if self.stateless {
+                "stateless"
+            } else {
+                "stateful"
+            }
+        )
+    }
+}
+
+/// The program the model runs in code mode.
+const PROGRAM: &str = "const a = await tools.get_weather({location: \"Paris\"});\nreturn a;";
+
+/// The client's own instructions, kept in code mode beside the SDK.
+const SYSTEM: &str = "You are a weather bot.";
+
+/// What the client got for Paris.
+const PARIS: &str = "sunny in Paris";
+
+/// The proxy in `mode` in front of the model's provider, and the base URL
+/// the client is given (the server root, as Google's is).
+async fn proxy_for(server: &MockServer, code: bool) -> (Proxy, String) {
+    let uri = server.uri();
+    let mut vars = vec![
+        ("CODEMODE_MODE", if code { "code" } else { "native" }),
+        ("CODEMODE_GEMINI_UPSTREAM", uri.as_str()),
+    ];
+    if code {
+        vars.push(("CODEMODE_RUNTIME", "embedded"));
+    }
+    let proxy = start(server, &vars).await;
+    let base = proxy.url("").trim_end_matches('/').to_owned();
+    (proxy, base)
+}
+
+/// Runs the SDK's driver against `base`; its JSON summary.
+async fn drive(run: Run, base: &str) -> Value {
+    let dir = workdir(&run.label(), &[]);
+    let mut cmd = run.sdk.command();
+    cmd.env("AGENT_BASE_URL", base)
+        .env(
+            "AGENT_PROMPTS",
+            json!(["What is the weather in Paris?"]).to_string(),
+        )
+        .env("AGENT_SYSTEM", SYSTEM)
+        .env("CODEMODE_AGENTS_DIR", agents_dir())
+        .current_dir(&dir.0)
+        .kill_on_drop(true);
+    // The caller's own keys, endpoints and models must not leak in.
+    for k in [
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GEMINI_BASE_URL",
+        "AGENT_MODEL",
+        "AGENT_STREAM",
+        "AGENT_STATELESS",
+    ] {
+        cmd.env_remove(k);
+    }
+    if run.stream {
+        cmd.env("AGENT_STREAM", "1");
+    }
+    if run.stateless {
+        cmd.env("AGENT_STATELESS", "1");
+    }
+    let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("{} did not finish in 120 s", run.sdk.name()))
+        .expect("the driver starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} driver failed: {stderr}",
+        run.sdk.name()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+    serde_json::from_str(line.unwrap_or(""))
+        .unwrap_or_else(|_| panic!("{} printed no summary: {stdout}\n{stderr}", run.sdk.name()))
+}
+
+/// The names of the tools a create declares, sorted.
+fn declared(body: &Value) -> Vec<String> {
+    let mut names: Vec<String> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The steps of a create's input of `type`.
+fn steps_of(body: &Value, kind: &str) -> Vec<Value> {
+    im::input_steps(&body["input"])
+        .into_iter()
+        .filter(|s| s["type"] == kind)
+        .collect()
+}
+
+/// Every create the model got, for a failure's message.
+fn dump(seen: &[Seen]) -> String {
+    seen.iter()
+        .map(|s| {
+            format!(
+                "\n  {} {} {} -> {} {}: {}",
+                s.status,
+                s.path,
+                s.refusal,
+                s.id,
+                Value::from(s.steps.clone()),
+                s.body
+            )
+        })
+        .collect()
+}
+
+/// Whether `id` is an interaction id the proxy mints: `v1_` and hex.
+fn is_minted_interaction(id: &str) -> bool {
+    id.strip_prefix("v1_")
+        .is_some_and(|h| !h.is_empty() && h.bytes().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// A run: the client's summary, and what the model got.
+async fn go(run: Run, script: Vec<Vec<Value>>) -> Option<(Value, InteractionsModel)> {
+    if !run.sdk.ready() {
+        return None;
+    }
+    let model = InteractionsModel::new(script);
+    let server = model.serve().await;
+    let (proxy, base) = proxy_for(&server, run.code).await;
+    let report = drive(run, &base).await;
+    drop(proxy);
+    Some((report, model))
+}
+
+/// The checks every run shares: the client ran `get_weather` once, for
+/// Paris; it got the model's echo of the last result; every create was
+/// accepted, on the SDK's default path, streamed or not as the client
+/// asked, stateless or continuing the provider's own interaction.
+fn common_checks(run: Run, report: &Value, model: &InteractionsModel, creates: usize) {
+    let seen = model.seen();
+    let sent = dump(&seen);
+    let who = run.label();
+    assert!(
+        report["error"].is_null(),
+        "{who}: {report}\nthe model got:{sent}"
+    );
+    let ran: Vec<(String, Value)> = report["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap_or("").to_owned(),
+                t["args"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ran,
+        vec![("get_weather".to_owned(), json!({"location": "Paris"}))],
+        "{who}: the tools it ran: {report}\nthe model got:{sent}"
+    );
+    let text = report["final"].as_str().unwrap_or("");
+    assert!(
+        text.starts_with("ANSWER: ") && text.contains(PARIS),
+        "{who}: the answer echoes the result: {report}\nthe model got:{sent}"
+    );
+    assert_eq!(
+        seen.len(),
+        creates,
+        "{who}: the model got {creates} creates:{sent}"
+    );
+    let ids = model.ids();
+    for (i, s) in seen.iter().enumerate() {
+        assert_eq!(s.status, 200, "{who}: the model refused a create:{sent}");
+        assert_eq!(s.path, "/v1/interactions", "{who}: the SDK's path:{sent}");
+        assert_eq!(
+            s.body["stream"] == true,
+            run.stream,
+            "{who}: streamed as the client asked:{sent}"
+        );
+        if run.stateless {
+            assert_eq!(s.body["store"], false, "{who}: stateless:{sent}");
+            assert!(
+                s.body.get("previous_interaction_id").is_none(),
+                "{who}: stateless:{sent}"
+            );
+        } else if i > 0 {
+            // Each turn continues the provider's interaction before it,
+            // never one the proxy minted.
+            assert_eq!(
+                s.body["previous_interaction_id"],
+                ids[i - 1],
+                "{who}: create {i} continues the provider's interaction:{sent}"
+            );
+        }
+        assert_eq!(
+            s.body["system_instruction"]
+                .as_str()
+                .map(|t| t.contains(SYSTEM)),
+            Some(true),
+            "{who}: the client's system_instruction is kept:{sent}"
+        );
+    }
+    let last = report["interactions"].as_array().and_then(|i| i.last());
+    assert_eq!(
+        last.map(|i| &i["status"]),
+        Some(&json!("completed")),
+        "{who}: the last interaction completed: {report}"
+    );
+}
+
+/// A native run: everything passes as it is.
+async fn native(run: Run) {
+    let script = vec![
+        vec![im::call(
+            "call_wx1",
+            "get_weather",
+            json!({"location": "Paris"}),
+        )],
+        vec![im::echo()],
+    ];
+    let Some((report, model)) = go(run, script).await else {
+        return;
+    };
+    common_checks(run, &report, &model, 2);
+    let seen = model.seen();
+    let sent = dump(&seen);
+    let who = run.label();
+    for s in &seen {
+        assert_eq!(
+            declared(&s.body),
+            ["get_weather"],
+            "{who}: the client's tools:{sent}"
+        );
+        assert_eq!(
+            s.body["system_instruction"], SYSTEM,
+            "{who}: unchanged:{sent}"
+        );
+    }
+    // The client got the model's call and interactions as they were.
+    assert_eq!(
+        report["calls"],
+        json!([{"id": "call_wx1", "name": "get_weather"}]),
+        "{who}: {report}"
+    );
+    let got: Vec<&Value> = report["interactions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| &i["id"])
+        .collect();
+    assert_eq!(
+        got,
+        model.ids().iter().collect::<Vec<_>>(),
+        "{who}: {report}"
+    );
+    let results = steps_of(&seen[1].body, "function_result");
+    assert_eq!(results.len(), 1, "{who}:{sent}");
+    assert_eq!(results[0]["call_id"], "call_wx1", "{who}:{sent}");
+    assert!(
+        results[0]["result"].to_string().contains(PARIS),
+        "{who}:{sent}"
+    );
+}
+
+/// A code-mode run, the model first calling `direct` natively (when
+/// given): the proxy answers that call itself and asks again.
+async fn code(run: Run, direct: bool) {
+    let mut script = vec![vec![im::run_code("call_prog1", PROGRAM)], vec![im::echo()]];
+    if direct {
+        script.insert(
+            0,
+            vec![im::call(
+                "call_direct",
+                "get_weather",
+                json!({"location": "Rome"}),
+            )],
+        );
+    }
+    let creates = script.len();
+    let Some((report, model)) = go(run, script).await else {
+        return;
+    };
+    common_checks(run, &report, &model, creates);
+    let seen = model.seen();
+    let sent = dump(&seen);
+    let who = run.label();
+    let ids = model.ids();
+    for s in &seen {
+        // Only run_code on the wire, the SDK (the client's tool) in the
+        // instructions beside the client's own.
+        assert_eq!(
+            declared(&s.body),
+            ["run_code"],
+            "{who}: only run_code:{sent}"
+        );
+        let system = s.body["system_instruction"].as_str().unwrap_or("");
+        assert!(
+            system.contains("get_weather") && system.len() > SYSTEM.len(),
+            "{who}: the SDK in system_instruction: {system}"
+        );
+        // The proxy's ids, the calls' and the interactions', stay between
+        // it and the client.
+        let text = s.body.to_string();
+        assert_eq!(
+            minted_ids_in(&text),
+            Vec::<String>::new(),
+            "{who}: a minted call id went upstream:{sent}"
+        );
+        if let Some(prev) = s.body["previous_interaction_id"].as_str() {
+            assert!(
+                ids.iter().any(|i| i == prev),
+                "{who}: previous_interaction_id {prev} is not the provider's:{sent}"
+            );
+        }
+        // The client's call never reaches the model as one it made.
+        assert!(
+            steps_of(&s.body, "function_call")
+                .iter()
+                .all(|c| c["id"] == "call_prog1" || c["id"] == "call_direct"),
+            "{who}: only the model's own calls go back:{sent}"
+        );
+    }
+    // The client was handed the program's call, under an id the proxy
+    // minted, in an interaction the proxy minted; never run_code, never
+    // the model's direct call.
+    let calls = report["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(calls.len(), 1, "{who}: one call: {report}");
+    assert_eq!(calls[0]["name"], "get_weather", "{who}: {report}");
+    let id = calls[0]["id"].as_str().unwrap_or("");
+    assert!(is_minted_shape(id), "{who}: a minted call id: {report}");
+    let first = &report["interactions"][0];
+    assert_eq!(first["status"], "requires_action", "{who}: {report}");
+    let minted = first["id"].as_str().unwrap_or("");
+    assert!(
+        is_minted_interaction(minted) && !ids.iter().any(|i| i == minted),
+        "{who}: the proxy minted the interaction handing out its call: {report}\nthe model gave: {ids:?}"
+    );
+    // The model got the program's result as run_code's.
+    let last = &seen[creates - 1].body;
+    let results = steps_of(last, "function_result");
+    let answer = results
+        .iter()
+        .find(|r| r["call_id"] == "call_prog1")
+        .unwrap_or_else(|| panic!("{who}: run_code answered:{sent}"));
+    assert!(
+        answer["result"].to_string().contains(PARIS),
+        "{who}: the program's result:{sent}"
+    );
+    if run.stateless {
+        // The whole history, as the model gave it: the user's turn first,
+        // and last the thought holding the call's signature (the model's
+        // rule checks it is the one it gave), the run_code call, its result.
+        let input = im::input_steps(&last["input"]);
+        let kinds: Vec<&str> = input
+            .iter()
+            .map(|s| s["type"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(kinds.first(), Some(&"user_input"), "{who}:{sent}");
+        assert_eq!(
+            kinds[kinds.len().saturating_sub(3)..],
+            ["thought", "function_call", "function_result"],
+            "{who}:{sent}"
+        );
+        assert_eq!(input[input.len() - 2]["id"], "call_prog1", "{who}:{sent}");
+    } else {
+        assert_eq!(
+            last["previous_interaction_id"],
+            ids[creates - 2],
+            "{who}: run_code's result continues the provider's interaction holding it:{sent}"
+        );
+    }
+    if direct {
+        // The direct call was answered by the proxy, to the model.
+        let denied = steps_of(&seen[1].body, "function_result");
+        let denial = denied
+            .iter()
+            .find(|r| r["call_id"] == "call_direct")
+            .unwrap_or_else(|| panic!("{who}: the direct call answered:{sent}"));
+        assert!(
+            denial.to_string().contains("UNKNOWN_TOOL"),
+            "{who}: answered UNKNOWN_TOOL: {denial}"
+        );
+        assert!(
+            !report["tools"].to_string().contains("Rome"),
+            "{who}: the direct call never reached the client: {report}"
+        );
+    }
+}
+
+fn run(sdk: Sdk, code: bool, stream: bool, stateless: bool) -> Run {
+    Run {
+        sdk,
+        code,
+        stream,
+        stateless,
+    }
+}
+
+// ------------------------------------------------- Google's Python SDK
+
+#[tokio::test]
+async fn python_native_json() {
+    native(run(Sdk::Python, false, false, false)).await;
+}
+
+#[tokio::test]
+async fn python_native_stream() {
+    native(run(Sdk::Python, false, true, false)).await;
+}
+
+#[tokio::test]
+async fn python_native_stateless() {
+    native(run(Sdk::Python, false, false, true)).await;
+}
+
+#[tokio::test]
+async fn python_code_mode_json() {
+    code(run(Sdk::Python, true, false, false), false).await;
+}
+
+#[tokio::test]
+async fn python_code_mode_stream() {
+    code(run(Sdk::Python, true, true, false), false).await;
+}
+
+#[tokio::test]
+async fn python_code_mode_stateless() {
+    code(run(Sdk::Python, true, false, true), false).await;
+}
+
+#[tokio::test]
+async fn python_code_mode_stream_stateless() {
+    code(run(Sdk::Python, true, true, true), false).await;
+}
+
+#[tokio::test]
+async fn python_code_mode_direct_native_call() {
+    code(run(Sdk::Python, true, false, false), true).await;
+}
+
+// ------------------------------------------------- Google's JS SDK
+
+#[tokio::test]
+async fn js_native_json() {
+    native(run(Sdk::Js, false, false, false)).await;
+}
+
+#[tokio::test]
+async fn js_native_stream() {
+    native(run(Sdk::Js, false, true, false)).await;
+}
+
+#[tokio::test]
+async fn js_native_stateless() {
+    native(run(Sdk::Js, false, false, true)).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_json() {
+    code(run(Sdk::Js, true, false, false), false).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_stream() {
+    code(run(Sdk::Js, true, true, false), false).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_stateless() {
+    code(run(Sdk::Js, true, false, true), false).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_stream_stateless() {
+    code(run(Sdk::Js, true, true, true), false).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_direct_native_call_stream_stateless() {
+    code(run(Sdk::Js, true, true, true), true).await;
+}
