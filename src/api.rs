@@ -17,11 +17,19 @@ pub enum Api {
     Messages,
     /// `POST /v1beta/models/{model}:generateContent` (Google's Gemini API).
     Gemini,
+    /// `POST /v1/interactions` (Google's Interactions API).
+    Interactions,
 }
 
 impl Api {
     /// Every API, in the order messages list them.
-    pub const ALL: [Api; 4] = [Api::Chat, Api::Responses, Api::Messages, Api::Gemini];
+    pub const ALL: [Api; 5] = [
+        Api::Chat,
+        Api::Responses,
+        Api::Messages,
+        Api::Gemini,
+        Api::Interactions,
+    ];
 
     /// A short name for logs and cache keys.
     pub fn as_str(self) -> &'static str {
@@ -30,6 +38,7 @@ impl Api {
             Api::Responses => "responses",
             Api::Messages => "messages",
             Api::Gemini => "gemini",
+            Api::Interactions => "interactions",
         }
     }
 }

@@ -26,6 +26,7 @@ mod classify;
 mod conversation;
 mod env_vars;
 mod gemini;
+mod interactions;
 mod messages;
 mod mode;
 mod plan;

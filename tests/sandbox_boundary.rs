@@ -295,6 +295,10 @@ async fn hundred_bombs(sandbox: &str) {
             ("CODEMODE_SANDBOX", sandbox),
             ("CODEMODE_RUN_CONCURRENCY", "2"),
             ("CODEMODE_RUN_QUEUE", "200"),
+            // The test is about the bombs, not the queue: a hundred of them
+            // through two slots may wait longer than the default 30 s on a
+            // loaded machine (seen under a parallel build).
+            ("CODEMODE_RUN_QUEUE_TIMEOUT_MS", "300000"),
             ("CODEMODE_RUN_MEMORY_MB", "16"),
             ("CODEMODE_RUN_SLICE_MS", "1000"),
         ],

@@ -13,6 +13,7 @@ use crate::body::ProxyBody;
 use crate::chat::Chat;
 use crate::error::ProxyError;
 use crate::gemini::Gemini;
+use crate::interactions::Interactions;
 use crate::messages::Messages;
 use crate::responses::Responses;
 use crate::route::Routes;
@@ -33,6 +34,7 @@ pub(crate) async fn serve(
         Api::Responses => judged::<Responses>(state, inner, selection, route, req).await,
         Api::Messages => judged::<Messages>(state, inner, selection, route, req).await,
         Api::Gemini => judged::<Gemini>(state, inner, selection, route, req).await,
+        Api::Interactions => judged::<Interactions>(state, inner, selection, route, req).await,
     }
 }
 
@@ -45,6 +47,7 @@ pub(crate) fn routes() -> &'static Routes {
             Api::Responses => Responses::ROUTES,
             Api::Messages => Messages::ROUTES,
             Api::Gemini => Gemini::ROUTES,
+            Api::Interactions => Interactions::ROUTES,
         }))
     })
 }
@@ -56,6 +59,7 @@ pub(crate) fn errors(api: Api) -> &'static Errors {
         Api::Responses => Responses::ERRORS,
         Api::Messages => Messages::ERRORS,
         Api::Gemini => Gemini::ERRORS,
+        Api::Interactions => Interactions::ERRORS,
     }
 }
 
@@ -66,6 +70,7 @@ pub(crate) fn provider(api: Api) -> &'static Provider {
         Api::Responses => Responses::PROVIDER,
         Api::Messages => Messages::PROVIDER,
         Api::Gemini => Gemini::PROVIDER,
+        Api::Interactions => Interactions::PROVIDER,
     }
 }
 
@@ -86,6 +91,7 @@ pub(crate) fn sniff(body: &serde_json::Value) -> Api {
         Api::Responses => Responses::recognises(body),
         Api::Messages => Messages::recognises(body),
         Api::Gemini => Gemini::recognises(body),
+        Api::Interactions => Interactions::recognises(body),
     };
     Api::ALL
         .into_iter()
@@ -108,5 +114,6 @@ pub(crate) async fn dry_run(
         Api::Responses => rewritten::<Responses>(state, selection, tenant, bytes).await,
         Api::Messages => rewritten::<Messages>(state, selection, tenant, bytes).await,
         Api::Gemini => rewritten::<Gemini>(state, selection, tenant, bytes).await,
+        Api::Interactions => rewritten::<Interactions>(state, selection, tenant, bytes).await,
     }
 }

@@ -242,9 +242,6 @@ fn errors_for<B>(req: &Request<B>) -> &'static Errors {
 fn route_label(endpoint: Endpoint) -> Route {
     match (endpoint.api, endpoint.counting) {
         (_, true) => Route::CountTokens,
-        (Api::Chat, false) => Route::Chat,
-        (Api::Responses, false) => Route::Responses,
-        (Api::Messages, false) => Route::Messages,
-        (Api::Gemini, false) => Route::Gemini,
+        (api, false) => Route::Turn(api),
     }
 }

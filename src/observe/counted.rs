@@ -104,18 +104,16 @@ impl Abandoned {
     }
 }
 
-/// Which endpoint served a request, as the `route` label spells it.
+/// Which endpoint served a request, as the `route` label spells it: a
+/// judged route by its API's name, so a new dialect needs no label of its
+/// own here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
-    /// `/v1/chat/completions`.
-    Chat,
-    /// `/v1/responses`.
-    Responses,
-    /// `/v1/messages`.
-    Messages,
-    /// Gemini's `:generateContent` and `:streamGenerateContent`.
-    Gemini,
-    /// `/v1/messages/count_tokens`.
+    /// A model request on a judged route of the API (`chat`, `responses`,
+    /// `messages`, `gemini`, ...).
+    Turn(crate::api::Api),
+    /// A token count (`/v1/messages/count_tokens`, Gemini's
+    /// `:countTokens`, Responses' `input_tokens`).
     CountTokens,
     /// Any other `/v1/*` request.
     Passthrough,
@@ -126,25 +124,43 @@ pub enum Route {
 }
 
 impl Route {
-    /// Every route, in the order of their values.
-    pub const ALL: [Route; 8] = [
-        Route::Chat,
-        Route::Responses,
-        Route::Messages,
-        Route::Gemini,
-        Route::CountTokens,
-        Route::Passthrough,
-        Route::Admin,
-        Route::Other,
-    ];
+    /// How many routes there are.
+    pub const COUNT: usize = crate::api::Api::ALL.len() + 4;
+
+    /// Every route, in the order of [`Route::index`].
+    pub const ALL: [Route; Route::COUNT] = {
+        let apis = crate::api::Api::ALL;
+        let mut all = [Route::Other; Route::COUNT];
+        let mut i = 0;
+        while i < apis.len() {
+            all[i] = Route::Turn(apis[i]);
+            i += 1;
+        }
+        all[i] = Route::CountTokens;
+        all[i + 1] = Route::Passthrough;
+        all[i + 2] = Route::Admin;
+        all
+    };
+
+    /// The route's place in [`Route::ALL`].
+    pub fn index(self) -> usize {
+        let apis = crate::api::Api::ALL.len();
+        match self {
+            Route::Turn(api) => crate::api::Api::ALL
+                .iter()
+                .position(|&a| a == api)
+                .unwrap_or(0),
+            Route::CountTokens => apis,
+            Route::Passthrough => apis + 1,
+            Route::Admin => apis + 2,
+            Route::Other => apis + 3,
+        }
+    }
 
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
-            Route::Chat => "chat",
-            Route::Responses => "responses",
-            Route::Messages => "messages",
-            Route::Gemini => "gemini",
+            Route::Turn(api) => api.as_str(),
             Route::CountTokens => "count_tokens",
             Route::Passthrough => "passthrough",
             Route::Admin => "admin",

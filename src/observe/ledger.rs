@@ -90,7 +90,7 @@ impl RequestLedger {
         RequestLedger {
             id,
             started: Instant::now(),
-            route: AtomicU8::new(Route::Other as u8),
+            route: AtomicU8::new(Route::Other.index() as u8),
             provider: AtomicU8::new(0),
             selected: OnceLock::new(),
             client_code: OnceLock::new(),
@@ -148,7 +148,7 @@ impl RequestLedger {
 
     /// Records the endpoint that serves the request.
     pub fn set_route(&self, route: Route) {
-        self.route.store(route as u8, Relaxed);
+        self.route.store(route.index() as u8, Relaxed);
     }
 
     /// Records the provider the request goes to.

@@ -78,7 +78,7 @@ pub struct Metrics {
     request_duration: HistogramFamily<RouteLabel>,
     /// `request_duration`'s series by route, made on first use so an
     /// unused route shows no series.
-    route_durations: [OnceLock<Histogram>; Route::ALL.len()],
+    route_durations: [OnceLock<Histogram>; Route::COUNT],
     upstream_duration: Histogram,
     /// By [`DENIAL_CODES`].
     denials: [Counter; DENIAL_CODES.len()],
@@ -366,7 +366,7 @@ impl Metrics {
                 status: f.status,
             })
             .inc();
-        self.route_durations[f.route as usize]
+        self.route_durations[f.route.index()]
             .get_or_init(|| {
                 self.request_duration
                     .get_or_create(&RouteLabel { route })

@@ -150,11 +150,11 @@ async fn no_route_off_a_providers_open_list_reaches_it_under_the_lock() {
         "/v1/completions",
         "/v1/evals",
         "/v1/chatkit/sessions",
-        "/v1/interactions",
+        "/v1/interactions/v1_i/cancel",
         "/v1/messages/foo",
         "/v1/models/gpt-5/extra",
         "/v1beta/foo",
-        "/v1beta/interactions",
+        "/v1beta/interactions/v1_i",
         "/v1beta/models/gemini-2.5-pro:batchGenerateContent",
         "/v1beta/models/gemini-2.5-pro:generateAnswer",
         "/v1beta/tunedModels/t:generateContent",
@@ -542,7 +542,8 @@ async fn a_google_key_in_the_query_gets_googles_shape_on_every_refusal() {
     let providers = Providers::start().await;
     let locked = providers.proxy(LOCKED).await;
     for (verb, path) in [
-        ("POST", "/v1/interactions?key=k"),
+        ("POST", "/v1/interactions/v1_i/cancel?key=k"),
+        ("GET", "/v1/interactions/v1_i?key=k"),
         ("POST", "/v1beta/cachedContents?key=k"),
         ("POST", "/v1/models/gemini-2.5-pro:countTokens/x?key=k"),
         ("GET", "/v1/models/gemini-2.5-pro:countTokens?key=k"),

@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn requests_count_by_mode_and_the_inspectors_own_do_not() {
         let t = Totals::new(0);
-        t.finished(&finished(Route::Chat, "code"), 1);
+        t.finished(&finished(Route::Turn(crate::api::Api::Chat), "code"), 1);
         t.finished(&finished(Route::Admin, "none"), 2);
         t.denied("ONE_PROGRAM");
         let now = t.current();
