@@ -94,6 +94,21 @@ impl Run {
 /// The program the model runs in code mode.
 const PROGRAM: &str = "const a = await tools.get_weather({location: \"Paris\"});\nreturn a;";
 
+/// The program making two calls at once.
+const PARALLEL: &str = "const [a, b] = await Promise.all([tools.get_weather({location: \"Paris\"}), tools.get_weather({location: \"Rome\"})]);\nreturn [a, b];";
+
+/// What the model does in code mode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Model {
+    /// Runs [`PROGRAM`].
+    Program,
+    /// Calls `get_weather` for Oslo directly first (the proxy answers that
+    /// itself, UNKNOWN_TOOL, and asks again), then runs [`PROGRAM`].
+    Direct,
+    /// Runs [`PARALLEL`].
+    Parallel,
+}
+
 /// The client's own instructions, kept in code mode beside the SDK.
 const SYSTEM: &str = "You are a weather bot.";
 
@@ -225,7 +240,13 @@ async fn go(run: Run, script: Vec<Vec<Value>>) -> Option<(Value, InteractionsMod
 /// Paris; it got the model's echo of the last result; every create was
 /// accepted, on the SDK's default path, streamed or not as the client
 /// asked, stateless or continuing the provider's own interaction.
-fn common_checks(run: Run, report: &Value, model: &InteractionsModel, creates: usize) {
+fn common_checks(
+    run: Run,
+    report: &Value,
+    model: &InteractionsModel,
+    creates: usize,
+    places: &[&str],
+) {
     let seen = model.seen();
     let sent = dump(&seen);
     let who = run.label();
@@ -233,7 +254,7 @@ fn common_checks(run: Run, report: &Value, model: &InteractionsModel, creates: u
         report["error"].is_null(),
         "{who}: {report}\nthe model got:{sent}"
     );
-    let ran: Vec<(String, Value)> = report["tools"]
+    let mut ran: Vec<(String, Value)> = report["tools"]
         .as_array()
         .cloned()
         .unwrap_or_default()
@@ -245,9 +266,13 @@ fn common_checks(run: Run, report: &Value, model: &InteractionsModel, creates: u
             )
         })
         .collect();
+    ran.sort_by_key(|(_, args)| args.to_string());
+    let want: Vec<(String, Value)> = places
+        .iter()
+        .map(|p| ("get_weather".to_owned(), json!({"location": p})))
+        .collect();
     assert_eq!(
-        ran,
-        vec![("get_weather".to_owned(), json!({"location": "Paris"}))],
+        ran, want,
         "{who}: the tools it ran: {report}\nthe model got:{sent}"
     );
     let text = report["final"].as_str().unwrap_or("");
@@ -277,12 +302,22 @@ fn common_checks(run: Run, report: &Value, model: &InteractionsModel, creates: u
             );
         } else if i > 0 {
             // Each turn continues the provider's interaction before it,
-            // never one the proxy minted.
-            assert_eq!(
-                s.body["previous_interaction_id"],
-                ids[i - 1],
-                "{who}: create {i} continues the provider's interaction:{sent}"
-            );
+            // never one the proxy minted; or (a round of the proxy's own,
+            // answering a call it denied) restates the whole history.
+            match s.body.get("previous_interaction_id") {
+                Some(prev) => assert_eq!(
+                    prev,
+                    &ids[i - 1],
+                    "{who}: create {i} continues the provider's interaction:{sent}"
+                ),
+                None => assert_eq!(
+                    im::input_steps(&s.body["input"])
+                        .first()
+                        .map(|s| &s["type"]),
+                    Some(&json!("user_input")),
+                    "{who}: create {i} continues nothing, so holds the whole history:{sent}"
+                ),
+            }
         }
         assert_eq!(
             s.body["system_instruction"]
@@ -303,17 +338,16 @@ fn common_checks(run: Run, report: &Value, model: &InteractionsModel, creates: u
 /// A native run: everything passes as it is.
 async fn native(run: Run) {
     let script = vec![
-        vec![im::call(
-            "call_wx1",
-            "get_weather",
-            json!({"location": "Paris"}),
-        )],
+        vec![
+            im::text("Let me look."),
+            im::call("call_wx1", "get_weather", json!({"location": "Paris"})),
+        ],
         vec![im::echo()],
     ];
     let Some((report, model)) = go(run, script).await else {
         return;
     };
-    common_checks(run, &report, &model, 2);
+    common_checks(run, &report, &model, 2, &["Paris"]);
     let seen = model.seen();
     let sent = dump(&seen);
     let who = run.label();
@@ -345,6 +379,13 @@ async fn native(run: Run) {
         model.ids().iter().collect::<Vec<_>>(),
         "{who}: {report}"
     );
+    if !run.stateless {
+        assert_eq!(
+            seen[1].body["previous_interaction_id"],
+            model.ids()[0],
+            "{who}: continues the provider's interaction:{sent}"
+        );
+    }
     let results = steps_of(&seen[1].body, "function_result");
     assert_eq!(results.len(), 1, "{who}:{sent}");
     assert_eq!(results[0]["call_id"], "call_wx1", "{who}:{sent}");
@@ -354,25 +395,40 @@ async fn native(run: Run) {
     );
 }
 
-/// A code-mode run, the model first calling `direct` natively (when
-/// given): the proxy answers that call itself and asks again.
-async fn code(run: Run, direct: bool) {
-    let mut script = vec![vec![im::run_code("call_prog1", PROGRAM)], vec![im::echo()]];
-    if direct {
+/// A code-mode run, the model doing `what`.
+async fn code(run: Run, what: Model) {
+    let program = if what == Model::Parallel {
+        PARALLEL
+    } else {
+        PROGRAM
+    };
+    let mut script = vec![
+        vec![
+            im::text("Let me look."),
+            im::run_code("call_prog1", program),
+        ],
+        vec![im::echo()],
+    ];
+    if what == Model::Direct {
         script.insert(
             0,
             vec![im::call(
                 "call_direct",
                 "get_weather",
-                json!({"location": "Rome"}),
+                json!({"location": "Oslo"}),
             )],
         );
     }
+    let places: &[&str] = if what == Model::Parallel {
+        &["Paris", "Rome"]
+    } else {
+        &["Paris"]
+    };
     let creates = script.len();
     let Some((report, model)) = go(run, script).await else {
         return;
     };
-    common_checks(run, &report, &model, creates);
+    common_checks(run, &report, &model, creates, places);
     let seen = model.seen();
     let sent = dump(&seen);
     let who = run.label();
@@ -416,10 +472,16 @@ async fn code(run: Run, direct: bool) {
     // minted, in an interaction the proxy minted; never run_code, never
     // the model's direct call.
     let calls = report["calls"].as_array().cloned().unwrap_or_default();
-    assert_eq!(calls.len(), 1, "{who}: one call: {report}");
-    assert_eq!(calls[0]["name"], "get_weather", "{who}: {report}");
-    let id = calls[0]["id"].as_str().unwrap_or("");
-    assert!(is_minted_shape(id), "{who}: a minted call id: {report}");
+    assert_eq!(calls.len(), places.len(), "{who}: its calls: {report}");
+    for c in &calls {
+        assert_eq!(c["name"], "get_weather", "{who}: {report}");
+        let id = c["id"].as_str().unwrap_or("");
+        assert!(is_minted_shape(id), "{who}: a minted call id: {report}");
+    }
+    assert!(
+        calls.len() < 2 || calls[0]["id"] != calls[1]["id"],
+        "{who}: each call its own id: {report}"
+    );
     let first = &report["interactions"][0];
     assert_eq!(first["status"], "requires_action", "{who}: {report}");
     let minted = first["id"].as_str().unwrap_or("");
@@ -434,26 +496,37 @@ async fn code(run: Run, direct: bool) {
         .iter()
         .find(|r| r["call_id"] == "call_prog1")
         .unwrap_or_else(|| panic!("{who}: run_code answered:{sent}"));
-    assert!(
-        answer["result"].to_string().contains(PARIS),
-        "{who}: the program's result:{sent}"
-    );
+    for place in places {
+        assert!(
+            answer["result"]
+                .to_string()
+                .contains(&format!("sunny in {place}")),
+            "{who}: the program's result:{sent}"
+        );
+    }
     if run.stateless {
-        // The whole history, as the model gave it: the user's turn first,
-        // and last the thought holding the call's signature (the model's
-        // rule checks it is the one it gave), the run_code call, its result.
+        // The whole history: the user's turn first, and last the model's
+        // turn holding run_code exactly as the model gave it (its thought
+        // with the call's signature, its words, the call), then the
+        // program's result.
         let input = im::input_steps(&last["input"]);
-        let kinds: Vec<&str> = input
-            .iter()
-            .map(|s| s["type"].as_str().unwrap_or(""))
-            .collect();
-        assert_eq!(kinds.first(), Some(&"user_input"), "{who}:{sent}");
+        let turn = &seen[creates - 2].steps;
         assert_eq!(
-            kinds[kinds.len().saturating_sub(3)..],
-            ["thought", "function_call", "function_result"],
+            input.first().map(|s| &s["type"]),
+            Some(&json!("user_input")),
             "{who}:{sent}"
         );
-        assert_eq!(input[input.len() - 2]["id"], "call_prog1", "{who}:{sent}");
+        assert!(input.len() >= turn.len() + 2, "{who}:{sent}");
+        assert_eq!(
+            &input[input.len() - 1 - turn.len()..input.len() - 1],
+            &turn[..],
+            "{who}: the model's turn as it gave it:{sent}"
+        );
+        assert_eq!(
+            input.last().unwrap()["call_id"],
+            "call_prog1",
+            "{who}:{sent}"
+        );
     } else {
         assert_eq!(
             last["previous_interaction_id"],
@@ -461,7 +534,7 @@ async fn code(run: Run, direct: bool) {
             "{who}: run_code's result continues the provider's interaction holding it:{sent}"
         );
     }
-    if direct {
+    if what == Model::Direct {
         // The direct call was answered by the proxy, to the model.
         let denied = steps_of(&seen[1].body, "function_result");
         let denial = denied
@@ -473,7 +546,7 @@ async fn code(run: Run, direct: bool) {
             "{who}: answered UNKNOWN_TOOL: {denial}"
         );
         assert!(
-            !report["tools"].to_string().contains("Rome"),
+            !report["tools"].to_string().contains("Oslo"),
             "{who}: the direct call never reached the client: {report}"
         );
     }
@@ -507,27 +580,27 @@ async fn python_native_stateless() {
 
 #[tokio::test]
 async fn python_code_mode_json() {
-    code(run(Sdk::Python, true, false, false), false).await;
+    code(run(Sdk::Python, true, false, false), Model::Program).await;
 }
 
 #[tokio::test]
 async fn python_code_mode_stream() {
-    code(run(Sdk::Python, true, true, false), false).await;
+    code(run(Sdk::Python, true, true, false), Model::Program).await;
 }
 
 #[tokio::test]
 async fn python_code_mode_stateless() {
-    code(run(Sdk::Python, true, false, true), false).await;
+    code(run(Sdk::Python, true, false, true), Model::Program).await;
 }
 
 #[tokio::test]
 async fn python_code_mode_stream_stateless() {
-    code(run(Sdk::Python, true, true, true), false).await;
+    code(run(Sdk::Python, true, true, true), Model::Program).await;
 }
 
 #[tokio::test]
 async fn python_code_mode_direct_native_call() {
-    code(run(Sdk::Python, true, false, false), true).await;
+    code(run(Sdk::Python, true, false, false), Model::Direct).await;
 }
 
 // ------------------------------------------------- Google's JS SDK
@@ -549,25 +622,37 @@ async fn js_native_stateless() {
 
 #[tokio::test]
 async fn js_code_mode_json() {
-    code(run(Sdk::Js, true, false, false), false).await;
+    code(run(Sdk::Js, true, false, false), Model::Program).await;
 }
 
 #[tokio::test]
 async fn js_code_mode_stream() {
-    code(run(Sdk::Js, true, true, false), false).await;
+    code(run(Sdk::Js, true, true, false), Model::Program).await;
 }
 
 #[tokio::test]
 async fn js_code_mode_stateless() {
-    code(run(Sdk::Js, true, false, true), false).await;
+    code(run(Sdk::Js, true, false, true), Model::Program).await;
 }
 
 #[tokio::test]
 async fn js_code_mode_stream_stateless() {
-    code(run(Sdk::Js, true, true, true), false).await;
+    code(run(Sdk::Js, true, true, true), Model::Program).await;
 }
 
 #[tokio::test]
 async fn js_code_mode_direct_native_call_stream_stateless() {
-    code(run(Sdk::Js, true, true, true), true).await;
+    code(run(Sdk::Js, true, true, true), Model::Direct).await;
+}
+
+// ------------------------------------------------- both, two calls at once
+
+#[tokio::test]
+async fn python_code_mode_parallel_calls_stream() {
+    code(run(Sdk::Python, true, true, false), Model::Parallel).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_parallel_calls_stateless() {
+    code(run(Sdk::Js, true, false, true), Model::Parallel).await;
 }
