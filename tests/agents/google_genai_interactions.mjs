@@ -9,8 +9,10 @@
 // turn continues the last one with `previous_interaction_id`. AGENT_SYSTEM,
 // when set, is sent as `system_instruction` on every turn.
 //
-// Prints a JSON summary: {agent, final, error, tools, calls, interactions}:
-// `tools` lists each call the driver ran: {name, args, result}; `calls` each
+// Each prompt of $AGENT_PROMPTS (a JSON list) is a user turn of one
+// conversation. Prints a JSON summary: {agent, final, finals, error, tools,
+// calls, interactions}: `finals` holds the answer to each prompt, `final`
+// the last; `tools` lists each call the driver ran: {name, args, result}; `calls` each
 // function call it was handed: {id, name}; `interactions` the id and status
 // of each interaction it got.
 import os from "node:os";
@@ -94,43 +96,70 @@ async function turn(params) {
   return { id, status, steps: [...steps.keys()].sort((a, b) => a - b).map((i) => steps.get(i)) };
 }
 
-let final = "";
+const prompts = JSON.parse(process.env.AGENT_PROMPTS || '["What is the weather in Paris?"]');
+const finals = [];
 let error = null;
-const history = [{ type: "user_input", content: [{ type: "text", text: prompt }] }];
+const history = [];
+const user = (text) => ({ type: "user_input", content: [{ type: "text", text }] });
 try {
-  let t = STATELESS ? await turn({ input: history, store: false }) : await turn({ input: prompt });
-  let done = false;
-  for (let n = 0; n < 8 && !done; n++) {
-    interactions.push({ id: t.id, status: t.status });
-    const fcs = t.steps.filter((s) => s.type === "function_call");
-    if (!fcs.length) {
-      final = t.steps
-        .filter((s) => s.type === "model_output")
-        .flatMap((s) => s.content || [])
-        .filter((c) => c.type === "text")
-        .map((c) => c.text)
-        .join("");
-      done = true;
-      break;
-    }
-    const results = fcs.map((fc) => {
-      calls.push({ id: fc.id, name: fc.name });
-      if (fc.name === "get_weather") {
-        return { type: "function_result", call_id: fc.id, name: fc.name, result: getWeather(fc.arguments || {}) };
-      }
-      return { type: "function_result", call_id: fc.id, name: fc.name, result: `unknown tool ${fc.name}`, is_error: true };
-    });
+  let last;
+  for (const prompt of prompts) {
+    // A new user turn: the whole history, or one continuing the last
+    // interaction (the first continues nothing).
+    let t;
     if (STATELESS) {
-      history.push(...t.steps, ...results);
+      history.push(user(prompt));
       t = await turn({ input: history, store: false });
+    } else if (last === undefined) {
+      t = await turn({ input: prompt });
     } else {
-      t = await turn({ input: results, previous_interaction_id: t.id });
+      t = await turn({ input: prompt, previous_interaction_id: last });
     }
+    let done = false;
+    for (let n = 0; n < 8 && !done; n++) {
+      interactions.push({ id: t.id, status: t.status });
+      const fcs = t.steps.filter((s) => s.type === "function_call");
+      if (!fcs.length) {
+        finals.push(
+          t.steps
+            .filter((s) => s.type === "model_output")
+            .flatMap((s) => s.content || [])
+            .filter((c) => c.type === "text")
+            .map((c) => c.text)
+            .join(""),
+        );
+        history.push(...t.steps);
+        done = true;
+        break;
+      }
+      const results = fcs.map((fc) => {
+        calls.push({ id: fc.id, name: fc.name });
+        if (fc.name === "get_weather") {
+          return { type: "function_result", call_id: fc.id, name: fc.name, result: getWeather(fc.arguments || {}) };
+        }
+        return { type: "function_result", call_id: fc.id, name: fc.name, result: `unknown tool ${fc.name}`, is_error: true };
+      });
+      if (STATELESS) {
+        history.push(...t.steps, ...results);
+        t = await turn({ input: history, store: false });
+      } else {
+        t = await turn({ input: results, previous_interaction_id: t.id });
+      }
+    }
+    if (!done) throw new Error("no final answer in 8 turns");
+    last = t.id;
   }
-  if (!done) error = "no final answer in 8 turns";
 } catch (e) {
   error = `${e?.name}: ${e?.message}`;
 }
 process.stdout.write(
-  JSON.stringify({ agent: "@google/genai interactions", final, error, tools: ran, calls, interactions }) + "\n",
+  JSON.stringify({
+    agent: "@google/genai interactions",
+    final: finals.at(-1) ?? "",
+    finals,
+    error,
+    tools: ran,
+    calls,
+    interactions,
+  }) + "\n",
 );

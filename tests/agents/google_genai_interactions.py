@@ -10,8 +10,10 @@ AGENT_STREAM=1 streams every turn (`stream=True`, the calls rebuilt from
 turn continues the last one with `previous_interaction_id`. AGENT_SYSTEM,
 when set, is sent as `system_instruction` on every turn.
 
-Prints a JSON summary: {agent, final, error, tools, calls, interactions}:
-`tools` lists each call the driver ran: {name, args, result}; `calls` each
+Each prompt of $AGENT_PROMPTS (a JSON list) is a user turn of one
+conversation. Prints a JSON summary: {agent, final, finals, error, tools,
+calls, interactions}: `finals` holds the answer to each prompt, `final` the
+last; `tools` lists each call the driver ran: {name, args, result}; `calls` each
 function call it was handed: {id, name}; `interactions` the id and status of
 each interaction it got.
 """
@@ -94,52 +96,64 @@ def turn(client, model, **kw):
     return iid, status, [steps[i] for i in sorted(steps)]
 
 
+def user(prompt):
+    return {"type": "user_input", "content": [{"type": "text", "text": prompt}]}
+
+
 def main() -> None:
     client = genai.Client(
         api_key="test-gemini-key",
         http_options=types.HttpOptions(base_url=os.environ["AGENT_BASE_URL"]),
     )
     model = os.environ.get("AGENT_MODEL", "gemini-3-flash-preview")
-    prompt = json.loads(os.environ.get("AGENT_PROMPTS", '["What is the weather in Paris?"]'))[0]
-    final, error = "", None
-    history = [{"type": "user_input", "content": [{"type": "text", "text": prompt}]}]
+    prompts = json.loads(os.environ.get("AGENT_PROMPTS", '["What is the weather in Paris?"]'))
+    finals, error = [], None
+    history, iid = [], None
     try:
-        if STATELESS:
-            iid, status, steps = turn(client, model, input=history, store=False)
-        else:
-            iid, status, steps = turn(client, model, input=prompt)
-        for _ in range(8):
-            interactions.append({"id": iid, "status": status})
-            fcs = [s for s in steps if s.get("type") == "function_call"]
-            if not fcs:
-                final = "".join(
-                    c.get("text", "")
-                    for s in steps
-                    if s.get("type") == "model_output"
-                    for c in s.get("content") or []
-                    if c.get("type") == "text"
-                )
-                break
-            results = []
-            for fc in fcs:
-                calls.append({"id": fc["id"], "name": fc["name"]})
-                if fc["name"] == "get_weather":
-                    result = get_weather(**(fc.get("arguments") or {}))
-                    results.append({"type": "function_result", "call_id": fc["id"], "name": fc["name"], "result": result})
-                else:
-                    results.append({"type": "function_result", "call_id": fc["id"], "name": fc["name"],
-                                    "result": f"unknown tool {fc['name']}", "is_error": True})
+        for prompt in prompts:
+            # A new user turn: the whole history, or one continuing the last
+            # interaction (the first continues nothing).
             if STATELESS:
-                history += steps + results
+                history.append(user(prompt))
                 iid, status, steps = turn(client, model, input=history, store=False)
+            elif iid is None:
+                iid, status, steps = turn(client, model, input=prompt)
             else:
-                iid, status, steps = turn(client, model, input=results, previous_interaction_id=iid)
-        else:
-            error = "no final answer in 8 turns"
+                iid, status, steps = turn(client, model, input=prompt, previous_interaction_id=iid)
+            for _ in range(8):
+                interactions.append({"id": iid, "status": status})
+                fcs = [s for s in steps if s.get("type") == "function_call"]
+                if not fcs:
+                    finals.append("".join(
+                        c.get("text", "")
+                        for s in steps
+                        if s.get("type") == "model_output"
+                        for c in s.get("content") or []
+                        if c.get("type") == "text"
+                    ))
+                    history += steps
+                    break
+                results = []
+                for fc in fcs:
+                    calls.append({"id": fc["id"], "name": fc["name"]})
+                    if fc["name"] == "get_weather":
+                        result = get_weather(**(fc.get("arguments") or {}))
+                        results.append({"type": "function_result", "call_id": fc["id"], "name": fc["name"],
+                                        "result": result})
+                    else:
+                        results.append({"type": "function_result", "call_id": fc["id"], "name": fc["name"],
+                                        "result": f"unknown tool {fc['name']}", "is_error": True})
+                if STATELESS:
+                    history += steps + results
+                    iid, status, steps = turn(client, model, input=history, store=False)
+                else:
+                    iid, status, steps = turn(client, model, input=results, previous_interaction_id=iid)
+            else:
+                raise RuntimeError("no final answer in 8 turns")
     except Exception as e:  # noqa: BLE001 - report whatever the SDK raised
         error = f"{type(e).__name__}: {e}"
-    summary = {"agent": "google-genai interactions", "final": final, "error": error,
-               "tools": ran, "calls": calls, "interactions": interactions}
+    summary = {"agent": "google-genai interactions", "final": finals[-1] if finals else "", "finals": finals,
+               "error": error, "tools": ran, "calls": calls, "interactions": interactions}
     sys.stdout.write(json.dumps(summary) + "\n")
 
 

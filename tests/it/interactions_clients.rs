@@ -14,6 +14,10 @@
 //! for Paris; code: a `run_code` whose program makes that call, which the
 //! proxy runs, handing the client the native call and resuming on its
 //! result), then with text echoing the last function result it was sent.
+//! Code mode also: the model calling the client's tool directly first
+//! (the proxy answers it UNKNOWN_TOOL and asks again; the client never
+//! sees it), a program making two calls at once, and the conversation
+//! going on with a second question after the program's answer.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -109,6 +113,12 @@ enum Model {
     Parallel,
 }
 
+/// The client's question.
+const PROMPT: &str = "What is the weather in Paris?";
+
+/// Its next one, in the same conversation.
+const FOLLOW_UP: &str = "And tomorrow?";
+
 /// The client's own instructions, kept in code mode beside the SDK.
 const SYSTEM: &str = "You are a weather bot.";
 
@@ -132,14 +142,11 @@ async fn proxy_for(server: &MockServer, code: bool) -> (Proxy, String) {
 }
 
 /// Runs the SDK's driver against `base`; its JSON summary.
-async fn drive(run: Run, base: &str) -> Value {
+async fn drive(run: Run, base: &str, prompts: &[&str]) -> Value {
     let dir = workdir(&run.label(), &[]);
     let mut cmd = run.sdk.command();
     cmd.env("AGENT_BASE_URL", base)
-        .env(
-            "AGENT_PROMPTS",
-            json!(["What is the weather in Paris?"]).to_string(),
-        )
+        .env("AGENT_PROMPTS", json!(prompts).to_string())
         .env("AGENT_SYSTEM", SYSTEM)
         .env("CODEMODE_AGENTS_DIR", agents_dir())
         .current_dir(&dir.0)
@@ -224,14 +231,18 @@ fn is_minted_interaction(id: &str) -> bool {
 }
 
 /// A run: the client's summary, and what the model got.
-async fn go(run: Run, script: Vec<Vec<Value>>) -> Option<(Value, InteractionsModel)> {
+async fn go(
+    run: Run,
+    script: Vec<Vec<Value>>,
+    prompts: &[&str],
+) -> Option<(Value, InteractionsModel)> {
     if !run.sdk.ready() {
         return None;
     }
     let model = InteractionsModel::new(script);
     let server = model.serve().await;
     let (proxy, base) = proxy_for(&server, run.code).await;
-    let report = drive(run, &base).await;
+    let report = drive(run, &base, prompts).await;
     drop(proxy);
     Some((report, model))
 }
@@ -344,7 +355,7 @@ async fn native(run: Run) {
         ],
         vec![im::echo()],
     ];
-    let Some((report, model)) = go(run, script).await else {
+    let Some((report, model)) = go(run, script, &[PROMPT]).await else {
         return;
     };
     common_checks(run, &report, &model, 2, &["Paris"]);
@@ -425,7 +436,7 @@ async fn code(run: Run, what: Model) {
         &["Paris"]
     };
     let creates = script.len();
-    let Some((report, model)) = go(run, script).await else {
+    let Some((report, model)) = go(run, script, &[PROMPT]).await else {
         return;
     };
     common_checks(run, &report, &model, creates, places);
@@ -643,6 +654,104 @@ async fn js_code_mode_stream_stateless() {
 #[tokio::test]
 async fn js_code_mode_direct_native_call_stream_stateless() {
     code(run(Sdk::Js, true, true, true), Model::Direct).await;
+}
+
+/// A code-mode conversation going on after a program: the next user turn
+/// continues the provider's interaction holding the answer (stateful), or
+/// re-sends the whole history, the program's round as the model had it
+/// (stateless); either way the model accepts it and no id of the proxy's
+/// goes upstream.
+async fn follow_up(run: Run) {
+    let script = vec![
+        vec![
+            im::text("Let me look."),
+            im::run_code("call_prog1", PROGRAM),
+        ],
+        vec![im::echo()],
+        vec![im::text("Sunny again.")],
+    ];
+    let Some((report, model)) = go(run, script, &[PROMPT, FOLLOW_UP]).await else {
+        return;
+    };
+    let seen = model.seen();
+    let sent = dump(&seen);
+    let who = run.label();
+    assert!(
+        report["error"].is_null(),
+        "{who}: {report}\nthe model got:{sent}"
+    );
+    let finals = report["finals"].as_array().cloned().unwrap_or_default();
+    assert_eq!(finals.len(), 2, "{who}: two answers: {report}");
+    assert!(
+        finals[0].as_str().is_some_and(|t| t.contains(PARIS)),
+        "{who}: {report}"
+    );
+    assert_eq!(finals[1], "Sunny again.", "{who}: {report}");
+    assert_eq!(seen.len(), 3, "{who}: three creates:{sent}");
+    assert!(seen.iter().all(|s| s.status == 200), "{who}:{sent}");
+    let ids = model.ids();
+    for s in &seen {
+        assert_eq!(declared(&s.body), ["run_code"], "{who}:{sent}");
+        assert_eq!(
+            minted_ids_in(&s.body.to_string()),
+            Vec::<String>::new(),
+            "{who}: a minted call id went upstream:{sent}"
+        );
+    }
+    let next = &seen[2].body;
+    let input = im::input_steps(&next["input"]);
+    assert_eq!(
+        input.last().map(|s| &s["content"][0]["text"]),
+        Some(&json!(FOLLOW_UP)),
+        "{who}: the new question last:{sent}"
+    );
+    if run.stateless {
+        // The whole conversation: the question, the model's run_code turn
+        // as it gave it, the program's result, the answer, the next
+        // question.
+        assert_eq!(
+            input.first().map(|s| &s["content"][0]["text"]),
+            Some(&json!(PROMPT)),
+            "{who}:{sent}"
+        );
+        let turn = &seen[0].steps;
+        assert_eq!(&input[1..1 + turn.len()], &turn[..], "{who}:{sent}");
+        assert_eq!(
+            input[1 + turn.len()]["call_id"],
+            "call_prog1",
+            "{who}:{sent}"
+        );
+        assert_eq!(
+            &input[2 + turn.len()..input.len() - 1],
+            &seen[1].steps[..],
+            "{who}:{sent}"
+        );
+    } else {
+        assert_eq!(
+            next["previous_interaction_id"], ids[1],
+            "{who}: the next turn continues the provider's interaction holding the answer:{sent}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn python_code_mode_follow_up() {
+    follow_up(run(Sdk::Python, true, false, false)).await;
+}
+
+#[tokio::test]
+async fn python_code_mode_follow_up_stream_stateless() {
+    follow_up(run(Sdk::Python, true, true, true)).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_follow_up_stream() {
+    follow_up(run(Sdk::Js, true, true, false)).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_follow_up_stateless() {
+    follow_up(run(Sdk::Js, true, false, true)).await;
 }
 
 // ------------------------------------------------- both, two calls at once
