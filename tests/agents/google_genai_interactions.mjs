@@ -7,7 +7,9 @@
 // `step.start` and the `arguments_delta` pieces). AGENT_STATELESS=1 sends
 // `store: false` and the whole history as steps on every turn; otherwise a
 // turn continues the last one with `previous_interaction_id`. AGENT_SYSTEM,
-// when set, is sent as `system_instruction` on every turn.
+// when set, is sent as `system_instruction` on every turn; AGENT_API_VERSION,
+// when set, replaces the SDK's default API version (`v1beta`: `POST
+// /v1beta/interactions`).
 //
 // Each prompt of $AGENT_PROMPTS (a JSON list) is a user turn of one
 // conversation. Prints a JSON summary: {agent, final, finals, error, tools,
@@ -46,7 +48,10 @@ function getWeather({ location }) {
   return result;
 }
 
-const ai = new GoogleGenAI({ apiKey: "test-gemini-key", httpOptions: { baseUrl: process.env.AGENT_BASE_URL } });
+// The SDK's default API version (v1) unless AGENT_API_VERSION says.
+const httpOptions = { baseUrl: process.env.AGENT_BASE_URL };
+if (process.env.AGENT_API_VERSION) httpOptions.apiVersion = process.env.AGENT_API_VERSION;
+const ai = new GoogleGenAI({ apiKey: "test-gemini-key", httpOptions });
 
 // One create: the interaction's id, status and steps.
 async function turn(params) {

@@ -8,7 +8,9 @@ AGENT_STREAM=1 streams every turn (`stream=True`, the calls rebuilt from
 `step.start` and the `arguments_delta` pieces). AGENT_STATELESS=1 sends
 `store=False` and the whole history as steps on every turn; otherwise a
 turn continues the last one with `previous_interaction_id`. AGENT_SYSTEM,
-when set, is sent as `system_instruction` on every turn.
+when set, is sent as `system_instruction` on every turn; AGENT_API_VERSION,
+when set, replaces the SDK's default API version (`v1beta`: `POST
+/v1beta/interactions`).
 
 Each prompt of $AGENT_PROMPTS (a JSON list) is a user turn of one
 conversation. Prints a JSON summary: {agent, final, finals, error, tools,
@@ -103,7 +105,10 @@ def user(prompt):
 def main() -> None:
     client = genai.Client(
         api_key="test-gemini-key",
-        http_options=types.HttpOptions(base_url=os.environ["AGENT_BASE_URL"]),
+        # The SDK's default API version (v1) unless AGENT_API_VERSION says.
+        http_options=types.HttpOptions(
+            base_url=os.environ["AGENT_BASE_URL"], api_version=os.environ.get("AGENT_API_VERSION") or None
+        ),
     )
     model = os.environ.get("AGENT_MODEL", "gemini-3-flash-preview")
     prompts = json.loads(os.environ.get("AGENT_PROMPTS", '["What is the weather in Paris?"]'))

@@ -77,6 +77,9 @@ struct Run {
     code: bool,
     stream: bool,
     stateless: bool,
+    /// The SDK set to `v1beta` (Google's REST examples' version), not its
+    /// default `v1`.
+    beta: bool,
 }
 
 impl Run {
@@ -91,7 +94,7 @@ impl Run {
             } else {
                 "stateful"
             }
-        )
+        ) + if self.beta { "-v1beta" } else { "" }
     }
 }
 
@@ -162,6 +165,7 @@ async fn drive(run: Run, base: &str, prompts: &[&str]) -> Value {
         "AGENT_MODEL",
         "AGENT_STREAM",
         "AGENT_STATELESS",
+        "AGENT_API_VERSION",
     ] {
         cmd.env_remove(k);
     }
@@ -170,6 +174,9 @@ async fn drive(run: Run, base: &str, prompts: &[&str]) -> Value {
     }
     if run.stateless {
         cmd.env("AGENT_STATELESS", "1");
+    }
+    if run.beta {
+        cmd.env("AGENT_API_VERSION", "v1beta");
     }
     let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
         .await
@@ -299,7 +306,12 @@ fn common_checks(
     let ids = model.ids();
     for (i, s) in seen.iter().enumerate() {
         assert_eq!(s.status, 200, "{who}: the model refused a create:{sent}");
-        assert_eq!(s.path, "/v1/interactions", "{who}: the SDK's path:{sent}");
+        let path = if run.beta {
+            "/v1beta/interactions"
+        } else {
+            "/v1/interactions"
+        };
+        assert_eq!(s.path, path, "{who}: the SDK's path:{sent}");
         assert_eq!(
             s.body["stream"] == true,
             run.stream,
@@ -569,6 +581,7 @@ fn run(sdk: Sdk, code: bool, stream: bool, stateless: bool) -> Run {
         code,
         stream,
         stateless,
+        beta: false,
     }
 }
 
@@ -764,4 +777,24 @@ async fn python_code_mode_parallel_calls_stream() {
 #[tokio::test]
 async fn js_code_mode_parallel_calls_stateless() {
     code(run(Sdk::Js, true, false, true), Model::Parallel).await;
+}
+
+// ------------------------------------------------- both, on v1beta
+
+#[tokio::test]
+async fn python_code_mode_v1beta() {
+    let run = Run {
+        beta: true,
+        ..run(Sdk::Python, true, false, false)
+    };
+    code(run, Model::Program).await;
+}
+
+#[tokio::test]
+async fn js_code_mode_v1beta_stream_stateless() {
+    let run = Run {
+        beta: true,
+        ..run(Sdk::Js, true, true, true)
+    };
+    code(run, Model::Program).await;
 }
