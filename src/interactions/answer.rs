@@ -16,6 +16,15 @@ pub fn judge_answer(
     interaction: &Map<String, Value>,
     plan: &ToolPlan,
 ) -> Result<(ModelTurn, Edits), Unreadable> {
+    // The schema Google retired in June 2026 held the turn in `outputs`:
+    // a client written for it would read calls there no judge reads.
+    if let Some(outputs) = interaction.get("outputs").filter(|o| !o.is_null()) {
+        return Err(Unreadable::new(
+            &[Step::Key("outputs")],
+            outputs,
+            "no `outputs` (the steps schema)",
+        ));
+    }
     let steps = shape::list(interaction.get("steps"), &[Step::Key("steps")])?;
     for (i, step) in steps.iter().enumerate() {
         check_step(step).map_err(|e| e.under(&[Step::Key("steps"), Step::Index(i)]))?;
@@ -118,6 +127,7 @@ mod tests {
             json!({"steps": {"0": {"type": "function_call", "name": "read"}}}),
             json!({"steps": ["function_call"]}),
             json!({"steps": [{"type": "function_call", "name": ["read"]}]}),
+            json!({"steps": [], "outputs": [{"type": "function_call", "name": "read"}]}),
         ] {
             assert!(
                 judge_answer(bad.as_object().unwrap(), &plan()).is_err(),

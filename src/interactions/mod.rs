@@ -25,7 +25,7 @@ pub mod steps;
 pub mod stream;
 /// The plan the folder's unit tests judge under.
 #[cfg(test)]
-mod test_plan;
+pub(crate) mod test_plan;
 /// The tools a request declares: functions and Google's own.
 pub mod tools;
 

@@ -228,13 +228,15 @@ impl InteractionsJudge {
         Ok(())
     }
 
-    /// The interaction's start: the client gets the first round's only.
-    fn on_created(&mut self, event: Map<String, Value>, out: &mut Vec<Bytes>) {
-        if let Some(interaction) = event.get("interaction").and_then(Value::as_object) {
+    /// The interaction's start: the client gets the first round's only,
+    /// without steps (each reaches it as its own events, judged).
+    fn on_created(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
+        if let Some(Value::Object(interaction)) = event.get_mut("interaction") {
+            interaction.remove("steps");
+            interaction.remove("outputs");
             self.take_id(interaction);
             if self.template.is_empty() {
                 self.template = interaction.clone();
-                self.template.remove("steps");
             }
         }
         if !self.created {
@@ -326,13 +328,13 @@ impl InteractionsJudge {
                 let piece = delta.get("text").and_then(Value::as_str).unwrap_or("");
                 append_text(&mut slot.step, piece);
             }
-            _ if !SAFE_DELTAS.contains(&kind.as_str()) => {
-                // A delta that is itself a call (or a kind this proxy does
-                // not know) is judged as one: it goes out only if it passes.
-                if steps::judge_step(&delta, &self.plan).is_some_and(|c| !c.passed()) {
-                    tracing::warn!(target: "codemode::denial", delta = %kind, "a step delta carrying a call was withheld");
-                    return;
-                }
+            // A delta that is itself a call (or a kind this proxy does not
+            // know) is judged as one: it goes out only if it passes.
+            _ if !SAFE_DELTAS.contains(&kind.as_str())
+                && steps::judge_step(&delta, &self.plan).is_some_and(|c| !c.passed()) =>
+            {
+                tracing::warn!(target: "codemode::denial", delta = %kind, "a step delta carrying a call was withheld");
+                return;
             }
             _ => {}
         }
@@ -378,14 +380,22 @@ impl InteractionsJudge {
     }
 
     /// An event of a type this proxy does not know: one naming a withheld
-    /// step, or carrying a step or delta that is a call the rule withholds,
-    /// goes nowhere; others go out, a step's index as the client knows it.
+    /// step, or carrying a step, a delta or an interaction's step that is
+    /// a call the rule withholds, goes nowhere; others go out, a step's index as the client knows it.
     fn on_other(&mut self, mut event: Map<String, Value>, out: &mut Vec<Bytes>) {
-        let rides = ["step", "delta"].iter().any(|k| {
+        let withheld = |v: &Value| steps::judge_step(v, &self.plan).is_some_and(|c| !c.passed());
+        // The retired schema's `outputs` and `content` are read as steps.
+        let snapshot = ["steps", "outputs"].iter().any(|k| {
             event
-                .get(*k)
-                .is_some_and(|v| steps::judge_step(v, &self.plan).is_some_and(|c| !c.passed()))
+                .get("interaction")
+                .and_then(|i| i.get(*k))
+                .and_then(Value::as_array)
+                .is_some_and(|s| s.iter().any(withheld))
         });
+        let rides = snapshot
+            || ["step", "delta", "content"]
+                .iter()
+                .any(|k| event.get(*k).is_some_and(withheld));
         if rides {
             tracing::debug!(target: "codemode::denial", "an event carrying a call step was withheld");
             return;

@@ -227,3 +227,27 @@ pub fn gemini_answer() -> impl Strategy<Value = Value> {
         |candidates| json!({"candidates": candidates, "usageMetadata": {"promptTokenCount": 1}}),
     )
 }
+
+pub fn interactions_answer() -> impl Strategy<Value = Value> {
+    let step = (name(), id(), 0u8..7).prop_map(|(n, id, kind)| match kind {
+        0 => json!({"type": "model_output", "content": [{"type": "text", "text": "Sure."}]}),
+        1 => json!({"type": "thought", "signature": "s"}),
+        2 => with_id(
+            json!({"type": "function_call", "name": n, "arguments": {"code": "return 1"}}),
+            "id",
+            id,
+        ),
+        3 => with_id(
+            json!({"type": "function_call", "name": n, "arguments": {}}),
+            "id",
+            id,
+        ),
+        4 => json!({"type": "google_search_call", "id": "g", "arguments": {"queries": ["x"]}}),
+        5 => json!({"type": "brand_new_call", "name": n}),
+        _ => json!({"name": n, "arguments": {}}),
+    });
+    proptest::collection::vec(step, 0..4).prop_map(|steps| {
+        json!({"id": "v1_a", "object": "interaction", "status": "requires_action",
+               "steps": steps, "usage": {"total_input_tokens": 1}})
+    })
+}

@@ -4,8 +4,9 @@
 //! Generated answers of every dialect (`answers`) are mutated at every
 //! call-bearing path (`choices`, a message or delta, `tool_calls` and each
 //! entry, a call's body and name; `output` and items; `content` and
-//! blocks; `candidates`, `content`, `parts`, `functionCall`; in a stream
-//! also an event's `item`, `response`, `message`, `content_block`): a list
+//! blocks; `candidates`, `content`, `parts`, `functionCall`; `steps` and a
+//! step's `name`; in a stream also an event's `item`, `response`,
+//! `message`, `content_block`, `step`, `delta`, `interaction`): a list
 //! written as an object keyed `"0"`, `"1"`, ... (`@google/genai` reads
 //! `candidates` so), an object or a name written as a list holding it (a
 //! JavaScript client looks a tool up by the string a list joins to),
@@ -29,10 +30,14 @@ use proptest::prelude::*;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Map, Value};
 
-use super::answers::{chat_answer, gemini_answer, messages_answer, modes, responses_answer};
+use super::answers::{
+    chat_answer, gemini_answer, interactions_answer, messages_answer, modes, responses_answer,
+};
 use crate::chat::Chat;
 use crate::gemini::stream::GeminiJudge;
 use crate::gemini::Gemini;
+use crate::interactions::stream::InteractionsJudge;
+use crate::interactions::Interactions;
 use crate::layer::drivers::json::{judge_answer, parse_answer};
 use crate::messages::Messages;
 use crate::mode::{Mode, Runtime};
@@ -50,6 +55,7 @@ enum Api {
     Responses,
     Messages,
     Gemini,
+    Interactions,
 }
 
 impl Api {
@@ -79,6 +85,8 @@ impl Api {
             (Api::Responses, true) => &["item", "response", "output", "name", "namespace"],
             (Api::Messages, false) => &["content", "name"],
             (Api::Messages, true) => &["message", "content", "content_block", "name"],
+            (Api::Interactions, false) => &["steps", "name"],
+            (Api::Interactions, true) => &["step", "delta", "interaction", "steps", "name"],
             (Api::Gemini, _) => &[
                 "candidates",
                 "content",
@@ -422,8 +430,32 @@ fn calls(api: Api, answer: &Value) -> (Vec<Value>, Vec<Value>) {
                 }
             }
         }
+        Api::Interactions => {
+            let steps = list(answer.get("steps"))
+                .into_iter()
+                .chain(answer.get("step"))
+                .chain(answer.get("delta"))
+                .chain(
+                    obj(answer.get("interaction")).map_or_else(Vec::new, |i| list(i.get("steps"))),
+                );
+            for step in steps.filter_map(|s| obj(Some(s))) {
+                let step = Value::Object(named(step, &["name"]));
+                if crate::interactions::steps::is_judged_step(&step) && !is_safe_delta(&step) {
+                    turn.push(json!({"steps": [step]}));
+                }
+            }
+        }
     }
     (turn, rest)
+}
+
+/// A delta the Interactions stream judge reads as a piece of its step,
+/// not as a step of its own (a client reads it so too).
+fn is_safe_delta(step: &Value) -> bool {
+    matches!(
+        step.get("type").and_then(Value::as_str),
+        Some("text" | "arguments_delta" | "thought_signature" | "thought_summary")
+    )
 }
 
 /// Whether the judge lets a call through that a client read as `one` (a
@@ -437,6 +469,7 @@ fn lets_through(api: Api, one: &Value, plan: &ToolPlan) -> bool {
         Api::Responses => Responses::judge_answer(answer, plan),
         Api::Messages => Messages::judge_answer(answer, plan),
         Api::Gemini => Gemini::judge_answer(answer, plan),
+        Api::Interactions => Interactions::judge_answer(answer, plan),
     };
     judged.is_ok_and(|(turn, _)| turn.calls.iter().all(|c| c.passed()))
 }
@@ -449,6 +482,7 @@ fn plan(api: Api, mode: Mode, runtime: Runtime) -> std::sync::Arc<ToolPlan> {
         Api::Responses => responses_plan(mode, runtime),
         Api::Messages => messages_plan(mode, runtime),
         Api::Gemini => gemini_plan(mode, runtime),
+        Api::Interactions => crate::interactions::test_plan::plan(mode, runtime),
     }
 }
 
@@ -481,6 +515,7 @@ fn whole_holds(api: Api, body: &str) -> Result<usize, String> {
             Api::Responses => through_json::<Responses>(body.as_bytes(), &plan),
             Api::Messages => through_json::<Messages>(body.as_bytes(), &plan),
             Api::Gemini => through_json::<Gemini>(body.as_bytes(), &plan),
+            Api::Interactions => through_json::<Interactions>(body.as_bytes(), &plan),
         };
         let Some((client, passed)) = sent else {
             continue; // Refused: nothing of it reaches the client.
@@ -573,6 +608,20 @@ fn events(api: Api, answer: &Value) -> Vec<Value> {
             out.push(json!({"type": "message_stop"}));
             out
         }
+        Api::Interactions => {
+            let steps = answer["steps"].as_array().cloned().unwrap_or_default();
+            let mut out = vec![json!({"event_type": "interaction.created",
+                "interaction": {"id": "v1_a", "object": "interaction", "status": "in_progress",
+                                "steps": answer["steps"]}})];
+            for (i, step) in steps.iter().enumerate() {
+                out.push(json!({"event_type": "step.start", "index": i, "step": step}));
+                out.push(json!({"event_type": "step.delta", "index": i, "delta": step}));
+                out.push(json!({"event_type": "step.stop", "index": i}));
+            }
+            out.push(json!({"event_type": "interaction.completed",
+                "interaction": {"id": "v1_a", "status": "requires_action", "steps": answer["steps"]}}));
+            out
+        }
         Api::Gemini => vec![
             answer.clone(),
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
@@ -590,7 +639,11 @@ fn sse(events: &[Value], n: usize, text: &str) -> Vec<u8> {
         } else {
             e.to_string()
         };
-        if let Some(kind) = e.get("type").and_then(Value::as_str) {
+        if let Some(kind) = e
+            .get("type")
+            .or_else(|| e.get("event_type"))
+            .and_then(Value::as_str)
+        {
             out.push_str(&format!("event: {kind}\n"));
         }
         out.push_str(&format!("data: {data}\n\n"));
@@ -617,6 +670,7 @@ fn stream_holds(api: Api, events: &[Value], n: usize, text: &str) -> Result<(), 
             Api::Responses => stream_run(ResponsesJudge::new(plan.clone(), 1), &bytes),
             Api::Messages => stream_run(MessagesJudge::new(plan.clone(), 1), &bytes),
             Api::Gemini => stream_run(GeminiJudge::new(plan.clone(), 1), &bytes),
+            Api::Interactions => stream_run(InteractionsJudge::new(plan.clone(), 1), &bytes),
         };
         for ev in client_events(&client) {
             let Some(read) = first_wins(&ev.data) else {
@@ -690,6 +744,11 @@ proptest! {
     fn a_gemini_answer_mutated_where_a_call_stands_is_judged_or_refused(answer in gemini_answer()) {
         holds(Api::Gemini, &answer).map_err(TestCaseError::fail)?;
     }
+
+    #[test]
+    fn an_interactions_answer_mutated_where_a_call_stands_is_judged_or_refused(answer in interactions_answer()) {
+        holds(Api::Interactions, &answer).map_err(TestCaseError::fail)?;
+    }
 }
 
 #[test]
@@ -700,12 +759,19 @@ fn mutations_a_judge_reads_reach_the_client_judged_in_every_dialect() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
-    for api in [Api::Chat, Api::Responses, Api::Messages, Api::Gemini] {
+    for api in [
+        Api::Chat,
+        Api::Responses,
+        Api::Messages,
+        Api::Gemini,
+        Api::Interactions,
+    ] {
         let strategy = match api {
             Api::Chat => chat_answer().boxed(),
             Api::Responses => responses_answer().boxed(),
             Api::Messages => messages_answer().boxed(),
             Api::Gemini => gemini_answer().boxed(),
+            Api::Interactions => interactions_answer().boxed(),
         };
         let judged: usize = (0..40)
             .map(|_| {

@@ -27,6 +27,7 @@ mod gemini;
 mod headers;
 mod inspector;
 mod inspector_browser;
+mod interactions;
 mod interactions_clients;
 mod locked_routes;
 mod logs;
