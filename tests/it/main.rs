@@ -28,6 +28,7 @@ mod headers;
 mod inspector;
 mod inspector_browser;
 mod interactions;
+mod interactions_clients;
 mod locked_routes;
 mod logs;
 mod messages;

@@ -9,6 +9,7 @@ pub mod forward_proxy;
 pub mod gemini_cli;
 pub mod gemini_model;
 pub mod inspector;
+pub mod interactions_model;
 pub mod messages_model;
 pub mod needs;
 pub mod raw_provider;
