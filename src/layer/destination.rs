@@ -108,7 +108,7 @@ pub(crate) fn check_open(
     mode: crate::mode::Mode,
 ) -> Result<(), ProxyError> {
     check_no_override(method, headers)?;
-    let bodiless = !super::service::has_body(headers);
+    let bodiless = !has_body(headers);
     if bodiless && (method == Method::OPTIONS || method == Method::HEAD) {
         return Ok(());
     }
@@ -152,6 +152,14 @@ pub(crate) fn check_no_override(method: &Method, headers: &HeaderMap) -> Result<
         }
         _ => Ok(()),
     }
+}
+
+/// Whether a request's head announces a body.
+pub(crate) fn has_body(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(http::header::TRANSFER_ENCODING)
+        || headers
+            .get(http::header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() != b"0")
 }
 
 #[cfg(test)]

@@ -1,42 +1,19 @@
-//! The dialects the layer serves, by the API a judged route names: the one
-//! place in the layer that lists them (an exhaustive match, so a new
-//! [`Api`] cannot be left out).
+//! The dialects the layer serves, by the API a judged route names: what
+//! each one's card says (its routes, error shapes, provider, the bodies it
+//! recognises), read by routing, forwarding and errors. Each match is
+//! exhaustive, so a new [`Api`] cannot be left out; the two that run a
+//! dialect's code are beside what they run (`drivers::entry::serve`,
+//! `admin::dry_run::rewritten_in`), so this table imports nothing of the
+//! layer and no circle of files goes through it.
 
-use std::sync::Arc;
-
-use http::{Request, Response};
-
-use super::drivers::entry::{judged, Route};
-use super::{State, Upstream};
 use crate::api::{Api, Errors, Provider};
-use crate::body::ProxyBody;
 use crate::chat::Chat;
-use crate::error::ProxyError;
 use crate::gemini::Gemini;
 use crate::interactions::Interactions;
 use crate::messages::Messages;
 use crate::responses::Responses;
 use crate::route::Routes;
-use crate::select::Selection;
 use crate::turn::Dialect;
-
-/// A request on a judged route of `api`, handled by its dialect.
-pub(crate) async fn serve(
-    api: Api,
-    state: &Arc<State>,
-    inner: Upstream,
-    selection: Selection,
-    route: Route,
-    req: Request<ProxyBody>,
-) -> Result<Response<ProxyBody>, ProxyError> {
-    match api {
-        Api::Chat => judged::<Chat>(state, inner, selection, route, req).await,
-        Api::Responses => judged::<Responses>(state, inner, selection, route, req).await,
-        Api::Messages => judged::<Messages>(state, inner, selection, route, req).await,
-        Api::Gemini => judged::<Gemini>(state, inner, selection, route, req).await,
-        Api::Interactions => judged::<Interactions>(state, inner, selection, route, req).await,
-    }
-}
 
 /// Every dialect's routes, collected once.
 pub(crate) fn routes() -> &'static Routes {
@@ -97,23 +74,4 @@ pub(crate) fn sniff(body: &serde_json::Value) -> Api {
         .into_iter()
         .find(|&api| recognises(api))
         .unwrap_or(Api::ALL[0])
-}
-
-/// A dry-run's request in `api`, rewritten as its dialect would send it,
-/// and its plan.
-pub(crate) async fn dry_run(
-    api: Api,
-    state: &State,
-    selection: &Selection,
-    tenant: crate::tenant::Tenant,
-    bytes: &[u8],
-) -> Result<(Arc<crate::plan::ToolPlan>, serde_json::Value), ProxyError> {
-    use super::admin::dry_run::rewritten;
-    match api {
-        Api::Chat => rewritten::<Chat>(state, selection, tenant, bytes).await,
-        Api::Responses => rewritten::<Responses>(state, selection, tenant, bytes).await,
-        Api::Messages => rewritten::<Messages>(state, selection, tenant, bytes).await,
-        Api::Gemini => rewritten::<Gemini>(state, selection, tenant, bytes).await,
-        Api::Interactions => rewritten::<Interactions>(state, selection, tenant, bytes).await,
-    }
 }

@@ -129,7 +129,15 @@ async fn route(
                 path: path.to_owned(),
                 counting: endpoint.counting,
             };
-            return dialects::serve(endpoint.api, &state, inner, selection, route, req).await;
+            return super::drivers::entry::serve(
+                endpoint.api,
+                &state,
+                inner,
+                selection,
+                route,
+                req,
+            )
+            .await;
         }
         Routed::Other => {}
     }
@@ -192,7 +200,7 @@ async fn route(
             if dialects::routes().is_judged_path(path) {
                 // A read on a judged route: a body there could be served as a
                 // model turn by a gateway that honours a method override.
-                if has_body(headers) {
+                if destination::has_body(headers) {
                     return Err(ProxyError::InvalidRequest(format!(
                         "{} {path} takes no body; send the request as POST {path}",
                         req.method()
@@ -207,14 +215,6 @@ async fn route(
             req.method()
         ))),
     }
-}
-
-/// Whether a request's head announces a body.
-pub(crate) fn has_body(headers: &http::HeaderMap) -> bool {
-    headers.contains_key(header::TRANSFER_ENCODING)
-        || headers
-            .get(header::CONTENT_LENGTH)
-            .is_some_and(|v| v.as_bytes() != b"0")
 }
 
 /// Whether `path` names a response the proxy minted (a program's calls

@@ -23,6 +23,30 @@ use crate::select::{select, Selection};
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
 
+/// A dry-run's request in `api`, rewritten as its dialect would send it,
+/// and its plan (the dispatch arm of `crate::layer::dialects`' table).
+async fn rewritten_in(
+    api: Api,
+    state: &State,
+    selection: &Selection,
+    tenant: Tenant,
+    bytes: &[u8],
+) -> Result<(Arc<ToolPlan>, Value), ProxyError> {
+    match api {
+        Api::Chat => rewritten::<crate::chat::Chat>(state, selection, tenant, bytes).await,
+        Api::Responses => {
+            rewritten::<crate::responses::Responses>(state, selection, tenant, bytes).await
+        }
+        Api::Messages => {
+            rewritten::<crate::messages::Messages>(state, selection, tenant, bytes).await
+        }
+        Api::Gemini => rewritten::<crate::gemini::Gemini>(state, selection, tenant, bytes).await,
+        Api::Interactions => {
+            rewritten::<crate::interactions::Interactions>(state, selection, tenant, bytes).await
+        }
+    }
+}
+
 /// `POST /codemode/dry-run`.
 pub(crate) async fn dry_run(
     state: &State,
@@ -40,8 +64,7 @@ pub(crate) async fn dry_run(
     let api = pick(parts.uri.query(), &parts.headers, &bytes)?;
     // What this client's own stored denials would add; nobody else's.
     let tenant = Tenant::of(&parts.headers, &selection.scope);
-    let (plan, request) =
-        crate::layer::dialects::dry_run(api, state, &selection, tenant, &bytes).await?;
+    let (plan, request) = rewritten_in(api, state, &selection, tenant, &bytes).await?;
     let sdk = plan
         .sections
         .iter()

@@ -32,6 +32,32 @@ pub(crate) struct Route {
     pub(crate) counting: bool,
 }
 
+/// A request on a judged route of `api`, handled by its dialect (the
+/// dispatch arm of `crate::layer::dialects`' table).
+pub(crate) async fn serve(
+    api: crate::api::Api,
+    state: &Arc<State>,
+    inner: Upstream,
+    selection: Selection,
+    route: Route,
+    req: Request<ProxyBody>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    use crate::api::Api;
+    match api {
+        Api::Chat => judged::<crate::chat::Chat>(state, inner, selection, route, req).await,
+        Api::Responses => {
+            judged::<crate::responses::Responses>(state, inner, selection, route, req).await
+        }
+        Api::Messages => {
+            judged::<crate::messages::Messages>(state, inner, selection, route, req).await
+        }
+        Api::Gemini => judged::<crate::gemini::Gemini>(state, inner, selection, route, req).await,
+        Api::Interactions => {
+            judged::<crate::interactions::Interactions>(state, inner, selection, route, req).await
+        }
+    }
+}
+
 /// A request on a judged route of dialect `D`.
 pub(crate) async fn judged<D: Dialect>(
     state: &Arc<State>,
