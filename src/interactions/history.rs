@@ -5,19 +5,18 @@
 //! the results; and the model's turn holds steps (thoughts, words) a
 //! stateless client sends back before the calls.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::steps::{FUNCTION_CALL, FUNCTION_RESULT};
 use crate::mode::RUN_CODE;
-use crate::runtime::history::{interrupted, CallIds, Kind, Refused, Trailing, Transcript};
+use crate::runtime::history::{
+    continue_entries, trailing_entries, CallIds, Kind, Refused, Trailing, Transcript,
+};
 use crate::runtime::output::Field;
 use crate::runtime::{Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
-use crate::wire::to_raw;
 
 #[derive(Deserialize)]
 struct StepView {
@@ -78,60 +77,15 @@ impl<'a> StepReader<'a> {
 
     /// The results at the end of the input for a program's calls, and the
     /// call steps before them (a stateless client sends both; one that
-    /// continues a stored interaction sends only the results). `Err` names
-    /// results the proxy cannot place (refused, never guessed).
+    /// continues a stored interaction sends only the results).
     pub fn trailing_results(&self, steps: &[Box<RawValue>]) -> Result<Option<Trailing>, Refused> {
-        let mut results = Vec::new();
-        let mut unplaced = Vec::new();
-        let mut i = steps.len();
-        while i > 0 {
-            match self.kind(&steps[i - 1]) {
-                Kind::Results(e, r, _) => {
-                    results.extend(r.into_iter().rev().map(|(n, text)| (e.clone(), n, text)))
-                }
-                Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
-                _ => break,
-            }
-            i -= 1;
-        }
-        if !unplaced.is_empty() {
-            unplaced.reverse();
-            return Err(Refused::NotHandedOut(unplaced));
-        }
-        let mut calls = Vec::new();
-        let mut exec = None;
-        while i > 0 {
-            match self.kind(&steps[i - 1]) {
-                Kind::Calls(e, named) if exec.as_ref().is_none_or(|x| *x == e) => {
-                    exec.get_or_insert_with(|| e.clone());
-                    calls.extend(named.into_iter().rev());
-                }
-                _ => break,
-            }
-            i -= 1;
-        }
-        let Some(exec) = exec.or_else(|| results.first().map(|(e, _, _)| e.clone())) else {
-            return Ok(None);
-        };
-        results.reverse();
-        calls.reverse();
-        let results = results
-            .into_iter()
-            .filter(|(e, _, _)| *e == exec)
-            .map(|(_, n, c)| (n, c))
-            .collect();
-        Ok(Some(Trailing {
-            exec,
-            results,
-            calls,
-        }))
+        trailing_entries(steps, |raw| self.kind(raw))
     }
 
     /// The input of a request that continues an interaction the proxy
-    /// minted (`previous_interaction_id`): the provider holds the model's
-    /// turn, so the results of the program's calls become the program's
-    /// own result (and the answers of calls denied beside it); other steps
-    /// stay.
+    /// minted (`previous_interaction_id`): the results of the program's
+    /// calls become the program's own result (and the answers of calls
+    /// denied beside it); other steps stay.
     pub fn rewrite_continued(
         &self,
         steps: &mut Vec<Box<RawValue>>,
@@ -139,42 +93,11 @@ impl<'a> StepReader<'a> {
         limits: &Limits,
     ) {
         let kinds = self.kinds(steps);
-        let mut sent = BTreeMap::new();
-        let mut out = Vec::with_capacity(steps.len());
-        let mut placed = false;
-        for (raw, kind) in steps.iter().zip(&kinds) {
-            match kind {
-                Kind::Calls(e, _) | Kind::Results(e, _, _) if *e == exec.id => {
-                    if let Kind::Results(_, results, _) = kind {
-                        sent.extend(results.iter().map(|(n, text)| (*n, text.as_str())));
-                    }
-                    if !placed {
-                        placed = true;
-                        out.push(None);
-                    }
-                }
-                _ => out.push(Some(raw.clone())),
-            }
-        }
-        let mut e = exec.clone();
-        if e.outcome.is_none() {
-            e.outcome = Some(interrupted(&e, &sent, limits));
-            self.ids.store.put(std::sync::Arc::new(e.clone()));
-        }
-        let mut answer = vec![program_result(&e.run_call_id, e.outcome.as_deref())];
-        answer.extend(e.denials.iter().cloned());
-        let answer: Vec<Box<RawValue>> = answer.iter().map(to_raw).collect();
-        let mut rewritten = Vec::with_capacity(out.len() + answer.len());
-        if !placed {
-            rewritten.extend(answer.iter().cloned());
-        }
-        for step in out {
-            match step {
-                Some(raw) => rewritten.push(raw),
-                None => rewritten.extend(answer.iter().cloned()),
-            }
-        }
-        *steps = rewritten;
+        continue_entries(steps, &kinds, exec, self.ids.store, limits, |e| {
+            let mut answer = vec![program_result(&e.run_call_id, e.outcome.as_deref())];
+            answer.extend(e.denials.iter().cloned());
+            answer
+        });
     }
 }
 

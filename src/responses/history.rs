@@ -4,18 +4,17 @@
 //! response sends only the outputs, and the model's turn holds items
 //! (reasoning, text) the client sends back before the calls.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::mode::RUN_CODE;
-use crate::runtime::history::{interrupted, CallIds, Kind, Refused, Trailing, Transcript};
+use crate::runtime::history::{
+    continue_entries, trailing_entries, CallIds, Kind, Refused, Trailing, Transcript,
+};
 use crate::runtime::output::Field;
 use crate::runtime::{Execution, ExecutionLookup, Limits, MINTED_PREFIX};
 use crate::tenant::Tenant;
-use crate::wire::to_raw;
 
 mod echoes;
 
@@ -91,50 +90,7 @@ impl<'a> ItemReader<'a> {
     pub fn trailing_results(&self, items: &[Box<RawValue>]) -> Result<Option<Trailing>, Refused> {
         let renamed = self.read_echoes(items).map_err(Refused::Unclear)?;
         let items = renamed.as_deref().unwrap_or(items);
-        let mut results = Vec::new();
-        let mut unplaced = Vec::new();
-        let mut i = items.len();
-        while i > 0 {
-            match self.kind(&items[i - 1]) {
-                Kind::Results(e, r, _) => {
-                    results.extend(r.into_iter().rev().map(|(n, text)| (e.clone(), n, text)))
-                }
-                Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
-                _ => break,
-            }
-            i -= 1;
-        }
-        if !unplaced.is_empty() {
-            unplaced.reverse();
-            return Err(Refused::NotHandedOut(unplaced));
-        }
-        let mut calls = Vec::new();
-        let mut exec = None;
-        while i > 0 {
-            match self.kind(&items[i - 1]) {
-                Kind::Calls(e, named) if exec.as_ref().is_none_or(|x| *x == e) => {
-                    exec.get_or_insert_with(|| e.clone());
-                    calls.extend(named.into_iter().rev());
-                }
-                _ => break,
-            }
-            i -= 1;
-        }
-        let Some(exec) = exec.or_else(|| results.first().map(|(e, _, _)| e.clone())) else {
-            return Ok(None);
-        };
-        results.reverse();
-        calls.reverse();
-        let results = results
-            .into_iter()
-            .filter(|(e, _, _)| *e == exec)
-            .map(|(_, n, c)| (n, c))
-            .collect();
-        Ok(Some(Trailing {
-            exec,
-            results,
-            calls,
-        }))
+        trailing_entries(items, |raw| self.kind(raw))
     }
 }
 
@@ -215,45 +171,14 @@ impl ItemReader<'_> {
         limits: &Limits,
     ) {
         let kinds = self.kinds(items);
-        let mut sent = BTreeMap::new();
-        let mut out = Vec::with_capacity(items.len());
-        let mut placed = false;
-        for (raw, kind) in items.iter().zip(&kinds) {
-            match kind {
-                Kind::Calls(e, _) | Kind::Results(e, _, _) if *e == exec.id => {
-                    if let Kind::Results(_, results, _) = kind {
-                        sent.extend(results.iter().map(|(n, text)| (*n, text.as_str())));
-                    }
-                    if !placed {
-                        placed = true;
-                        out.push(None);
-                    }
-                }
-                _ => out.push(Some(raw.clone())),
-            }
-        }
-        let mut e = exec.clone();
-        if e.outcome.is_none() {
-            e.outcome = Some(interrupted(&e, &sent, limits));
-            self.ids.store.put(std::sync::Arc::new(e.clone()));
-        }
-        let mut answer = vec![
-            json!({"type": "function_call_output", "call_id": e.run_call_id,
-                                     "output": e.outcome}),
-        ];
-        answer.extend(e.denials.iter().cloned());
-        let answer: Vec<Box<RawValue>> = answer.iter().map(to_raw).collect();
-        let mut rewritten = Vec::with_capacity(out.len() + answer.len());
-        if !placed {
-            rewritten.extend(answer.iter().cloned());
-        }
-        for item in out {
-            match item {
-                Some(raw) => rewritten.push(raw),
-                None => rewritten.extend(answer.iter().cloned()),
-            }
-        }
-        *items = rewritten;
+        continue_entries(items, &kinds, exec, self.ids.store, limits, |e| {
+            let mut answer = vec![
+                json!({"type": "function_call_output", "call_id": e.run_call_id,
+                                         "output": e.outcome}),
+            ];
+            answer.extend(e.denials.iter().cloned());
+            answer
+        });
     }
 }
 

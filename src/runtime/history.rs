@@ -221,3 +221,108 @@ pub trait Transcript {
         *entries = out;
     }
 }
+
+/// The results at the end of `entries` for a program's calls, and the call
+/// entries before them, for a dialect whose every call and result is an
+/// entry of its own (Responses' items, Interactions' steps), `kind` reading
+/// one: a stateless client sends both; one that continues an answer the
+/// provider stored sends only the results. `Err` names results the proxy
+/// cannot place (refused, never guessed).
+pub fn trailing_entries(
+    entries: &[Box<RawValue>],
+    kind: impl Fn(&RawValue) -> Kind,
+) -> Result<Option<Trailing>, Refused> {
+    let mut results = Vec::new();
+    let mut unplaced = Vec::new();
+    let mut i = entries.len();
+    while i > 0 {
+        match kind(&entries[i - 1]) {
+            Kind::Results(e, r, _) => {
+                results.extend(r.into_iter().rev().map(|(n, text)| (e.clone(), n, text)))
+            }
+            Kind::Unplaced(ids) => unplaced.extend(ids.into_iter().rev()),
+            _ => break,
+        }
+        i -= 1;
+    }
+    if !unplaced.is_empty() {
+        unplaced.reverse();
+        return Err(Refused::NotHandedOut(unplaced));
+    }
+    let mut calls = Vec::new();
+    let mut exec = None;
+    while i > 0 {
+        match kind(&entries[i - 1]) {
+            Kind::Calls(e, named) if exec.as_ref().is_none_or(|x| *x == e) => {
+                exec.get_or_insert_with(|| e.clone());
+                calls.extend(named.into_iter().rev());
+            }
+            _ => break,
+        }
+        i -= 1;
+    }
+    let Some(exec) = exec.or_else(|| results.first().map(|(e, _, _)| e.clone())) else {
+        return Ok(None);
+    };
+    results.reverse();
+    calls.reverse();
+    let results = results
+        .into_iter()
+        .filter(|(e, _, _)| *e == exec)
+        .map(|(_, n, c)| (n, c))
+        .collect();
+    Ok(Some(Trailing {
+        exec,
+        results,
+        calls,
+    }))
+}
+
+/// The entries of a request that continues an answer the proxy minted for
+/// `exec` (`previous_response_id`, `previous_interaction_id`): the provider
+/// holds the model's turn, so the program's calls and their results (its
+/// entries by `kinds`) become its own result, `answer` of the execution
+/// (ended now, as interrupted, if it had not); other entries stay.
+pub fn continue_entries(
+    entries: &mut Vec<Box<RawValue>>,
+    kinds: &[Kind],
+    exec: &Execution,
+    store: &dyn ExecutionLookup,
+    limits: &Limits,
+    answer: impl Fn(&Execution) -> Vec<Value>,
+) {
+    let mut sent = BTreeMap::new();
+    let mut out = Vec::with_capacity(entries.len());
+    let mut placed = false;
+    for (raw, kind) in entries.iter().zip(kinds) {
+        match kind {
+            Kind::Calls(e, _) | Kind::Results(e, _, _) if *e == exec.id => {
+                if let Kind::Results(_, results, _) = kind {
+                    sent.extend(results.iter().map(|(n, text)| (*n, text.as_str())));
+                }
+                if !placed {
+                    placed = true;
+                    out.push(None);
+                }
+            }
+            _ => out.push(Some(raw.clone())),
+        }
+    }
+    let mut e = exec.clone();
+    if e.outcome.is_none() {
+        e.outcome = Some(interrupted(&e, &sent, limits));
+        store.put(std::sync::Arc::new(e.clone()));
+    }
+    let answer: Vec<Box<RawValue>> = answer(&e).iter().map(to_raw).collect();
+    let mut rewritten = Vec::with_capacity(out.len() + answer.len());
+    if !placed {
+        rewritten.extend(answer.iter().cloned());
+    }
+    for entry in out {
+        match entry {
+            Some(raw) => rewritten.push(raw),
+            None => rewritten.extend(answer.iter().cloned()),
+        }
+    }
+    *entries = rewritten;
+}
