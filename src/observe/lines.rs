@@ -78,7 +78,7 @@ fn push_timestamp(out: &mut String) {
 
 /// `YYYY-MM-DDThh:mm:ss.` of `secs` since the Unix epoch, UTC (the civil
 /// calendar from a day count, as in Howard Hinnant's `civil_from_days`).
-fn date_and_second(secs: u64) -> String {
+pub(crate) fn date_and_second(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let of_day = secs % 86_400;
     let z = days + 719_468;

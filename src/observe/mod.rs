@@ -14,7 +14,7 @@ pub(crate) mod body;
 pub(crate) mod counted;
 pub(crate) mod inspector;
 pub(crate) mod ledger;
-mod lines;
+pub(crate) mod lines;
 mod log_writer;
 pub mod logging;
 pub(crate) mod metrics;
