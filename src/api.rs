@@ -3,8 +3,8 @@
 //! and writes its own shapes: tools, calls, denials, nested calls, events.
 //!
 //! Here is what a provider and an API's error shapes are (the APIs' names
-//! are `crate::api_name`'s); each dialect's values sit in its folder (`chat/provider.rs`, ...)
-//! and reach the core through the `Dialect` trait.
+//! are `crate::api_name`'s); each dialect's values sit in its folder
+//! (`chat/provider.rs`, ...) and reach the core through the `Dialect` trait.
 
 pub use crate::api_name::Api;
 

@@ -32,6 +32,11 @@ impl Dialect for Interactions {
     const ERRORS: &'static crate::api::Errors = &super::provider::ERRORS;
     const TOOLS: &'static crate::tools::ToolReader = &super::tools::TOOLS;
 
+    /// `usage.total_input_tokens`, not the Gemini API's `usageMetadata`.
+    fn usage_shape() -> &'static crate::observe::usage::Shape {
+        &super::provider::USAGE
+    }
+
     fn parse(bytes: &[u8], _path: &str) -> Result<InteractionsRequest, ProxyError> {
         InteractionsRequest::parse(bytes)
     }

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::api::{Api, Endpoint, Errors, Route};
+use crate::observe::usage::Shape;
 
 /// A new interaction, in each version Google serves: the SDKs call `/v1`
 /// by default, Google's REST examples `/v1beta`. Reading (`GET
@@ -27,6 +28,16 @@ const fn create(path: &'static str) -> Route {
         any_prefix: false,
     }
 }
+
+/// How an interaction names its token counts (`usage.total_input_tokens`,
+/// `total_output_tokens`; on a stream, in `interaction.completed`), not as
+/// the Gemini API's `usageMetadata`.
+pub(crate) static USAGE: Shape = Shape {
+    key: "\"usage\"",
+    input: &["total_input_tokens"],
+    output: &["total_output_tokens"],
+    finders: std::sync::OnceLock::new(),
+};
 
 /// Google's `{"error": {"code", "message", "status", "details"}}` for a
 /// whole answer (as the Gemini API's); a stream that already started ends

@@ -242,7 +242,7 @@ pub(crate) async fn passthrough(
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let (parts, body) = req.into_parts();
     let (provider, errors) = (super::dialects::provider(api), super::dialects::errors(api));
-    reads_usage_of(provider);
+    reads_usage_of(provider.usage);
     let spends = crate::route::spends_operator_key(&parts.method, segments);
     let held = (provider.key)(&state.config).is_some();
     // A pre-flight never carries a credential; the provider answers it.
@@ -268,9 +268,9 @@ pub(crate) async fn passthrough(
 
 /// The current request's upstream bodies name their token counts as
 /// `provider`'s answers do.
-pub(crate) fn reads_usage_of(provider: &crate::api::Provider) {
+pub(crate) fn reads_usage_of(shape: &'static crate::observe::usage::Shape) {
     if let Some(ledger) = crate::observe::ledger::current() {
-        ledger.set_usage_shape(provider.usage);
+        ledger.set_usage_shape(shape);
     }
 }
 

@@ -5,7 +5,10 @@
 //! here ([`Transcript::rewrite`]); each dialect says only how its entries
 //! (messages, items, contents) read as calls and results, and how the pair
 //! is written (`chat/history.rs`, `responses/history.rs`,
-//! `messages/history.rs`, `gemini/history.rs`).
+//! `messages/history.rs`, `gemini/history.rs`, `interactions/history.rs`).
+//! Dialects whose calls and results are entries of their own, and whose
+//! provider may keep the answer (Responses, Interactions), share two more
+//! walks here: [`trailing_entries`] and [`continue_entries`].
 
 use std::collections::BTreeMap;
 

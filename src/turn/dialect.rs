@@ -126,6 +126,12 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// The conversation the request continues, for its mixed turns'
     /// stored denials.
     fn anchor(request: &Self::Request) -> Anchor;
+    /// How the API's answers name their token counts, which the proxy
+    /// reads on the side of every body: the provider's, unless the API
+    /// names them its own way.
+    fn usage_shape() -> &'static crate::observe::usage::Shape {
+        Self::PROVIDER.usage
+    }
     /// The request's `model`, or null.
     fn model(request: &Self::Request) -> Value {
         Self::field(request, "model")

@@ -311,6 +311,11 @@ async fn requests_are_counted_under_the_interactions_route() {
                 && l.contains("route=\"interactions\"")),
         "{metrics}"
     );
+    // The interaction's own token counts, not the Gemini API's names.
+    for (kind, tokens) in [("input", 10), ("output", 2)] {
+        let series = format!("codemode_upstream_tokens_total{{type=\"{kind}\"}} {tokens}");
+        assert!(metrics.lines().any(|l| l == series), "{series}\n{metrics}");
+    }
 }
 
 /// The same program streamed: the client reads the nested call as step

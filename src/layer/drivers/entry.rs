@@ -72,7 +72,7 @@ pub(crate) async fn judged<D: Dialect>(
     crate::layer::destination::check_no_override(&parts.method, &parts.headers)?;
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let uri = D::PROVIDER.uri(&state.config, &route.path, parts.uri.query(), true)?;
-    reads_usage_of(D::PROVIDER);
+    reads_usage_of(D::usage_shape());
     let preset = &selection.preset;
     let timeout = state.config.upstream_timeout;
 
