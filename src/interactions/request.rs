@@ -21,7 +21,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
-use crate::splice::{Splice, TenantSplices};
+use crate::splice::TenantSplices;
 use crate::turn::callable;
 use crate::wire::{join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
 
@@ -383,7 +383,9 @@ impl InteractionsRequest {
                 .rev()
                 .find(|&j| matches!(&roles[j], Role::Call(id) if results.contains(&id.as_str())));
             let added: Vec<Box<RawValue>> = match last_call {
-                Some(_) => denied_calls(&splice)
+                Some(_) => splice
+                    .denied_calls
+                    .iter()
                     .filter(|v| fresh(v))
                     .map(to_raw)
                     .chain(answers)
@@ -423,11 +425,6 @@ impl InteractionsRequest {
         }
         Ok(())
     }
-}
-
-/// The denied calls a splice holds, as steps.
-fn denied_calls(splice: &Splice) -> impl Iterator<Item = &Value> {
-    splice.denied_calls.iter()
 }
 
 #[cfg(test)]
