@@ -37,10 +37,14 @@ impl Dialect for Responses {
         ResponsesRequest::parse(bytes)
     }
 
-    /// `input` or `instructions` without `messages`.
+    /// `input` or `instructions` without `messages`, nor the Interactions
+    /// API's `system_instruction` or `previous_interaction_id`.
     fn recognises(body: &Value) -> bool {
         let has = |key: &str| body.get(key).is_some();
-        (has("input") || has("instructions")) && !has("messages")
+        (has("input") || has("instructions"))
+            && !["messages", "system_instruction", "previous_interaction_id"]
+                .iter()
+                .any(|k| has(k))
     }
 
     fn field<'a>(request: &'a ResponsesRequest, key: &str) -> Option<&'a RawValue> {

@@ -200,6 +200,10 @@ mod tests {
         assert_eq!(sniff(&responses), Api::Responses);
         assert_eq!(sniff(&messages), Api::Messages);
         assert_eq!(sniff(&messages_tools), Api::Messages);
+        let interactions = json!({"model": "m", "input": "hi", "system_instruction": "x"});
+        let continued = json!({"model": "m", "input": [], "previous_interaction_id": "v1_a"});
+        assert_eq!(sniff(&interactions), Api::Interactions);
+        assert_eq!(sniff(&continued), Api::Interactions);
     }
 
     #[test]
