@@ -95,6 +95,17 @@ impl Dialect for Interactions {
                     .get(tenant, &exec_id)
                     .filter(|e| e.upstream_response.is_some())
                     .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
+                let foreign = reader.foreign_results(request.steps(), &exec);
+                if !foreign.is_empty() {
+                    return Err(ProxyError::InvalidRequest(format!(
+                        "`previous_interaction_id` continues interaction `{}`, whose \
+                         function_call steps codemode-proxy handed out, but the function_result \
+                         steps name call ids it did not hand out there ({}): send each result \
+                         with the `id` of its function_call step as `call_id`",
+                        request.previous_interaction_id().unwrap_or_default(),
+                        foreign.join(", ")
+                    )));
+                }
                 if let Some(steps) = request.steps_mut() {
                     reader.rewrite_continued(steps, &exec, limits);
                 }

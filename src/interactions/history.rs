@@ -82,6 +82,20 @@ impl<'a> StepReader<'a> {
         trailing_entries(steps, |raw| self.kind(raw))
     }
 
+    /// The `call_id`s of the input's `function_result` steps that answer no
+    /// call of `exec`: in a continuation of an interaction the proxy minted
+    /// for it, every result answers one of the calls it handed out, so
+    /// these are ids the client changed (or made up).
+    pub fn foreign_results(&self, steps: &[Box<RawValue>], exec: &Execution) -> Vec<String> {
+        steps
+            .iter()
+            .filter_map(|raw| serde_json::from_str::<StepView>(raw.get()).ok())
+            .filter(|s| s.kind.as_deref() == Some(FUNCTION_RESULT))
+            .filter_map(|s| s.call_id)
+            .filter(|id| self.ids.resolve(id).is_none_or(|(e, _)| e != exec.id))
+            .collect()
+    }
+
     /// The input of a request that continues an interaction the proxy
     /// minted (`previous_interaction_id`): the results of the program's
     /// calls become the program's own result (and the answers of calls

@@ -379,3 +379,46 @@ async fn a_streamed_program_hands_its_call_out_as_step_events() {
     assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
     assert_eq!(text.matches("[DONE]").count(), 1, "{text}");
 }
+
+/// A client that continues a minted interaction with a result under an id
+/// it changed gets a 400 naming the id (Google's shape); the provider hears
+/// nothing of it, and the original id still resumes the program.
+#[tokio::test]
+async fn a_result_under_a_changed_id_is_refused_with_the_id_named() {
+    let server = provider(vec![
+        interaction(
+            "v1_upstream1",
+            "requires_action",
+            json!([call("m1", "run_code", json!({"code": PROGRAM}))]),
+        ),
+        interaction("v1_upstream2", "completed", json!([words("Sunny.")])),
+    ])
+    .await;
+    let proxy = code_proxy(&server).await;
+    let (_, handed) = post(
+        &proxy,
+        json!({"model": "m", "input": "Weather in Paris?", "tools": tools()}),
+    )
+    .await;
+    let minted = handed["id"].as_str().unwrap();
+    let call_id = handed["steps"][0]["id"].as_str().unwrap();
+    let result = |id: &str| {
+        json!({"model": "m", "previous_interaction_id": minted, "tools": tools(),
+               "input": [{"type": "function_result", "call_id": id, "name": "get_weather",
+                          "result": "sunny"}]})
+    };
+    let (status, err) = post(&proxy, result("my_own_id_1")).await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["status"], "INVALID_ARGUMENT");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("my_own_id_1"),
+        "{err}"
+    );
+    assert_eq!(bodies(&server).await.len(), 1, "the provider heard nothing");
+    let (status, end) = post(&proxy, result(call_id)).await;
+    assert_eq!(status, 200, "{end}");
+    assert_eq!(end["id"], "v1_upstream2");
+}
