@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{append_to_message, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{append_to_message, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
 #[derive(Clone, Debug)]
@@ -103,8 +103,10 @@ impl ChatRequest {
 
     /// Serialises the request with its current messages.
     pub fn to_bytes(&self) -> Bytes {
-        let messages = raw_array(self.messages.iter().map(AsRef::as_ref));
-        Bytes::from(self.object.to_vec_with("messages", Some(&messages)))
+        Bytes::from(
+            self.object
+                .to_vec_with_list("messages", Some(&self.messages)),
+        )
     }
 
     /// Appends a message (a repair round's assistant turn or denial).

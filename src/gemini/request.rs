@@ -149,19 +149,9 @@ impl GeminiRequest {
 
     /// Serialises the request with its current contents.
     pub fn to_bytes(&self) -> Bytes {
-        let inner = match &self.contents {
-            None => self.object.to_vec(),
-            Some(contents) => {
-                let text = raw_array(contents.iter().map(AsRef::as_ref));
-                if self.object.get("contents").is_some() {
-                    self.object.to_vec_with("contents", Some(&text))
-                } else {
-                    let mut object = self.object.clone();
-                    object.set("contents", to_raw_text(text));
-                    object.to_vec()
-                }
-            }
-        };
+        let inner = self
+            .object
+            .to_vec_with_list("contents", self.contents.as_deref());
         let Some(wrapper) = &self.wrapper else {
             return Bytes::from(inner);
         };

@@ -23,7 +23,7 @@ use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::callable;
-use crate::wire::{join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{join_text, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// The types of `input` entries that are contents, not steps.
 const CONTENT_TYPES: &[&str] = &["text", "image", "audio", "document", "video"];
@@ -207,23 +207,7 @@ impl InteractionsRequest {
 
     /// Serialises the request with its current input.
     pub fn to_bytes(&self) -> Bytes {
-        let Some(steps) = &self.steps else {
-            return Bytes::from(self.object.to_vec());
-        };
-        let text = raw_array(steps.iter().map(AsRef::as_ref));
-        if self.object.get("input").is_some() {
-            return Bytes::from(self.object.to_vec_with("input", Some(&text)));
-        }
-        let mut object = self.object.to_vec();
-        // `{...}` becomes `{...,"input":[...]}`; an empty object has no comma.
-        object.pop();
-        if object.len() > 1 {
-            object.push(b',');
-        }
-        object.extend_from_slice(b"\"input\":");
-        object.extend_from_slice(text.as_bytes());
-        object.push(b'}');
-        Bytes::from(object)
+        Bytes::from(self.object.to_vec_with_list("input", self.steps.as_deref()))
     }
 
     /// The conversation this request continues: its first user turn with

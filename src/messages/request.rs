@@ -136,23 +136,10 @@ impl MessagesRequest {
 
     /// Serialises the request with its current messages.
     pub fn to_bytes(&self) -> Bytes {
-        let Some(messages) = &self.messages else {
-            return Bytes::from(self.object.to_vec());
-        };
-        let text = raw_array(messages.iter().map(AsRef::as_ref));
-        if self.object.get("messages").is_some() {
-            return Bytes::from(self.object.to_vec_with("messages", Some(&text)));
-        }
-        let mut object = self.object.to_vec();
-        // `{...}` becomes `{...,"messages":[...]}`; an empty object has no comma.
-        object.pop();
-        if object.len() > 1 {
-            object.push(b',');
-        }
-        object.extend_from_slice(b"\"messages\":");
-        object.extend_from_slice(text.as_bytes());
-        object.push(b'}');
-        Bytes::from(object)
+        Bytes::from(
+            self.object
+                .to_vec_with_list("messages", self.messages.as_deref()),
+        )
     }
 
     /// Applies the plan: wire tools, `tool_choice`, references to tools the

@@ -21,9 +21,7 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
 use crate::splice::{Splice, TenantSplices};
-use crate::wire::{
-    append_to_message, join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat,
-};
+use crate::wire::{append_to_message, join_text, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A Responses request.
 #[derive(Clone, Debug)]
@@ -212,23 +210,7 @@ impl ResponsesRequest {
 
     /// Serialises the request with its current input.
     pub fn to_bytes(&self) -> Bytes {
-        let Some(items) = &self.input else {
-            return Bytes::from(self.object.to_vec());
-        };
-        let text = raw_array(items.iter().map(AsRef::as_ref));
-        if self.object.get("input").is_some() {
-            return Bytes::from(self.object.to_vec_with("input", Some(&text)));
-        }
-        let mut object = self.object.to_vec();
-        // `{...}` becomes `{...,"input":[...]}`; an empty object has no comma.
-        object.pop();
-        if object.len() > 1 {
-            object.push(b',');
-        }
-        object.extend_from_slice(b"\"input\":");
-        object.extend_from_slice(text.as_bytes());
-        object.push(b'}');
-        Bytes::from(object)
+        Bytes::from(self.object.to_vec_with_list("input", self.input.as_deref()))
     }
 
     /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.

@@ -86,7 +86,8 @@ impl RawObject {
             .find_map(|(k, v)| first_repeat(v, keys, k))
     }
 
-    /// Serialises the object, replacing `key` by `override_value` when given.
+    /// Serialises the object, with `key` set to `override_value` when
+    /// given: in its place, or last when the object lacks it.
     pub fn to_vec_with(&self, key: &str, override_value: Option<&str>) -> Vec<u8> {
         let size: usize = self
             .fields
@@ -96,21 +97,36 @@ impl RawObject {
         let mut out = Vec::with_capacity(size + override_value.map_or(0, str::len) + 2);
         out.push(b'{');
         let mut first = true;
-        for (k, v) in &self.fields {
+        let mut field = |out: &mut Vec<u8>, k: &str, text: &str| {
             if !first {
                 out.push(b',');
             }
             first = false;
-            write_json_string(&mut out, k);
+            write_json_string(out, k);
             out.push(b':');
+            out.extend_from_slice(text.as_bytes());
+        };
+        for (k, v) in &self.fields {
             let text = match override_value {
                 Some(o) if k == key => o,
                 _ => v.get(),
             };
-            out.extend_from_slice(text.as_bytes());
+            field(&mut out, k, text);
+        }
+        if let Some(o) = override_value.filter(|_| self.get(key).is_none()) {
+            field(&mut out, key, o);
         }
         out.push(b'}');
         out
+    }
+
+    /// Serialises the object with `key` set to the array of `list` when
+    /// given (a request's history, kept raw entry by entry).
+    pub fn to_vec_with_list(&self, key: &str, list: Option<&[Box<RawValue>]>) -> Vec<u8> {
+        match list {
+            Some(list) => self.to_vec_with(key, Some(&raw_array(list.iter().map(AsRef::as_ref)))),
+            None => self.to_vec(),
+        }
     }
 
     /// Serialises the object as it stands.
@@ -222,6 +238,23 @@ mod tests {
             obj.to_vec_with("b", Some("[3]")),
             br#"{"a":1,"b":[3]}"#.to_vec()
         );
+    }
+
+    #[test]
+    fn an_override_of_an_absent_key_goes_last() {
+        let obj = RawObject::parse(br#"{"a":1}"#).unwrap();
+        assert_eq!(
+            obj.to_vec_with("b", Some("[3]")),
+            br#"{"a":1,"b":[3]}"#.to_vec()
+        );
+        let empty = RawObject::parse(b"{}").unwrap();
+        let list = [to_raw(&1), to_raw("x")];
+        assert_eq!(
+            empty.to_vec_with_list("input", Some(&list)),
+            br#"{"input":[1,"x"]}"#.to_vec()
+        );
+        assert_eq!(empty.to_vec_with_list("input", None), b"{}".to_vec());
+        assert_eq!(obj.to_vec_with("a", None), br#"{"a":1}"#.to_vec());
     }
 
     #[test]
