@@ -9,7 +9,6 @@
 //! `previous_interaction_id`); only a list of steps can hold calls.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -21,6 +20,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
+use crate::splice::flat::{self, Entry};
 use crate::splice::TenantSplices;
 use crate::turn::callable;
 use crate::wire::{join_text, to_raw, Keys, ParseError, RawObject, Repeat};
@@ -53,24 +53,16 @@ struct Head<'a> {
     content: Option<&'a RawValue>,
 }
 
-/// What a step is to the splice.
-#[derive(Debug, PartialEq)]
-enum Role {
-    /// A `function_call`, by its `id`.
-    Call(String),
-    /// A `function_result`, by its `call_id`.
-    Result(String),
-    Other,
-}
-
-fn role_of(raw: &RawValue) -> Role {
+/// What a step is to the splice: a `function_call` by its `id`, a
+/// `function_result` by its `call_id`.
+fn entry_of(raw: &RawValue) -> Entry {
     let Ok(head) = serde_json::from_str::<Head<'_>>(raw.get()) else {
-        return Role::Other;
+        return Entry::Other;
     };
     match (head.kind.as_deref(), head.id, head.call_id) {
-        (Some(FUNCTION_CALL), Some(id), _) => Role::Call(id.into_owned()),
-        (Some(FUNCTION_RESULT), _, Some(id)) => Role::Result(id.into_owned()),
-        _ => Role::Other,
+        (Some(FUNCTION_CALL), Some(id), _) => Entry::Call(id.into_owned()),
+        (Some(FUNCTION_RESULT), _, Some(id)) => Entry::Result(id.into_owned()),
+        _ => Entry::Other,
     }
 }
 
@@ -312,80 +304,16 @@ impl InteractionsRequest {
         Ok(())
     }
 
-    /// Splices stored denials back into the turns they belong to. A turn
-    /// is found by its results: the `call_id`s of a run of call and result
-    /// steps must be exactly the ids of a stored turn of this tenant. The
-    /// denied calls and their answers go right after the turn's last call;
-    /// with `previous_interaction_id` the provider holds the turn (denied
-    /// calls included) and the input carries only the results: the answers
-    /// then go right before them. Nothing is added twice.
+    /// Splices stored denials back into the turns they belong to
+    /// ([`flat::splice_denials`]); with `previous_interaction_id` the input
+    /// carries only the results.
     fn splice_denials(&mut self, splices: &TenantSplices) {
         let anchor = self.anchor();
         let Some(steps) = &mut self.steps else {
             return;
         };
-        let roles: Vec<Role> = steps.iter().map(|s| role_of(s)).collect();
-        let present: HashSet<&str> = roles
-            .iter()
-            .filter_map(|r| match r {
-                Role::Call(id) | Role::Result(id) => Some(id.as_str()),
-                Role::Other => None,
-            })
-            .collect();
-        let mut inserts: Vec<(usize, Vec<Box<RawValue>>)> = Vec::new();
-        let mut i = 0;
-        while i < roles.len() {
-            if roles[i] == Role::Other {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < roles.len() && roles[i] != Role::Other {
-                i += 1;
-            }
-            let results: Vec<&str> = roles[start..i]
-                .iter()
-                .filter_map(|r| match r {
-                    Role::Result(id) => Some(id.as_str()),
-                    _ => None,
-                })
-                .collect();
-            if results.is_empty() {
-                continue;
-            }
-            let Some(splice) = splices.get(&anchor, &results) else {
-                continue;
-            };
-            let fresh = |v: &Value| {
-                ["call_id", "id"]
-                    .iter()
-                    .find_map(|k| v.get(*k).and_then(Value::as_str))
-                    .is_none_or(|id| !present.contains(id))
-            };
-            let answers = splice.denials.iter().filter(|v| fresh(v)).map(to_raw);
-            let last_call = (start..i)
-                .rev()
-                .find(|&j| matches!(&roles[j], Role::Call(id) if results.contains(&id.as_str())));
-            let added: Vec<Box<RawValue>> = match last_call {
-                Some(_) => splice
-                    .denied_calls
-                    .iter()
-                    .filter(|v| fresh(v))
-                    .map(to_raw)
-                    .chain(answers)
-                    .collect(),
-                None => answers.collect(),
-            };
-            let at = last_call.map_or(start, |j| j + 1);
-            if !added.is_empty() {
-                inserts.push((at, added));
-            }
-        }
-        // From the back, so earlier positions stay valid.
-        inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
-        for (at, added) in inserts {
-            steps.splice(at..at, added);
-        }
+        let kinds: Vec<Entry> = steps.iter().map(|s| entry_of(s)).collect();
+        flat::splice_denials(steps, &kinds, &anchor, splices);
     }
 
     /// Appends the sections to `system_instruction` (a string), or sets it.

@@ -9,7 +9,6 @@
 //! caches hit), and `prompt_cache_key` passes untouched.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -20,7 +19,8 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
-use crate::splice::{Splice, TenantSplices};
+use crate::splice::flat::{self, Entry};
+use crate::splice::TenantSplices;
 use crate::wire::{append_to_message, join_text, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A Responses request.
@@ -46,29 +46,22 @@ struct Head<'a> {
     call_id: Option<Cow<'a, str>>,
 }
 
-/// What an input item is to the splice.
-#[derive(Debug, PartialEq)]
-enum Role {
-    /// A call item (`function_call`, `custom_tool_call`, built-ins).
-    Call(String),
-    /// The answer to a call (`function_call_output`, ...).
-    Output(String),
-    Other,
-}
-
-fn role_of(raw: &RawValue) -> Role {
+/// What an input item is to the splice: a call item (`function_call`,
+/// `custom_tool_call`, built-ins) or the answer to one
+/// (`function_call_output`, ...), by `call_id`.
+fn entry_of(raw: &RawValue) -> Entry {
     let Ok(head) = serde_json::from_str::<Head<'_>>(raw.get()) else {
-        return Role::Other;
+        return Entry::Other;
     };
     let (Some(kind), Some(id)) = (head.kind, head.call_id) else {
-        return Role::Other;
+        return Entry::Other;
     };
     if is_call_type(&kind) {
-        Role::Call(id.into_owned())
+        Entry::Call(id.into_owned())
     } else if kind.strip_suffix("_output").is_some_and(is_call_type) {
-        Role::Output(id.into_owned())
+        Entry::Result(id.into_owned())
     } else {
-        Role::Other
+        Entry::Other
     }
 }
 
@@ -240,16 +233,6 @@ impl ResponsesRequest {
         Ok(())
     }
 
-    /// Splices stored denials back into the turns they belong to.
-    ///
-    /// A turn is found by its outputs: the `call_id`s of a run of call and
-    /// output items (`[calls..., outputs...]`, or each call followed by its
-    /// output), else of each run of consecutive outputs, must be exactly
-    /// the ids of a stored turn of this tenant. The denied calls and their
-    /// answers go right after the turn's last call, so every output follows
-    /// its call. With `previous_response_id` the provider holds the turn
-    /// (denied calls included) and the input carries only the outputs: the
-    /// answers then go right before them.
     /// The conversation this request continues: its first user message;
     /// none when the provider holds the conversation
     /// (`previous_response_id`), whose call ids are the provider's own.
@@ -266,74 +249,16 @@ impl ResponsesRequest {
         }
     }
 
+    /// Splices stored denials back into the turns they belong to
+    /// ([`flat::splice_denials`]); with `previous_response_id` the input
+    /// carries only the outputs.
     fn splice_denials(&mut self, splices: &TenantSplices) {
         let anchor = self.anchor();
         let Some(items) = &mut self.input else {
             return;
         };
-        let roles: Vec<Role> = items.iter().map(|i| role_of(i)).collect();
-        let mut inserts: Vec<(usize, Vec<Box<RawValue>>)> = Vec::new();
-        let mut present: Option<HashSet<&str>> = None;
-        for (start, end) in runs(&roles, |r| !matches!(r, Role::Other)) {
-            let whole = outputs(&roles[start..end], start);
-            let hits: Vec<(Vec<usize>, std::sync::Arc<Splice>)> =
-                match lookup(&roles, &whole, &anchor, splices) {
-                    Some(s) => vec![(whole, s)],
-                    None => runs(&roles[start..end], |r| matches!(r, Role::Output(_)))
-                        .filter_map(|(s, e)| {
-                            let part: Vec<usize> = (start + s..start + e).collect();
-                            (part.len() < whole.len())
-                                .then(|| {
-                                    lookup(&roles, &part, &anchor, splices).map(|hit| (part, hit))
-                                })
-                                .flatten()
-                        })
-                        .collect(),
-                };
-            for (outs, splice) in hits {
-                let present = present.get_or_insert_with(|| {
-                    roles
-                        .iter()
-                        .filter_map(|r| match r {
-                            Role::Call(id) | Role::Output(id) => Some(id.as_str()),
-                            Role::Other => None,
-                        })
-                        .collect()
-                });
-                let ids: HashSet<&str> = outs.iter().filter_map(|&i| id_of(&roles[i])).collect();
-                let last_call = roles
-                    .iter()
-                    .rposition(|r| matches!(r, Role::Call(id) if ids.contains(id.as_str())));
-                // Nothing twice: a denial the input already answers stays as it is.
-                let fresh = |v: &Value| {
-                    v.get("call_id")
-                        .and_then(Value::as_str)
-                        .is_none_or(|id| !present.contains(id))
-                };
-                let answers = splice.denials.iter().filter(|v| fresh(v)).map(to_raw);
-                let (at, added): (usize, Vec<Box<RawValue>>) = match last_call {
-                    Some(i) => (
-                        i + 1,
-                        splice
-                            .denied_calls
-                            .iter()
-                            .filter(|v| fresh(v))
-                            .map(to_raw)
-                            .chain(answers)
-                            .collect(),
-                    ),
-                    None => (outs[0], answers.collect()),
-                };
-                if !added.is_empty() {
-                    inserts.push((at, added));
-                }
-            }
-        }
-        // From the back, so earlier positions stay valid.
-        inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
-        for (at, added) in inserts {
-            items.splice(at..at, added);
-        }
+        let kinds: Vec<Entry> = items.iter().map(|i| entry_of(i)).collect();
+        flat::splice_denials(items, &kinds, &anchor, splices);
     }
 
     /// Appends the sections to `instructions` when the client sent them,
@@ -380,55 +305,6 @@ impl ResponsesRequest {
         self.object.set("instructions", prompt.clone());
         Ok(())
     }
-}
-
-/// The maximal runs of items for which `keep` holds, as `(start, end)`.
-fn runs<'a>(
-    roles: &'a [Role],
-    keep: impl Fn(&Role) -> bool + 'a,
-) -> impl Iterator<Item = (usize, usize)> + 'a {
-    let mut i = 0;
-    std::iter::from_fn(move || {
-        while i < roles.len() && !keep(&roles[i]) {
-            i += 1;
-        }
-        if i == roles.len() {
-            return None;
-        }
-        let start = i;
-        while i < roles.len() && keep(&roles[i]) {
-            i += 1;
-        }
-        Some((start, i))
-    })
-}
-
-/// The positions of the outputs among `roles` (which start at `offset`).
-fn outputs(roles: &[Role], offset: usize) -> Vec<usize> {
-    roles
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r, Role::Output(_)))
-        .map(|(i, _)| offset + i)
-        .collect()
-}
-
-fn id_of(role: &Role) -> Option<&str> {
-    match role {
-        Role::Call(id) | Role::Output(id) => Some(id),
-        Role::Other => None,
-    }
-}
-
-/// The splice stored for the turn whose outputs are at `outs`.
-fn lookup(
-    roles: &[Role],
-    outs: &[usize],
-    anchor: &Anchor,
-    splices: &TenantSplices,
-) -> Option<std::sync::Arc<Splice>> {
-    let ids: Vec<&str> = outs.iter().filter_map(|&i| id_of(&roles[i])).collect();
-    splices.get(anchor, &ids)
 }
 
 mod declared;

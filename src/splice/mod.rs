@@ -27,6 +27,8 @@ use crate::conversation::Anchor;
 use crate::store_error::{StoreError, StoreFuture};
 use crate::tenant::{hash_parts, Tenant};
 
+pub mod flat;
+
 /// What to splice into one assistant turn.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Splice {
