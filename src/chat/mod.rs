@@ -15,14 +15,12 @@ pub mod tools;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
-use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Shape, Unreadable};
 use history::Reader;
@@ -44,42 +42,6 @@ impl Dialect for Chat {
 
     fn parse(bytes: &[u8], _path: &str) -> Result<ChatRequest, ProxyError> {
         ChatRequest::parse(bytes)
-    }
-
-    fn field<'a>(request: &'a ChatRequest, key: &str) -> Option<&'a RawValue> {
-        request.field(key)
-    }
-
-    fn anchor(request: &ChatRequest) -> crate::conversation::Anchor {
-        request.anchor()
-    }
-
-    fn repeated_key(request: &ChatRequest) -> Option<crate::wire::Repeat> {
-        request.repeated_key()
-    }
-
-    fn streams(request: &ChatRequest) -> bool {
-        request.stream
-    }
-
-    fn to_bytes(request: &ChatRequest) -> Bytes {
-        request.to_bytes()
-    }
-
-    fn check(request: &ChatRequest) -> Result<(), ProxyError> {
-        // Another choice would be a turn nobody judged.
-        if request.n > 1 {
-            return Err(ProxyError::UnsupportedN(request.n));
-        }
-        Ok(())
-    }
-
-    fn rewrite(
-        request: &mut ChatRequest,
-        plan: &ToolPlan,
-        splices: &TenantSplices,
-    ) -> Result<(), ProxyError> {
-        request.rewrite(plan, splices)
     }
 
     fn read_history(

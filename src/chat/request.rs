@@ -17,6 +17,7 @@ use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
+use crate::turn::WireRequest;
 use crate::wire::{append_to_message, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
@@ -82,17 +83,6 @@ impl ChatRequest {
         })
     }
 
-    /// The raw value of a top-level field.
-    pub fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    pub fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
-    }
-
     /// Whether a streaming client asked for a usage chunk
     /// (`stream_options.include_usage`).
     pub fn include_usage(&self) -> bool {
@@ -101,48 +91,9 @@ impl ChatRequest {
             .is_some_and(|o| o.get("include_usage") == Some(&Value::Bool(true)))
     }
 
-    /// Serialises the request with its current messages.
-    pub fn to_bytes(&self) -> Bytes {
-        Bytes::from(
-            self.object
-                .to_vec_with_list("messages", Some(&self.messages)),
-        )
-    }
-
     /// Appends a message (a repair round's assistant turn or denial).
     pub fn push_message(&mut self, message: &Value) {
         self.messages.push(to_raw(message));
-    }
-
-    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
-    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
-        // Legacy `functions` would announce native tools the collapse cannot
-        // withdraw from the wire; refuse rather than carry them unchecked.
-        if plan.mode == Mode::Code
-            && self
-                .object
-                .get("functions")
-                .is_some_and(|f| f.get() != "null")
-        {
-            return Err(ProxyError::InvalidRequest(
-                "the legacy `functions` field cannot be used in code mode; declare the same \
-                 functions as `tools` (type \"function\"), or use mode native"
-                    .into(),
-            ));
-        }
-        if let Some(tools) = &plan.wire_tools {
-            self.object.set("tools", tools.clone());
-        }
-        if plan.narrows_tools() {
-            self.rewrite_choices(plan)?;
-        }
-        if !splices.is_empty() {
-            self.splice_denials(splices)?;
-        }
-        if !plan.prompt.is_empty() {
-            self.append_prompt(plan)?;
-        }
-        Ok(())
     }
 
     /// The other fields that name tools (`tool_choice`, legacy `functions`
@@ -176,11 +127,6 @@ impl ChatRequest {
             self.object.set("function_call", to_raw(&call));
         }
         Ok(())
-    }
-
-    /// The conversation this request continues: its first user message.
-    pub fn anchor(&self) -> Anchor {
-        Anchor::of_history(&self.messages)
     }
 
     /// Splices stored denials into the assistant turns they belong to: a
@@ -269,6 +215,75 @@ impl ChatRequest {
             _ => msg["content"] = Value::String(prompt.to_owned()),
         }
         self.messages[i] = to_raw(&msg);
+        Ok(())
+    }
+}
+
+impl WireRequest for ChatRequest {
+    /// The raw value of a top-level field.
+    fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    /// Serialises the request with its current messages.
+    fn to_bytes(&self) -> Bytes {
+        Bytes::from(
+            self.object
+                .to_vec_with_list("messages", Some(&self.messages)),
+        )
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
+    }
+
+    /// The conversation this request continues: its first user message.
+    fn anchor(&self) -> Anchor {
+        Anchor::of_history(&self.messages)
+    }
+
+    fn check(&self) -> Result<(), ProxyError> {
+        // Another choice would be a turn nobody judged.
+        if self.n > 1 {
+            return Err(ProxyError::UnsupportedN(self.n));
+        }
+        Ok(())
+    }
+
+    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
+    fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
+        // Legacy `functions` would announce native tools the collapse cannot
+        // withdraw from the wire; refuse rather than carry them unchecked.
+        if plan.mode == Mode::Code
+            && self
+                .object
+                .get("functions")
+                .is_some_and(|f| f.get() != "null")
+        {
+            return Err(ProxyError::InvalidRequest(
+                "the legacy `functions` field cannot be used in code mode; declare the same \
+                 functions as `tools` (type \"function\"), or use mode native"
+                    .into(),
+            ));
+        }
+        if let Some(tools) = &plan.wire_tools {
+            self.object.set("tools", tools.clone());
+        }
+        if plan.narrows_tools() {
+            self.rewrite_choices(plan)?;
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices)?;
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(plan)?;
+        }
         Ok(())
     }
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::answer;
@@ -17,7 +16,6 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
-use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
 
@@ -43,63 +41,9 @@ impl Dialect for Gemini {
         body.get("contents").is_some()
     }
 
-    fn field<'a>(request: &'a GeminiRequest, key: &str) -> Option<&'a RawValue> {
-        request.field(key)
-    }
-
     /// The model the path names.
     fn model(request: &GeminiRequest) -> Value {
         Value::String(request.model.clone())
-    }
-
-    fn anchor(request: &GeminiRequest) -> crate::conversation::Anchor {
-        request.anchor()
-    }
-
-    fn repeated_key(request: &GeminiRequest) -> Option<crate::wire::Repeat> {
-        request.repeated_key()
-    }
-
-    fn streams(request: &GeminiRequest) -> bool {
-        request.stream
-    }
-
-    fn to_bytes(request: &GeminiRequest) -> Bytes {
-        request.to_bytes()
-    }
-
-    /// More than one candidate per turn cannot be judged as one turn.
-    /// `candidateCount` is read as proto JSON reads it: `"2"` and `2.0`
-    /// are 2 (a double spelling was refused before).
-    fn check(request: &GeminiRequest) -> Result<(), ProxyError> {
-        let Some(config) = ["generationConfig", "generation_config"]
-            .iter()
-            .find_map(|k| request.field(k))
-            .and_then(|g| serde_json::from_str::<Value>(g.get()).ok())
-        else {
-            return Ok(());
-        };
-        let count = config
-            .get("candidateCount")
-            .or_else(|| config.get("candidate_count"));
-        match count {
-            Some(n) if crate::wire::lenient_number(n).is_some_and(|n| n > 1.0) => {
-                Err(ProxyError::InvalidRequest(format!(
-                    "`generationConfig.candidateCount` is {n}: the proxy judges one candidate \
-                     per turn in this tool mode; ask for one (or send the request in native \
-                     mode)"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn rewrite(
-        request: &mut GeminiRequest,
-        plan: &ToolPlan,
-        splices: &TenantSplices,
-    ) -> Result<(), ProxyError> {
-        request.rewrite(plan, splices)
     }
 
     fn read_history(

@@ -21,6 +21,7 @@ use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::callable;
+use crate::turn::WireRequest;
 use crate::wire::{raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A Gemini request.
@@ -120,18 +121,6 @@ impl GeminiRequest {
         })
     }
 
-    /// The raw value of a field of the request.
-    pub fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
-    }
-
-    /// The first key the request repeats below its top level, `tools`
-    /// aside, or a field it holds in both spellings (docs/security.md,
-    /// "One reading of a request").
-    pub fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Proto, &["tools"])
-    }
-
     /// The contents (none when `contents` is absent).
     pub fn contents(&self) -> &[Box<RawValue>] {
         self.contents.as_deref().unwrap_or(&[])
@@ -145,61 +134,6 @@ impl GeminiRequest {
     /// Appends contents (a repair round's model turn and answers).
     pub fn push_contents(&mut self, new: &[Value]) {
         self.contents_mut().extend(new.iter().map(to_raw));
-    }
-
-    /// Serialises the request with its current contents.
-    pub fn to_bytes(&self) -> Bytes {
-        let inner = self
-            .object
-            .to_vec_with_list("contents", self.contents.as_deref());
-        let Some(wrapper) = &self.wrapper else {
-            return Bytes::from(inner);
-        };
-        let key = either(
-            wrapper,
-            ["generateContentRequest", "generate_content_request"],
-        );
-        Bytes::from(wrapper.to_vec_with(key, Some(&String::from_utf8_lossy(&inner))))
-    }
-
-    /// The conversation this request continues: its first user content.
-    pub fn anchor(&self) -> Anchor {
-        self.contents()
-            .iter()
-            .filter_map(|c| content_head(c))
-            .find(|c| c.role.as_deref().is_none_or(|r| r == "user"))
-            .map_or(Anchor::NONE, |c| Anchor::of_content(&Value::Array(c.parts)))
-    }
-
-    /// Applies the plan: wire tools, `toolConfig`, stored denials, sections.
-    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
-        if let Some(wire) = &plan.wire_tools {
-            self.object.set("tools", wire.clone());
-        }
-        if plan.narrows_tools() {
-            // A cached content declares tools and a system instruction the
-            // proxy never sees: the wire would announce more than it shows.
-            let cached = spelling(
-                |k| self.object.get(k).is_some_and(|v| v.get() != "null"),
-                ["cachedContent", "cached_content"],
-            )?;
-            if self.object.get(cached).is_some_and(|v| v.get() != "null") {
-                return Err(ProxyError::InvalidRequest(format!(
-                    "`{cached}` names a cached content, whose tools the proxy cannot see, so in \
-                     tool mode `{}` it is refused; send the contents and tools in the request, \
-                     or send it in native mode",
-                    plan.mode
-                )));
-            }
-            self.narrow_tool_config(plan)?;
-        }
-        if !splices.is_empty() {
-            self.splice_denials(splices)?;
-        }
-        if !plan.prompt.is_empty() {
-            self.append_prompt(plan)?;
-        }
-        Ok(())
     }
 
     /// `toolConfig.functionCallingConfig.allowedFunctionNames` names only
@@ -363,6 +297,105 @@ impl GeminiRequest {
         );
         let text = String::from_utf8_lossy(&instruction.to_vec()).into_owned();
         self.object.set(key, to_raw_text(text));
+        Ok(())
+    }
+}
+
+impl WireRequest for GeminiRequest {
+    /// The raw value of a field of the request.
+    fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    /// Serialises the request with its current contents.
+    fn to_bytes(&self) -> Bytes {
+        let inner = self
+            .object
+            .to_vec_with_list("contents", self.contents.as_deref());
+        let Some(wrapper) = &self.wrapper else {
+            return Bytes::from(inner);
+        };
+        let key = either(
+            wrapper,
+            ["generateContentRequest", "generate_content_request"],
+        );
+        Bytes::from(wrapper.to_vec_with(key, Some(&String::from_utf8_lossy(&inner))))
+    }
+
+    /// The first key the request repeats below its top level, `tools`
+    /// aside, or a field it holds in both spellings (docs/security.md,
+    /// "One reading of a request").
+    fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Proto, &["tools"])
+    }
+
+    /// The conversation this request continues: its first user content.
+    fn anchor(&self) -> Anchor {
+        self.contents()
+            .iter()
+            .filter_map(|c| content_head(c))
+            .find(|c| c.role.as_deref().is_none_or(|r| r == "user"))
+            .map_or(Anchor::NONE, |c| Anchor::of_content(&Value::Array(c.parts)))
+    }
+
+    /// More than one candidate per turn cannot be judged as one turn.
+    /// `candidateCount` is read as proto JSON reads it: `"2"` and `2.0`
+    /// are 2 (a double spelling was refused before).
+    fn check(&self) -> Result<(), ProxyError> {
+        let Some(config) = ["generationConfig", "generation_config"]
+            .iter()
+            .find_map(|k| self.field(k))
+            .and_then(|g| serde_json::from_str::<Value>(g.get()).ok())
+        else {
+            return Ok(());
+        };
+        let count = config
+            .get("candidateCount")
+            .or_else(|| config.get("candidate_count"));
+        match count {
+            Some(n) if crate::wire::lenient_number(n).is_some_and(|n| n > 1.0) => {
+                Err(ProxyError::InvalidRequest(format!(
+                    "`generationConfig.candidateCount` is {n}: the proxy judges one candidate \
+                     per turn in this tool mode; ask for one (or send the self in native \
+                     mode)"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies the plan: wire tools, `toolConfig`, stored denials, sections.
+    fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
+        if let Some(wire) = &plan.wire_tools {
+            self.object.set("tools", wire.clone());
+        }
+        if plan.narrows_tools() {
+            // A cached content declares tools and a system instruction the
+            // proxy never sees: the wire would announce more than it shows.
+            let cached = spelling(
+                |k| self.object.get(k).is_some_and(|v| v.get() != "null"),
+                ["cachedContent", "cached_content"],
+            )?;
+            if self.object.get(cached).is_some_and(|v| v.get() != "null") {
+                return Err(ProxyError::InvalidRequest(format!(
+                    "`{cached}` names a cached content, whose tools the proxy cannot see, so in \
+                     tool mode `{}` it is refused; send the contents and tools in the request, \
+                     or send it in native mode",
+                    plan.mode
+                )));
+            }
+            self.narrow_tool_config(plan)?;
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices)?;
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(plan)?;
+        }
         Ok(())
     }
 }

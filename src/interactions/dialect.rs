@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::embedded::{client_interaction, minted_interaction};
@@ -16,7 +15,6 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
-use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Unreadable};
 
@@ -46,38 +44,6 @@ impl Dialect for Interactions {
     fn recognises(body: &Value) -> bool {
         let has = |key: &str| body.get(key).is_some();
         has("previous_interaction_id") || (has("input") && has("system_instruction"))
-    }
-
-    fn field<'a>(request: &'a InteractionsRequest, key: &str) -> Option<&'a RawValue> {
-        request.field(key)
-    }
-
-    fn anchor(request: &InteractionsRequest) -> crate::conversation::Anchor {
-        request.anchor()
-    }
-
-    fn check(request: &InteractionsRequest) -> Result<(), ProxyError> {
-        request.check()
-    }
-
-    fn repeated_key(request: &InteractionsRequest) -> Option<crate::wire::Repeat> {
-        request.repeated_key()
-    }
-
-    fn streams(request: &InteractionsRequest) -> bool {
-        request.stream
-    }
-
-    fn to_bytes(request: &InteractionsRequest) -> Bytes {
-        request.to_bytes()
-    }
-
-    fn rewrite(
-        request: &mut InteractionsRequest,
-        plan: &ToolPlan,
-        splices: &TenantSplices,
-    ) -> Result<(), ProxyError> {
-        request.rewrite(plan, splices)
     }
 
     /// A continuation of a minted interaction goes on from the program's

@@ -23,6 +23,7 @@ use crate::plan::ToolPlan;
 use crate::splice::flat::{self, Entry};
 use crate::splice::TenantSplices;
 use crate::turn::callable;
+use crate::turn::WireRequest;
 use crate::wire::{join_text, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// The types of `input` entries that are contents, not steps.
@@ -104,20 +105,9 @@ impl InteractionsRequest {
         })
     }
 
-    /// The raw value of a top-level field.
-    pub fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
-    }
-
     /// Replaces (or adds) a top-level field.
     pub fn set_field(&mut self, key: &str, value: &Value) {
         self.object.set(key, to_raw(value));
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    pub fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// `previous_interaction_id`, when the provider keeps the conversation.
@@ -127,35 +117,6 @@ impl InteractionsRequest {
                 .ok()
                 .flatten()
         })
-    }
-
-    /// Refuses what the proxy cannot judge: a background interaction is
-    /// read later with `GET .../interactions/{id}`, which the proxy does
-    /// not judge; an agent runs tools of its own choosing on the provider's
-    /// side, in the background.
-    pub fn check(&self) -> Result<(), ProxyError> {
-        let set = |key| self.field(key).is_some_and(|v| v.get() != "null");
-        if self
-            .field("background")
-            .is_some_and(|b| b.get().trim() == "true")
-        {
-            return Err(ProxyError::InvalidRequest(
-                "`background: true` is refused in this tool mode: a background interaction is \
-                 read later with GET /v1beta/interactions/{id}, which the proxy cannot judge, so \
-                 the model's calls would reach your tools unchecked. Send the request without \
-                 `background` (stream it to keep a long turn alive), or in native mode"
-                    .into(),
-            ));
-        }
-        if set("agent") {
-            return Err(ProxyError::InvalidRequest(
-                "`agent` is refused in this tool mode: an agent's interaction runs in the \
-                 background with tools the proxy never sees, so its calls could not be judged. \
-                 Name a `model`, or send the request in native mode"
-                    .into(),
-            ));
-        }
-        Ok(())
     }
 
     /// The steps of `input` (none when it is a string, contents or absent).
@@ -195,55 +156,6 @@ impl InteractionsRequest {
             return self.steps.insert(first.into_iter().collect());
         }
         self.steps.get_or_insert_with(Vec::new)
-    }
-
-    /// Serialises the request with its current input.
-    pub fn to_bytes(&self) -> Bytes {
-        Bytes::from(self.object.to_vec_with_list("input", self.steps.as_deref()))
-    }
-
-    /// The conversation this request continues: its first user turn with
-    /// `store: false` (the client sends the whole history); none when the
-    /// provider keeps the conversation (the default), whose call ids are
-    /// its own: the turn's request names its first words, the one that
-    /// continues it only `previous_interaction_id`, and both must find the
-    /// turn's stored denials.
-    pub fn anchor(&self) -> Anchor {
-        let stored = self
-            .field("store")
-            .is_none_or(|s| s.get().trim() != "false");
-        if stored || self.previous_interaction_id().is_some() {
-            return Anchor::NONE;
-        }
-        if let Some(steps) = &self.steps {
-            return steps
-                .iter()
-                .filter_map(|raw| serde_json::from_str::<Head<'_>>(raw.get()).ok())
-                .find(|h| h.kind.as_deref() == Some("user_input"))
-                .and_then(|h| h.content)
-                .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
-                .map_or(Anchor::NONE, |content| Anchor::of_content(&content));
-        }
-        self.field("input")
-            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
-            .map_or(Anchor::NONE, |input| Anchor::of_content(&input))
-    }
-
-    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
-    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
-        if let Some(tools) = &plan.wire_tools {
-            self.object.set("tools", tools.clone());
-        }
-        if plan.narrows_tools() {
-            self.narrow_tool_choice(plan)?;
-        }
-        if !splices.is_empty() {
-            self.splice_denials(splices);
-        }
-        if !plan.prompt.is_empty() {
-            self.append_prompt(plan)?;
-        }
-        Ok(())
     }
 
     /// `generation_config.tool_choice.allowed_tools.tools` names only tools
@@ -334,6 +246,101 @@ impl InteractionsRequest {
                 self.object.set("system_instruction", joined);
             }
             None => self.object.set("system_instruction", prompt.clone()),
+        }
+        Ok(())
+    }
+}
+
+impl WireRequest for InteractionsRequest {
+    /// The raw value of a top-level field.
+    fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    /// Serialises the request with its current input.
+    fn to_bytes(&self) -> Bytes {
+        Bytes::from(self.object.to_vec_with_list("input", self.steps.as_deref()))
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
+    }
+
+    /// The conversation this request continues: its first user turn with
+    /// `store: false` (the client sends the whole history); none when the
+    /// provider keeps the conversation (the default), whose call ids are
+    /// its own: the turn's request names its first words, the one that
+    /// continues it only `previous_interaction_id`, and both must find the
+    /// turn's stored denials.
+    fn anchor(&self) -> Anchor {
+        let stored = self
+            .field("store")
+            .is_none_or(|s| s.get().trim() != "false");
+        if stored || self.previous_interaction_id().is_some() {
+            return Anchor::NONE;
+        }
+        if let Some(steps) = &self.steps {
+            return steps
+                .iter()
+                .filter_map(|raw| serde_json::from_str::<Head<'_>>(raw.get()).ok())
+                .find(|h| h.kind.as_deref() == Some("user_input"))
+                .and_then(|h| h.content)
+                .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
+                .map_or(Anchor::NONE, |content| Anchor::of_content(&content));
+        }
+        self.field("input")
+            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+            .map_or(Anchor::NONE, |input| Anchor::of_content(&input))
+    }
+
+    /// Refuses what the proxy cannot judge: a background interaction is
+    /// read later with `GET .../interactions/{id}`, which the proxy does
+    /// not judge; an agent runs tools of its own choosing on the provider's
+    /// side, in the background.
+    fn check(&self) -> Result<(), ProxyError> {
+        let set = |key| self.field(key).is_some_and(|v| v.get() != "null");
+        if self
+            .field("background")
+            .is_some_and(|b| b.get().trim() == "true")
+        {
+            return Err(ProxyError::InvalidRequest(
+                "`background: true` is refused in this tool mode: a background interaction is \
+                 read later with GET /v1beta/interactions/{id}, which the proxy cannot judge, so \
+                 the model's calls would reach your tools unchecked. Send the request without \
+                 `background` (stream it to keep a long turn alive), or in native mode"
+                    .into(),
+            ));
+        }
+        if set("agent") {
+            return Err(ProxyError::InvalidRequest(
+                "`agent` is refused in this tool mode: an agent's interaction runs in the \
+                 background with tools the proxy never sees, so its calls could not be judged. \
+                 Name a `model`, or send the request in native mode"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
+    fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
+        if let Some(tools) = &plan.wire_tools {
+            self.object.set("tools", tools.clone());
+        }
+        if plan.narrows_tools() {
+            self.narrow_tool_choice(plan)?;
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices);
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(plan)?;
         }
         Ok(())
     }

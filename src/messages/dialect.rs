@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::completion::{give_up, judge_message};
@@ -18,7 +17,6 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
-use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
 
@@ -45,50 +43,6 @@ impl Dialect for Messages {
             .as_array()
             .is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()));
         body.get("system").is_some() || anthropic_tools
-    }
-
-    fn field<'a>(request: &'a MessagesRequest, key: &str) -> Option<&'a RawValue> {
-        request.field(key)
-    }
-
-    fn anchor(request: &MessagesRequest) -> crate::conversation::Anchor {
-        request.anchor()
-    }
-
-    fn repeated_key(request: &MessagesRequest) -> Option<crate::wire::Repeat> {
-        request.repeated_key()
-    }
-
-    fn streams(request: &MessagesRequest) -> bool {
-        request.stream
-    }
-
-    /// A message thread (`thread`, `previous_message_id`) keeps the
-    /// conversation at Anthropic, out of the proxy's reading: the model
-    /// would see turns the proxy never judged, and programs could not be
-    /// resumed. Refused with the code clients answer by resending the
-    /// whole conversation without a thread.
-    fn check(request: &MessagesRequest) -> Result<(), ProxyError> {
-        let set = |key| request.field(key).is_some_and(|v| v.get() != "null");
-        match ["thread", "previous_message_id"]
-            .into_iter()
-            .find(|k| set(k))
-        {
-            Some(field) => Err(ProxyError::ThreadUnsupported(field)),
-            None => Ok(()),
-        }
-    }
-
-    fn to_bytes(request: &MessagesRequest) -> Bytes {
-        request.to_bytes()
-    }
-
-    fn rewrite(
-        request: &mut MessagesRequest,
-        plan: &ToolPlan,
-        splices: &TenantSplices,
-    ) -> Result<(), ProxyError> {
-        request.rewrite(plan, splices)
     }
 
     fn read_history(

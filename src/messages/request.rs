@@ -23,6 +23,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
+use crate::turn::WireRequest;
 use crate::wire::{join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
 
 mod references;
@@ -102,17 +103,6 @@ impl MessagesRequest {
         })
     }
 
-    /// The raw value of a top-level field.
-    pub fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    pub fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
-    }
-
     /// Replaces (or adds) a top-level field.
     #[cfg(test)]
     pub fn set_field(&mut self, key: &str, value: &Value) {
@@ -132,70 +122,6 @@ impl MessagesRequest {
     /// Appends messages (a repair round's assistant turn and answers).
     pub fn push_messages(&mut self, new: &[Value]) {
         self.messages_mut().extend(new.iter().map(to_raw));
-    }
-
-    /// Serialises the request with its current messages.
-    pub fn to_bytes(&self) -> Bytes {
-        Bytes::from(
-            self.object
-                .to_vec_with_list("messages", self.messages.as_deref()),
-        )
-    }
-
-    /// Applies the plan: wire tools, `tool_choice`, references to tools the
-    /// wire lacks, stored denials, sections.
-    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
-        if let Some(wire) = &plan.wire_tools {
-            // A breakpoint on the client's last tool caches all the tools:
-            // it moves to the last tool of the wire.
-            let breakpoint = self
-                .object
-                .get("tools")
-                .and_then(items)
-                .and_then(|tools| tools.last().and_then(|t| head(t)?.cache_control))
-                .map(ToOwned::to_owned);
-            let tools = match breakpoint {
-                Some(cc) => with_last_cache_control(wire, &cc)?,
-                None => wire.clone(),
-            };
-            self.object.set("tools", tools);
-        }
-        if plan.narrows_tools() {
-            if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
-                let value: Value = serde_json::from_str(raw.get())
-                    .map_err(|e| ProxyError::InvalidRequest(format!("`tool_choice`: {e}")))?;
-                let servers = crate::messages::tools::server_tool_names(self.object.get("tools"));
-                let choice = super::choice::tool_choice(&value, plan, &servers)?;
-                self.object.set("tool_choice", to_raw(&choice));
-            }
-        }
-        if plan.narrows_tools() {
-            if let Some(messages) = &mut self.messages {
-                references::rewrite(messages, plan, self.object.get("tools"))?;
-            }
-        }
-        if !splices.is_empty() {
-            self.splice_denials(splices)?;
-        }
-        if !plan.prompt.is_empty() {
-            self.append_prompt(plan)?;
-        }
-        Ok(())
-    }
-
-    /// Splices stored denials back into the turns they belong to.
-    ///
-    /// A turn is found by its answers: the `tool_use_id`s of a user
-    /// message's `tool_result` blocks must be exactly the ids of a stored
-    /// turn of this tenant. The denied `tool_use` blocks go at the end of
-    /// the assistant message before it, their `tool_result`s right after
-    /// the user message's own (every `tool_result` before other content,
-    /// as the API requires). Nothing is added twice.
-    /// The conversation this request continues: its first user message.
-    pub fn anchor(&self) -> Anchor {
-        self.messages
-            .as_deref()
-            .map_or(Anchor::NONE, Anchor::of_history)
     }
 
     fn splice_denials(&mut self, splices: &TenantSplices) -> Result<(), ProxyError> {
@@ -281,6 +207,103 @@ impl MessagesRequest {
         }
         let system = raw(raw_array(blocks.iter().map(AsRef::as_ref)))?;
         self.object.set("system", system);
+        Ok(())
+    }
+}
+
+impl WireRequest for MessagesRequest {
+    /// The raw value of a top-level field.
+    fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    /// Serialises the request with its current messages.
+    fn to_bytes(&self) -> Bytes {
+        Bytes::from(
+            self.object
+                .to_vec_with_list("messages", self.messages.as_deref()),
+        )
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
+    }
+
+    /// Splices stored denials back into the turns they belong to.
+    ///
+    /// A turn is found by its answers: the `tool_use_id`s of a user
+    /// message's `tool_result` blocks must be exactly the ids of a stored
+    /// turn of this tenant. The denied `tool_use` blocks go at the end of
+    /// the assistant message before it, their `tool_result`s right after
+    /// the user message's own (every `tool_result` before other content,
+    /// as the API requires). Nothing is added twice.
+    /// The conversation this request continues: its first user message.
+    fn anchor(&self) -> Anchor {
+        self.messages
+            .as_deref()
+            .map_or(Anchor::NONE, Anchor::of_history)
+    }
+
+    /// A message thread (`thread`, `previous_message_id`) keeps the
+    /// conversation at Anthropic, out of the proxy's reading: the model
+    /// would see turns the proxy never judged, and programs could not be
+    /// resumed. Refused with the code clients answer by resending the
+    /// whole conversation without a thread.
+    fn check(&self) -> Result<(), ProxyError> {
+        let set = |key| self.field(key).is_some_and(|v| v.get() != "null");
+        match ["thread", "previous_message_id"]
+            .into_iter()
+            .find(|k| set(k))
+        {
+            Some(field) => Err(ProxyError::ThreadUnsupported(field)),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies the plan: wire tools, `tool_choice`, references to tools the
+    /// wire lacks, stored denials, sections.
+    fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
+        if let Some(wire) = &plan.wire_tools {
+            // A breakpoint on the client's last tool caches all the tools:
+            // it moves to the last tool of the wire.
+            let breakpoint = self
+                .object
+                .get("tools")
+                .and_then(items)
+                .and_then(|tools| tools.last().and_then(|t| head(t)?.cache_control))
+                .map(ToOwned::to_owned);
+            let tools = match breakpoint {
+                Some(cc) => with_last_cache_control(wire, &cc)?,
+                None => wire.clone(),
+            };
+            self.object.set("tools", tools);
+        }
+        if plan.narrows_tools() {
+            if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| ProxyError::InvalidRequest(format!("`tool_choice`: {e}")))?;
+                let servers = crate::messages::tools::server_tool_names(self.object.get("tools"));
+                let choice = super::choice::tool_choice(&value, plan, &servers)?;
+                self.object.set("tool_choice", to_raw(&choice));
+            }
+        }
+        if plan.narrows_tools() {
+            if let Some(messages) = &mut self.messages {
+                references::rewrite(messages, plan, self.object.get("tools"))?;
+            }
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices)?;
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(plan)?;
+        }
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! The Responses API as a [`Dialect`] of the turn core: output items in,
 //! `function_call_output` (and kin) items out.
 
+use crate::turn::WireRequest;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,7 +18,6 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::{Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
-use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
 
@@ -47,42 +47,10 @@ impl Dialect for Responses {
                 .any(|k| has(k))
     }
 
-    fn field<'a>(request: &'a ResponsesRequest, key: &str) -> Option<&'a RawValue> {
-        request.field(key)
-    }
-
-    fn anchor(request: &ResponsesRequest) -> crate::conversation::Anchor {
-        request.anchor()
-    }
-
     fn declared_tools(
         request: &ResponsesRequest,
     ) -> Result<Option<std::borrow::Cow<'_, RawValue>>, ProxyError> {
         request.declared_tools()
-    }
-
-    fn check(request: &ResponsesRequest) -> Result<(), ProxyError> {
-        request.check()
-    }
-
-    fn repeated_key(request: &ResponsesRequest) -> Option<crate::wire::Repeat> {
-        request.repeated_key()
-    }
-
-    fn streams(request: &ResponsesRequest) -> bool {
-        request.stream
-    }
-
-    fn to_bytes(request: &ResponsesRequest) -> Bytes {
-        request.to_bytes()
-    }
-
-    fn rewrite(
-        request: &mut ResponsesRequest,
-        plan: &ToolPlan,
-        splices: &TenantSplices,
-    ) -> Result<(), ProxyError> {
-        request.rewrite(plan, splices)
     }
 
     /// A continuation of a minted response goes on from the program's own

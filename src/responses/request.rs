@@ -21,6 +21,7 @@ use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
 use crate::splice::flat::{self, Entry};
 use crate::splice::TenantSplices;
+use crate::turn::WireRequest;
 use crate::wire::{append_to_message, join_text, to_raw, Keys, ParseError, RawObject, Repeat};
 
 /// A Responses request.
@@ -99,17 +100,6 @@ impl ResponsesRequest {
         })
     }
 
-    /// The raw value of a top-level field.
-    pub fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    pub fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
-    }
-
     /// `previous_response_id`, when the request continues a stored response.
     pub fn previous_response_id(&self) -> Option<String> {
         self.field("previous_response_id").and_then(|r| {
@@ -123,45 +113,6 @@ impl ResponsesRequest {
     /// ([`declared::tools`]).
     pub fn declared_tools(&self) -> Result<Option<Cow<'_, RawValue>>, ProxyError> {
         declared::tools(self.field("tools"), self.input_items())
-    }
-
-    /// Refuses what the proxy cannot judge: a background response is
-    /// fetched later, on a route the judge never sees; a conversation or a
-    /// stored prompt the provider keeps holds turns or tools the proxy
-    /// never reads.
-    pub fn check(&self) -> Result<(), ProxyError> {
-        let set = |key| self.field(key).is_some_and(|v| v.get() != "null");
-        if set("conversation") {
-            return Err(ProxyError::InvalidRequest(
-                "`conversation` is refused in this tool mode: the provider keeps that \
-                 conversation's items, which the proxy never reads, so the model could see and \
-                 repeat calls nobody judged. Send the conversation as `input` (or continue it \
-                 with `previous_response_id`), or use native mode"
-                    .into(),
-            ));
-        }
-        if set("prompt") {
-            return Err(ProxyError::InvalidRequest(
-                "`prompt` (a stored prompt) is refused in this tool mode: a stored prompt can \
-                 declare tools the proxy never sees, so the model's calls to them would reach \
-                 your tools unchecked. Send its instructions and tools in the request, or use \
-                 native mode"
-                    .into(),
-            ));
-        }
-        if self
-            .field("background")
-            .is_some_and(|b| b.get().trim() == "true")
-        {
-            return Err(ProxyError::InvalidRequest(
-                "`background: true` is refused in this tool mode: a background response is \
-                 read later with GET /v1/responses/{id}, which the proxy cannot judge, so the \
-                 model's calls would reach your tools unchecked. Send the request without \
-                 `background` (stream it to keep a long turn alive), or in native mode"
-                    .into(),
-            ));
-        }
-        Ok(())
     }
 
     /// The input items (none when `input` is a string or absent).
@@ -199,54 +150,6 @@ impl ResponsesRequest {
             return self.input.insert(first);
         }
         self.input.get_or_insert_with(Vec::new)
-    }
-
-    /// Serialises the request with its current input.
-    pub fn to_bytes(&self) -> Bytes {
-        Bytes::from(self.object.to_vec_with_list("input", self.input.as_deref()))
-    }
-
-    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
-    pub fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
-        if let Some(tools) = &plan.wire_tools {
-            // The wire tools stand for every declaration site: tools the
-            // input declared are in them (or collapsed into the SDK).
-            self.object.set("tools", tools.clone());
-            if let Some(items) = &mut self.input {
-                declared::take_out(items);
-            }
-        }
-        if plan.narrows_tools() {
-            if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
-                let value: Value = serde_json::from_str(raw.get())
-                    .map_err(|e| ProxyError::InvalidRequest(format!("`tool_choice`: {e}")))?;
-                let choice = super::choice::tool_choice(&value, plan)?;
-                self.object.set("tool_choice", to_raw(&choice));
-            }
-        }
-        if !splices.is_empty() {
-            self.splice_denials(splices);
-        }
-        if !plan.prompt.is_empty() {
-            self.append_prompt(plan)?;
-        }
-        Ok(())
-    }
-
-    /// The conversation this request continues: its first user message;
-    /// none when the provider holds the conversation
-    /// (`previous_response_id`), whose call ids are the provider's own.
-    pub fn anchor(&self) -> Anchor {
-        if self.previous_response_id().is_some() {
-            return Anchor::NONE;
-        }
-        match &self.input {
-            Some(items) => Anchor::of_history(items),
-            None => self
-                .field("input")
-                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
-                .map_or(Anchor::NONE, |text| Anchor::of_content(&text)),
-        }
     }
 
     /// Splices stored denials back into the turns they belong to
@@ -303,6 +206,110 @@ impl ResponsesRequest {
             }
         }
         self.object.set("instructions", prompt.clone());
+        Ok(())
+    }
+}
+
+impl WireRequest for ResponsesRequest {
+    /// The raw value of a top-level field.
+    fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object.get(key)
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    /// Serialises the request with its current input.
+    fn to_bytes(&self) -> Bytes {
+        Bytes::from(self.object.to_vec_with_list("input", self.input.as_deref()))
+    }
+
+    /// The first key the body repeats below its top level, `tools` aside
+    /// (docs/security.md, "One reading of a request").
+    fn repeated_key(&self) -> Option<Repeat> {
+        self.object.first_repeat(Keys::Exact, &["tools"])
+    }
+
+    /// The conversation this request continues: its first user message;
+    /// none when the provider holds the conversation
+    /// (`previous_response_id`), whose call ids are the provider's own.
+    fn anchor(&self) -> Anchor {
+        if self.previous_response_id().is_some() {
+            return Anchor::NONE;
+        }
+        match &self.input {
+            Some(items) => Anchor::of_history(items),
+            None => self
+                .field("input")
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .map_or(Anchor::NONE, |text| Anchor::of_content(&text)),
+        }
+    }
+
+    /// Refuses what the proxy cannot judge: a background response is
+    /// fetched later, on a route the judge never sees; a conversation or a
+    /// stored prompt the provider keeps holds turns or tools the proxy
+    /// never reads.
+    fn check(&self) -> Result<(), ProxyError> {
+        let set = |key| self.field(key).is_some_and(|v| v.get() != "null");
+        if set("conversation") {
+            return Err(ProxyError::InvalidRequest(
+                "`conversation` is refused in this tool mode: the provider keeps that \
+                 conversation's items, which the proxy never reads, so the model could see and \
+                 repeat calls nobody judged. Send the conversation as `input` (or continue it \
+                 with `previous_response_id`), or use native mode"
+                    .into(),
+            ));
+        }
+        if set("prompt") {
+            return Err(ProxyError::InvalidRequest(
+                "`prompt` (a stored prompt) is refused in this tool mode: a stored prompt can \
+                 declare tools the proxy never sees, so the model's calls to them would reach \
+                 your tools unchecked. Send its instructions and tools in the request, or use \
+                 native mode"
+                    .into(),
+            ));
+        }
+        if self
+            .field("background")
+            .is_some_and(|b| b.get().trim() == "true")
+        {
+            return Err(ProxyError::InvalidRequest(
+                "`background: true` is refused in this tool mode: a background response is \
+                 read later with GET /v1/responses/{id}, which the proxy cannot judge, so the \
+                 model's calls would reach your tools unchecked. Send the request without \
+                 `background` (stream it to keep a long turn alive), or in native mode"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies the plan: wire tools, `tool_choice`, stored denials, sections.
+    fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
+        if let Some(tools) = &plan.wire_tools {
+            // The wire tools stand for every declaration site: tools the
+            // input declared are in them (or collapsed into the SDK).
+            self.object.set("tools", tools.clone());
+            if let Some(items) = &mut self.input {
+                declared::take_out(items);
+            }
+        }
+        if plan.narrows_tools() {
+            if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| ProxyError::InvalidRequest(format!("`tool_choice`: {e}")))?;
+                let choice = super::choice::tool_choice(&value, plan)?;
+                self.object.set("tool_choice", to_raw(&choice));
+            }
+        }
+        if !splices.is_empty() {
+            self.splice_denials(splices);
+        }
+        if !plan.prompt.is_empty() {
+            self.append_prompt(plan)?;
+        }
         Ok(())
     }
 }

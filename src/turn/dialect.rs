@@ -15,13 +15,11 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{Edits, JudgedCall, Quiet, RoundJudge, Unreadable};
-use crate::conversation::Anchor;
+use super::{Edits, JudgedCall, Quiet, RoundJudge, Unreadable, WireRequest};
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::runtime::history::{Refused, Trailing};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
-use crate::splice::TenantSplices;
 use crate::tenant::Tenant;
 
 /// One model turn, read off a dialect's answer: what the core decides on.
@@ -43,7 +41,7 @@ pub struct ModelTurn {
 /// A wire dialect: its request, its answers and its stream judge.
 pub trait Dialect: Send + Sync + Sized + 'static {
     /// The parsed client request, rewritten in place.
-    type Request: Clone + Send + Sync + 'static;
+    type Request: WireRequest;
     /// The stream judge of one client stream.
     type Judge: RoundJudge;
 
@@ -70,14 +68,12 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// Parses a client body sent to `path` (one of [`Dialect::ROUTES`]'
     /// canonical spellings, where a route's path names a model or a stream).
     fn parse(bytes: &[u8], path: &str) -> Result<Self::Request, ProxyError>;
-    /// A top-level field of the request, as it came.
-    fn field<'a>(request: &'a Self::Request, key: &str) -> Option<&'a RawValue>;
     /// Every tool the request declares, wherever it declares them, as one
     /// `tools` array (the plan reads this); `tools` by default.
     fn declared_tools(
         request: &Self::Request,
     ) -> Result<Option<std::borrow::Cow<'_, RawValue>>, ProxyError> {
-        Ok(Self::field(request, "tools").map(std::borrow::Cow::Borrowed))
+        Ok(request.field("tools").map(std::borrow::Cow::Borrowed))
     }
     /// Whether a body sent with no API named (a dry-run's) is written in
     /// this dialect. Asked of each API in [`crate::api::Api::ALL`]'s order;
@@ -85,29 +81,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     fn recognises(_body: &Value) -> bool {
         false
     }
-    /// Whether the client asked for a stream.
-    fn streams(request: &Self::Request) -> bool;
-    /// The request's bytes for the upstream.
-    fn to_bytes(request: &Self::Request) -> Bytes;
     /// Grows the conversation by `items` (messages or input items) the
     /// proxy wrote: a repair's turn and answers, a program's pair.
     fn push(request: &mut Self::Request, items: &[Value]);
-    /// The first key the request repeats below its top level, in every
-    /// field but `tools` (the plan reads those once per tool set), told
-    /// apart as the provider tells keys apart; the proxy refuses it where
-    /// it judges the turn ([`ToolPlan::one_reading`]).
-    fn repeated_key(request: &Self::Request) -> Option<crate::wire::Repeat>;
-    /// Refuses a request the dialect cannot judge (Chat's `n` > 1).
-    fn check(_request: &Self::Request) -> Result<(), ProxyError> {
-        Ok(())
-    }
-    /// Rewrites the request for the plan: tools, sections, `tool_choice`,
-    /// stored denials spliced into the history.
-    fn rewrite(
-        request: &mut Self::Request,
-        plan: &ToolPlan,
-        splices: &TenantSplices,
-    ) -> Result<(), ProxyError>;
     /// Shows the model its programs in the request's history (the embedded
     /// runtime): each `run_code` call answered by its program's result.
     fn read_history(
@@ -123,9 +99,6 @@ pub trait Dialect: Send + Sync + Sized + 'static {
         store: &dyn ExecutionLookup,
         tenant: &Tenant,
     ) -> Result<Option<Trailing>, Refused>;
-    /// The conversation the request continues, for its mixed turns'
-    /// stored denials.
-    fn anchor(request: &Self::Request) -> Anchor;
     /// How the API's answers name their token counts, which the proxy
     /// reads on the side of every body: the provider's, unless the API
     /// names them its own way.
@@ -134,7 +107,8 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     }
     /// The request's `model`, or null.
     fn model(request: &Self::Request) -> Value {
-        Self::field(request, "model")
+        request
+            .field("model")
             .and_then(|m| serde_json::from_str(m.get()).ok())
             .unwrap_or(Value::Null)
     }

@@ -1,6 +1,7 @@
 //! The Gemini request rewrite: tools, `toolConfig`, the sections, stored
 //! denials, `countTokens`' wrapper.
 
+use crate::turn::WireRequest;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -22,6 +22,7 @@ use crate::plan::ToolPlan;
 use crate::select::{select, Selection};
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
+use crate::turn::WireRequest;
 
 /// A dry-run's request in `api`, rewritten as its dialect would send it,
 /// and its plan (the dispatch arm of `crate::layer::dialects`' table).
@@ -106,15 +107,15 @@ pub(crate) async fn rewritten<D: Dialect>(
         selection.mode,
         state.config.runtime,
     )?;
-    plan.one_reading(|| D::repeated_key(&request))?;
+    plan.one_reading(|| request.repeated_key())?;
     let stores = RequestStores::new(state, tenant);
     stores
         .read_ahead(|stores| {
-            let _ = D::rewrite(&mut request.clone(), &plan, &stores.splices);
+            let _ = request.clone().rewrite(&plan, &stores.splices);
         })
         .await?;
-    D::rewrite(&mut request, &plan, &stores.splices)?;
-    let request = serde_json::from_slice(&D::to_bytes(&request))
+    request.rewrite(&plan, &stores.splices)?;
+    let request = serde_json::from_slice(&request.to_bytes())
         .map_err(|e| ProxyError::InvalidRequest(e.to_string()))?;
     Ok((plan, request))
 }

@@ -22,6 +22,7 @@ use crate::runtime::history::Refused;
 use crate::select::Selection;
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
+use crate::turn::WireRequest;
 
 /// A judged route: where it goes upstream, and what it does there.
 #[derive(Clone, Debug)]
@@ -121,7 +122,7 @@ pub(crate) async fn judged<D: Dialect>(
         state.config.runtime,
     )?;
     // Read as the provider reads it, below the top level too.
-    plan.one_reading(|| D::repeated_key(&request))?;
+    plan.one_reading(|| request.repeated_key())?;
     if let Some(ledger) = crate::observe::ledger::current() {
         if let Some(c) = plan.client_code {
             ledger.set_client_code(c.client);
@@ -136,7 +137,7 @@ pub(crate) async fn judged<D: Dialect>(
         if plan.runs_code {
             D::read_history(request, &stores.executions, &stores.tenant, limits)?;
         }
-        D::rewrite(request, &plan, &stores.splices)
+        request.rewrite(&plan, &stores.splices)
     };
     stores
         .read_ahead(|stores| {
@@ -161,11 +162,11 @@ pub(crate) async fn judged<D: Dialect>(
         provider: D::PROVIDER,
     };
     if route.counting || (!plan.can_deny() && !plan.runs_code) {
-        let res = send(inner, target.request(D::to_bytes(&request)), timeout).await?;
+        let res = send(inner, target.request(request.to_bytes()), timeout).await?;
         return Ok(tag(relay(res, D::ERRORS), &selection, None));
     }
-    D::check(&request)?;
-    if D::streams(&request) {
+    request.check()?;
+    if request.streams() {
         return streamed::streamed::<D>(state, inner, target, request, plan, &selection, splices)
             .await;
     }

@@ -21,6 +21,7 @@ use crate::plan::ToolPlan;
 use crate::runtime::Step;
 use crate::select::Selection;
 use crate::splice::TenantSplices;
+use crate::turn::WireRequest;
 use crate::turn::{self, Decision, Dialect, Rounds};
 
 /// The checked path: every round's calls are judged and the turn decided.
@@ -39,12 +40,7 @@ pub(crate) async fn intercepted<D: Dialect>(
     // wrote beside them opens the client's answer, as a stream shows it.
     let mut earlier: Vec<Value> = Vec::new();
     loop {
-        let res = send(
-            inner.clone(),
-            target.request(D::to_bytes(&request)),
-            timeout,
-        )
-        .await?;
+        let res = send(inner.clone(), target.request(request.to_bytes()), timeout).await?;
         let (mut parts, body) = res.into_parts();
         let round = crate::telemetry::Round::of_response(&mut parts.extensions);
         let body = read_upstream_body(body, timeout, state.config.max_upstream_body_bytes).await?;
@@ -59,7 +55,7 @@ pub(crate) async fn intercepted<D: Dialect>(
         check_identity(&parts.headers)?;
         // Nothing to add and nothing of this answer's own to judge: no tree
         // is built, the client gets the provider's bytes.
-        let first = rounds.before() == 0 && earlier.is_empty() && !D::streams(&request);
+        let first = rounds.before() == 0 && earlier.is_empty() && !request.streams();
         if let Some(quiet) = first.then(|| D::quiet_answer(&body)).flatten() {
             round.usage(quiet.usage.as_ref());
             let decision = round.in_scope(|| rounds.decide(&[], false));
@@ -99,7 +95,7 @@ pub(crate) async fn intercepted<D: Dialect>(
             Decision::Final => {}
             Decision::Splice => {
                 if let Some((keys, splice)) = turn::splice::<D>(&turn.calls) {
-                    splices.put(&D::anchor(&request), &keys, Arc::new(splice));
+                    splices.put(&request.anchor(), &keys, Arc::new(splice));
                     splices.settle().await?;
                 }
             }

@@ -14,6 +14,7 @@ use crate::layer::forward::{read_upstream_body, send};
 use crate::layer::Upstream;
 use crate::select::Selection;
 use crate::turn::Dialect;
+use crate::turn::WireRequest;
 
 /// Response header: the mode that governed the request.
 pub const RESPONSE_MODE: &str = "x-codemode-mode";
@@ -137,7 +138,7 @@ pub(crate) fn respond<D: Dialect>(
 ) -> Response<ProxyBody> {
     parts.headers.remove(CONTENT_LENGTH);
     parts.headers.remove(CONTENT_ENCODING);
-    let (content_type, body) = if D::streams(request) {
+    let (content_type, body) = if request.streams() {
         ("text/event-stream", D::as_sse(answer, request))
     } else {
         // Straight into a buffer: `Display` goes through a formatter per write.

@@ -21,6 +21,7 @@ use crate::select::Selection;
 use crate::splice::TenantSplices;
 use crate::sse::DEFAULT_MAX_EVENT_BYTES;
 use crate::tenant::Tenant;
+use crate::turn::WireRequest;
 use crate::turn::{Dialect, HeldProgram};
 
 /// The checked streaming path.
@@ -34,12 +35,7 @@ pub(crate) async fn streamed<D: Dialect>(
     splices: TenantSplices,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = state.config.upstream_timeout;
-    let res = send(
-        inner.clone(),
-        target.request(D::to_bytes(&request)),
-        timeout,
-    )
-    .await?;
+    let res = send(inner.clone(), target.request(request.to_bytes()), timeout).await?;
     if !res.status().is_success() {
         return Ok(tag(relay(res, D::ERRORS), selection, None));
     }
@@ -86,7 +82,7 @@ fn grown<D: Dialect>(
 ) -> Request<ProxyBody> {
     let mut request = request.lock().unwrap_or_else(|p| p.into_inner());
     D::push(&mut request, items);
-    target.request(D::to_bytes(&request))
+    target.request(request.to_bytes())
 }
 
 impl<D: Dialect> RepairTarget for Reasker<D> {
@@ -101,7 +97,10 @@ impl<D: Dialect> RepairTarget for Reasker<D> {
     }
 
     fn anchor(&self) -> crate::conversation::Anchor {
-        D::anchor(&self.request.lock().unwrap_or_else(|p| p.into_inner()))
+        self.request
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .anchor()
     }
 
     fn run_program(&mut self, program: HeldProgram) -> RepairFuture {

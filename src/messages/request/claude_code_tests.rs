@@ -3,6 +3,7 @@
 //! native mode, for `messages` and `count_tokens` bodies (the HTTP route is
 //! tested with the handler).
 
+use crate::turn::WireRequest;
 use std::sync::Arc;
 use std::time::Duration;
 

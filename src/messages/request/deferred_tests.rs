@@ -3,6 +3,7 @@
 //! `tool_reference` blocks a history carries (Claude Code's `ToolSearch`
 //! results, and what it echoes of the model's turns).
 
+use crate::turn::WireRequest;
 use std::sync::Arc;
 use std::time::Duration;
 

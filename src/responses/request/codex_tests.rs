@@ -2,6 +2,7 @@
 //! its tools and the rewrite the upstream gets, in code mode and the others
 //! (the HTTP route is tested with the handler).
 
+use crate::turn::WireRequest;
 use std::sync::Arc;
 use std::time::Duration;
 

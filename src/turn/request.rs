@@ -1,0 +1,37 @@
+//! What every driver reads and writes of a client's request, whatever its
+//! dialect: the request itself says it, so no dialect forwards to it.
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+
+use crate::conversation::Anchor;
+use crate::error::ProxyError;
+use crate::plan::ToolPlan;
+use crate::splice::TenantSplices;
+use crate::wire::Repeat;
+
+/// A parsed client request, rewritten in place. Every field stays the
+/// client's bytes unless the proxy changes it.
+pub trait WireRequest: Clone + Send + Sync + 'static {
+    /// A top-level field of the request, as it came.
+    fn field(&self, key: &str) -> Option<&RawValue>;
+    /// Whether the client asked for a stream.
+    fn streams(&self) -> bool;
+    /// The request's bytes for the upstream.
+    fn to_bytes(&self) -> Bytes;
+    /// The first key the request repeats below its top level, in every
+    /// field but `tools` (the plan reads those once per tool set), told
+    /// apart as the provider tells keys apart; the proxy refuses it where
+    /// it judges the turn ([`ToolPlan::one_reading`]).
+    fn repeated_key(&self) -> Option<Repeat>;
+    /// The conversation the request continues, for its mixed turns'
+    /// stored denials.
+    fn anchor(&self) -> Anchor;
+    /// Refuses a request the dialect cannot judge (Chat's `n` > 1).
+    fn check(&self) -> Result<(), ProxyError> {
+        Ok(())
+    }
+    /// Rewrites the request for the plan: tools, sections, `tool_choice`,
+    /// stored denials spliced into the history.
+    fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError>;
+}
