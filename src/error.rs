@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::body::{full, ProxyBody};
 use crate::mode::Mode;
 use crate::store_error::StoreError;
-use crate::wire::Repeat;
+use crate::wire::{ParseError, Repeat};
 
 /// An error the proxy answers a client with.
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +215,16 @@ impl From<Repeat> for ProxyError {
         ProxyError::DuplicateKey {
             path: r.path,
             also: r.also,
+        }
+    }
+}
+
+/// A client body that is not one JSON object with distinct keys.
+impl From<ParseError> for ProxyError {
+    fn from(e: ParseError) -> ProxyError {
+        match e {
+            ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
+            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
         }
     }
 }

@@ -7,7 +7,6 @@
 
 use std::borrow::Cow;
 
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -18,7 +17,7 @@ use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::WireRequest;
-use crate::wire::{append_to_message, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{append_to_message, to_raw, RawObject};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
 #[derive(Clone, Debug)]
@@ -41,10 +40,7 @@ struct Head<'a> {
 impl ChatRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
-        let object = RawObject::parse(bytes).map_err(|e| match e {
-            ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
-        })?;
+        let object = RawObject::parse(bytes)?;
         let messages: Vec<Box<RawValue>> = match object.get("messages") {
             Some(m) => serde_json::from_str(m.get()).map_err(|_| {
                 ProxyError::InvalidRequest("`messages` must be an array of message objects".into())
@@ -220,27 +216,18 @@ impl ChatRequest {
 }
 
 impl WireRequest for ChatRequest {
-    /// The raw value of a top-level field.
-    fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
+    const HISTORY: &'static str = "messages";
+
+    fn object(&self) -> &RawObject {
+        &self.object
+    }
+
+    fn history(&self) -> Option<&[Box<RawValue>]> {
+        Some(&self.messages)
     }
 
     fn streams(&self) -> bool {
         self.stream
-    }
-
-    /// Serialises the request with its current messages.
-    fn to_bytes(&self) -> Bytes {
-        Bytes::from(
-            self.object
-                .to_vec_with_list("messages", Some(&self.messages)),
-        )
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// The conversation this request continues: its first user message.

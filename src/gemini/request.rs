@@ -22,7 +22,7 @@ use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::callable;
 use crate::turn::WireRequest;
-use crate::wire::{raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{raw_array, to_raw, Keys, RawObject};
 
 /// A Gemini request.
 #[derive(Clone, Debug)]
@@ -54,10 +54,7 @@ fn content_head(raw: &RawValue) -> Option<ContentHead> {
 }
 
 fn parse_object(bytes: &[u8]) -> Result<RawObject, ProxyError> {
-    RawObject::parse(bytes).map_err(|e| match e {
-        ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-        ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
-    })
+    Ok(RawObject::parse(bytes)?)
 }
 
 /// The first of `keys` the object holds (the REST API takes camelCase and
@@ -302,20 +299,25 @@ impl GeminiRequest {
 }
 
 impl WireRequest for GeminiRequest {
-    /// The raw value of a field of the request.
-    fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
+    const HISTORY: &'static str = "contents";
+    const KEYS: Keys = Keys::Proto;
+
+    fn object(&self) -> &RawObject {
+        &self.object
+    }
+
+    fn history(&self) -> Option<&[Box<RawValue>]> {
+        self.contents.as_deref()
     }
 
     fn streams(&self) -> bool {
         self.stream
     }
 
-    /// Serialises the request with its current contents.
+    /// Serialises the request with its current contents, inside the
+    /// batch wrapper it came in.
     fn to_bytes(&self) -> Bytes {
-        let inner = self
-            .object
-            .to_vec_with_list("contents", self.contents.as_deref());
+        let inner = self.object.to_vec_with_list(Self::HISTORY, self.history());
         let Some(wrapper) = &self.wrapper else {
             return Bytes::from(inner);
         };
@@ -324,13 +326,6 @@ impl WireRequest for GeminiRequest {
             ["generateContentRequest", "generate_content_request"],
         );
         Bytes::from(wrapper.to_vec_with(key, Some(&String::from_utf8_lossy(&inner))))
-    }
-
-    /// The first key the request repeats below its top level, `tools`
-    /// aside, or a field it holds in both spellings (docs/security.md,
-    /// "One reading of a request").
-    fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Proto, &["tools"])
     }
 
     /// The conversation this request continues: its first user content.

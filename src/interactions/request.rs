@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -24,7 +23,7 @@ use crate::splice::flat::{self, Entry};
 use crate::splice::TenantSplices;
 use crate::turn::callable;
 use crate::turn::WireRequest;
-use crate::wire::{join_text, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{join_text, to_raw, RawObject};
 
 /// The types of `input` entries that are contents, not steps.
 const CONTENT_TYPES: &[&str] = &["text", "image", "audio", "document", "video"];
@@ -78,10 +77,7 @@ fn is_contents(entries: &[Box<RawValue>]) -> bool {
 impl InteractionsRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<InteractionsRequest, ProxyError> {
-        let object = RawObject::parse(bytes).map_err(|e| match e {
-            ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
-        })?;
+        let object = RawObject::parse(bytes)?;
         let steps = match object.get("input") {
             Some(raw) if raw.get().starts_with('[') => {
                 let entries: Vec<Box<RawValue>> =
@@ -252,24 +248,18 @@ impl InteractionsRequest {
 }
 
 impl WireRequest for InteractionsRequest {
-    /// The raw value of a top-level field.
-    fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
+    const HISTORY: &'static str = "input";
+
+    fn object(&self) -> &RawObject {
+        &self.object
+    }
+
+    fn history(&self) -> Option<&[Box<RawValue>]> {
+        self.steps.as_deref()
     }
 
     fn streams(&self) -> bool {
         self.stream
-    }
-
-    /// Serialises the request with its current input.
-    fn to_bytes(&self) -> Bytes {
-        Bytes::from(self.object.to_vec_with_list("input", self.steps.as_deref()))
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// The conversation this request continues: its first user turn with

@@ -14,7 +14,6 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -24,7 +23,7 @@ use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::WireRequest;
-use crate::wire::{join_text, raw_array, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{join_text, raw_array, to_raw, RawObject};
 
 mod references;
 
@@ -82,10 +81,7 @@ fn raw_object(value: &RawValue, what: &str) -> Result<RawObject, ProxyError> {
 impl MessagesRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
-        let object = RawObject::parse(bytes).map_err(|e| match e {
-            ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
-        })?;
+        let object = RawObject::parse(bytes)?;
         let messages = match object.get("messages") {
             None => None,
             Some(raw) if raw.get() == "null" => None,
@@ -212,27 +208,18 @@ impl MessagesRequest {
 }
 
 impl WireRequest for MessagesRequest {
-    /// The raw value of a top-level field.
-    fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
+    const HISTORY: &'static str = "messages";
+
+    fn object(&self) -> &RawObject {
+        &self.object
+    }
+
+    fn history(&self) -> Option<&[Box<RawValue>]> {
+        self.messages.as_deref()
     }
 
     fn streams(&self) -> bool {
         self.stream
-    }
-
-    /// Serialises the request with its current messages.
-    fn to_bytes(&self) -> Bytes {
-        Bytes::from(
-            self.object
-                .to_vec_with_list("messages", self.messages.as_deref()),
-        )
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// Splices stored denials back into the turns they belong to.

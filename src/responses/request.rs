@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -22,7 +21,7 @@ use crate::responses::items::is_call_type;
 use crate::splice::flat::{self, Entry};
 use crate::splice::TenantSplices;
 use crate::turn::WireRequest;
-use crate::wire::{append_to_message, join_text, to_raw, Keys, ParseError, RawObject, Repeat};
+use crate::wire::{append_to_message, join_text, to_raw, RawObject};
 
 /// A Responses request.
 #[derive(Clone, Debug)]
@@ -77,10 +76,7 @@ fn is_instruction_message(raw: &RawValue) -> bool {
 impl ResponsesRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
-        let object = RawObject::parse(bytes).map_err(|e| match e {
-            ParseError::Json(e) => ProxyError::InvalidJson(e.to_string()),
-            ParseError::DuplicateKey(path) => ProxyError::DuplicateKey { path, also: None },
-        })?;
+        let object = RawObject::parse(bytes)?;
         let input = match object.get("input") {
             None => None,
             Some(raw) if raw.get() == "null" || raw.get().starts_with('"') => None,
@@ -211,24 +207,18 @@ impl ResponsesRequest {
 }
 
 impl WireRequest for ResponsesRequest {
-    /// The raw value of a top-level field.
-    fn field(&self, key: &str) -> Option<&RawValue> {
-        self.object.get(key)
+    const HISTORY: &'static str = "input";
+
+    fn object(&self) -> &RawObject {
+        &self.object
+    }
+
+    fn history(&self) -> Option<&[Box<RawValue>]> {
+        self.input.as_deref()
     }
 
     fn streams(&self) -> bool {
         self.stream
-    }
-
-    /// Serialises the request with its current input.
-    fn to_bytes(&self) -> Bytes {
-        Bytes::from(self.object.to_vec_with_list("input", self.input.as_deref()))
-    }
-
-    /// The first key the body repeats below its top level, `tools` aside
-    /// (docs/security.md, "One reading of a request").
-    fn repeated_key(&self) -> Option<Repeat> {
-        self.object.first_repeat(Keys::Exact, &["tools"])
     }
 
     /// The conversation this request continues: its first user message;

@@ -8,22 +8,45 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::Repeat;
+use crate::wire::{Keys, RawObject, Repeat};
 
 /// A parsed client request, rewritten in place. Every field stays the
 /// client's bytes unless the proxy changes it.
 pub trait WireRequest: Clone + Send + Sync + 'static {
-    /// A top-level field of the request, as it came.
-    fn field(&self, key: &str) -> Option<&RawValue>;
+    /// The top-level field that holds the conversation (`messages`,
+    /// `input`, `contents`).
+    const HISTORY: &'static str;
+    /// How the provider tells keys apart (Google's proto JSON takes
+    /// `tool_config` for `toolConfig`).
+    const KEYS: Keys = Keys::Exact;
+
+    /// The request's top level, its values as the client sent them.
+    fn object(&self) -> &RawObject;
+    /// The entries of [`Self::HISTORY`], each the client's bytes unless
+    /// rewritten; `None` while the field is as it came.
+    fn history(&self) -> Option<&[Box<RawValue>]>;
     /// Whether the client asked for a stream.
     fn streams(&self) -> bool;
+
+    /// A top-level field of the request, as it came.
+    fn field(&self, key: &str) -> Option<&RawValue> {
+        self.object().get(key)
+    }
     /// The request's bytes for the upstream.
-    fn to_bytes(&self) -> Bytes;
+    fn to_bytes(&self) -> Bytes {
+        Bytes::from(
+            self.object()
+                .to_vec_with_list(Self::HISTORY, self.history()),
+        )
+    }
     /// The first key the request repeats below its top level, in every
     /// field but `tools` (the plan reads those once per tool set), told
     /// apart as the provider tells keys apart; the proxy refuses it where
-    /// it judges the turn ([`ToolPlan::one_reading`]).
-    fn repeated_key(&self) -> Option<Repeat>;
+    /// it judges the turn ([`ToolPlan::one_reading`]); docs/security.md,
+    /// "One reading of a request".
+    fn repeated_key(&self) -> Option<Repeat> {
+        self.object().first_repeat(Self::KEYS, &["tools"])
+    }
     /// The conversation the request continues, for its mixed turns'
     /// stored denials.
     fn anchor(&self) -> Anchor;
