@@ -266,13 +266,8 @@ async fn background_agents_and_bad_bodies_are_refused_in_googles_shape() {
         );
     }
     let res = proxy
-        .http
-        .post(proxy.url(ROUTE))
-        .header("x-goog-api-key", "g-key")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(ROUTE, "{not json", &[("x-goog-api-key", "g-key")])
+        .await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["error"]["status"], "INVALID_ARGUMENT", "{err}");
@@ -295,15 +290,7 @@ async fn requests_are_counted_under_the_interactions_route() {
     )
     .await;
     assert_eq!(status, 200);
-    let metrics = proxy
-        .http
-        .get(proxy.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics
             .lines()

@@ -465,7 +465,7 @@ async fn concurrent_resumes_with_different_results_one_wins_the_other_is_refused
 }
 
 async fn get(proxy: &Proxy, path: &str) -> (u16, Option<String>, Value) {
-    let res = proxy.http.get(proxy.url(path)).send().await.unwrap();
+    let res = proxy.get(path, &[]).await;
     let status = res.status().as_u16();
     let retry = res
         .headers()

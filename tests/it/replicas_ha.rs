@@ -63,7 +63,7 @@ fn handed(turn: &Value) -> (Value, String) {
 }
 
 async fn readyz(proxy: &Proxy) -> (u16, Option<String>) {
-    let res = proxy.http.get(proxy.url("/readyz")).send().await.unwrap();
+    let res = proxy.get("/readyz", &[]).await;
     (res.status().as_u16(), retry_after(&res))
 }
 

@@ -55,14 +55,17 @@ impl Proxy {
 
     /// The proxy's `/metrics` text.
     pub async fn metrics(&self) -> String {
-        self.http
-            .get(self.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        self.get("/metrics", &[]).await.text().await.unwrap()
+    }
+
+    /// GETs `path` with extra headers.
+    pub async fn get(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        send(self.http.get(self.url(path)), headers).await
+    }
+
+    /// The JSON the proxy answers a GET of `path` with.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.get(path, &[]).await.json().await.unwrap()
     }
 
     /// The value of the series `name` (with its labels, if any) on `/metrics`.
@@ -126,12 +129,27 @@ impl Proxy {
         body: &Value,
         headers: &[(&str, &str)],
     ) -> reqwest::Response {
-        let mut req = self.http.post(self.url(path)).json(body);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        req.send().await.expect("the proxy answers")
+        send(self.http.post(self.url(path)).json(body), headers).await
     }
+
+    /// POSTs `body` as it is, not as JSON (a test's malformed or
+    /// hand-written body), with extra headers and no content type but
+    /// theirs.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        send(self.http.post(self.url(path)).body(body), headers).await
+    }
+}
+
+async fn send(mut req: reqwest::RequestBuilder, headers: &[(&str, &str)]) -> reqwest::Response {
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("the proxy answers")
 }
 
 pub fn config(upstream: &str, vars: &[(&str, &str)]) -> Config {
