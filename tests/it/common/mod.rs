@@ -17,6 +17,7 @@ pub mod redis_ha;
 pub mod redis_server;
 pub mod responses_model;
 pub mod scripted;
+pub mod scripted_api;
 pub mod sse_client;
 
 /// A client for the tests. reqwest is the one the OTLP exporter uses,
