@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod agent_driver;
 pub mod binary;
 pub mod claude;
 pub mod codex;
@@ -19,6 +20,20 @@ pub mod responses_model;
 pub mod scripted;
 pub mod scripted_api;
 pub mod sse_client;
+
+/// One `#[tokio::test]` per case, under the case's own name, awaiting the
+/// call that runs it (its family's shared driver with the case's
+/// settings): `name: call;` a case.
+#[macro_export]
+macro_rules! async_cases {
+    ($($(#[$meta:meta])* $name:ident: $run:expr;)*) => {$(
+        $(#[$meta])*
+        #[tokio::test]
+        async fn $name() {
+            $run.await;
+        }
+    )*};
+}
 
 /// A client for the tests. reqwest is the one the OTLP exporter uses,
 /// whose TLS is rustls with no provider chosen: ring, as the proxy's,
