@@ -16,6 +16,7 @@ pub mod needs;
 pub mod raw_provider;
 pub mod redis_ha;
 pub mod redis_server;
+pub mod replica_turns;
 pub mod responses_model;
 pub mod scripted;
 pub mod scripted_api;
@@ -238,6 +239,17 @@ pub async fn provider(responses: impl IntoIterator<Item = Value>) -> MockServer 
     scripted::model_server(script).await
 }
 
+/// Every body the provider received, in order, as JSON.
+pub async fn all_bodies(provider: &MockServer) -> Vec<Value> {
+    provider
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
 /// The chat-completions bodies the provider received, in order.
 pub async fn received(provider: &MockServer) -> Vec<Value> {
     provider
@@ -254,8 +266,8 @@ pub fn tool(name: &str, description: &str, parameters: Value) -> Value {
     json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
 }
 
-/// An agent's tools: read, write, bash and the client's run_code transport.
-pub fn agent_tools() -> Vec<Value> {
+/// The file tools every test agent has: read and write.
+pub fn read_write_tools() -> Vec<Value> {
     vec![
         tool(
             "read",
@@ -267,6 +279,13 @@ pub fn agent_tools() -> Vec<Value> {
             "Write a file.",
             json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
         ),
+    ]
+}
+
+/// An agent's tools: read, write, bash and the client's run_code transport.
+pub fn agent_tools() -> Vec<Value> {
+    let mut tools = read_write_tools();
+    tools.extend([
         tool(
             "bash",
             "Run a shell command.",
@@ -277,7 +296,8 @@ pub fn agent_tools() -> Vec<Value> {
             "Run a JavaScript program.",
             json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
         ),
-    ]
+    ]);
+    tools
 }
 
 pub fn chat_body(messages: Value) -> Value {
