@@ -18,8 +18,8 @@ warnings.filterwarnings("ignore")
 import anthropic  # noqa: E402
 from anthropic import beta_tool  # noqa: E402
 
-DIR = os.environ.get("AGENT_DIR", os.getcwd())
-ran = []
+import work_dir_tools  # noqa: E402
+
 unthreaded = []
 
 
@@ -38,9 +38,7 @@ threads_log.addHandler(Unthreaded())
 @beta_tool
 def list_files() -> str:
     """List the files in the work directory, one a line."""
-    result = "\n".join(sorted(os.listdir(DIR)))
-    ran.append({"name": "list_files", "args": {}, "result": result})
-    return result
+    return work_dir_tools.list_files()
 
 
 @beta_tool
@@ -50,13 +48,7 @@ def read_file(path: str) -> str:
     Args:
         path: the file's name.
     """
-    try:
-        with open(os.path.join(DIR, os.path.basename(path))) as f:
-            result = f.read()
-    except OSError:
-        result = "ENOENT"
-    ran.append({"name": "read_file", "args": {"path": path}, "result": result})
-    return result
+    return work_dir_tools.read_file(path)
 
 
 def main() -> None:
@@ -76,7 +68,7 @@ def main() -> None:
         final = "".join(b.text for b in message.content if b.type == "text")
     except Exception as e:  # noqa: BLE001 - report whatever the SDK raised
         error = f"{type(e).__name__}: {e}"
-    summary = {"agent": "anthropic-tool-runner", "final": final, "error": error, "tools": ran, "unthreaded": unthreaded}
+    summary = {"agent": "anthropic-tool-runner", "final": final, "error": error, "tools": work_dir_tools.ran, "unthreaded": unthreaded}
     sys.stdout.write(json.dumps(summary) + "\n")
 
 

@@ -15,18 +15,16 @@
 // where `tools` lists each tool call Claude Code ran: {name, input, result,
 // is_error}.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 
+import { headlessAgent } from "./headless.mjs";
 import { runStreamJson } from "./stream_json.mjs";
 
-const agentsDir = process.env.CODEMODE_AGENTS_DIR || path.join(os.homedir(), ".cache/codemode-agents");
-const bin = path.join(agentsDir, "node/node_modules/.bin/claude");
-const dir = process.env.AGENT_DIR || process.cwd();
-const model = process.env.AGENT_MODEL || "claude-sonnet-4-5";
-const prompts = JSON.parse(process.env.AGENT_PROMPTS || '["Read a.txt."]');
+const { bin, dir, model, prompts, home } = headlessAgent("claude", {
+  model: "claude-sonnet-4-5",
+  prompts: ["Read a.txt."],
+});
 
-const home = fs.mkdtempSync(path.join(os.tmpdir(), "cm-claude-"));
 const env = {
   ...process.env,
   HOME: home,

@@ -10,18 +10,16 @@
 // Stream retries are off, so a broken stream fails the run instead of
 // being retried silently.
 // Prints one JSON summary on stdout: {agent, final, error, commands, warnings, turns}.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 
-const agentsDir = process.env.CODEMODE_AGENTS_DIR || path.join(os.homedir(), ".cache/codemode-agents");
-const bin = path.join(agentsDir, "node/node_modules/.bin/codex");
-const dir = process.env.AGENT_DIR || process.cwd();
-const model = process.env.AGENT_MODEL || "gpt-5.5";
-const prompts = JSON.parse(process.env.AGENT_PROMPTS || '["Read a.txt and b.txt."]');
+import { headlessAgent } from "./headless.mjs";
+import { runStreamJson } from "./stream_json.mjs";
 
-const home = fs.mkdtempSync(path.join(os.tmpdir(), "cm-codex-"));
+const { bin, dir, model, prompts, home } = headlessAgent("codex", {
+  model: "gpt-5.5",
+  prompts: ["Read a.txt and b.txt."],
+});
+
 const env = { ...process.env, CODEX_HOME: home, CODEMODE_AGENT_KEY: "test-key" };
 // Codex would use these for its built-in `openai` provider; ours names its key.
 delete env.OPENAI_API_KEY;
@@ -52,31 +50,6 @@ const common = [
   "--disable", "apps",
 ];
 
-// Runs one `codex exec`, handing each JSONL event to `onEvent` as it arrives.
-// The npm launcher spawns the native binary on Node < 22, so the whole
-// process group is killed (on timeout, or when `onEvent` returns "stop").
-function run(args, onEvent) {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const kill = () => { try { process.kill(-child.pid, "SIGKILL"); } catch {} };
-    let buf = "", err = "";
-    child.stdout.on("data", (d) => {
-      buf += d;
-      let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        let ev;
-        try { ev = JSON.parse(line); } catch { continue; }
-        if (onEvent(ev) === "stop") kill();
-      }
-    });
-    child.stderr.on("data", (d) => (err += d));
-    const timer = setTimeout(kill, Number(process.env.AGENT_TIMEOUT_MS || 90000));
-    child.on("exit", (code, signal) => { clearTimeout(timer); kill(); resolve({ code: code ?? signal, err }); });
-  });
-}
-
 const turns = [];
 const commands = [];
 const warnings = [];
@@ -87,7 +60,7 @@ for (const [i, prompt] of prompts.entries()) {
   if (i > 0) args.push("resume", "--last");
   args.push(prompt);
   let text = "", thread = null, turnError = null;
-  const { code, err } = await run(args, (ev) => {
+  const { code, err } = await runStreamJson(bin, args, { cwd: dir, env }, (ev) => {
     if (ev.type === "thread.started") thread = ev.thread_id;
     if (ev.type === "turn.failed") turnError ??= ev.error?.message ?? JSON.stringify(ev);
     // A top-level `error` event is a stream error. Retries are off, yet Codex

@@ -18,18 +18,16 @@
 // where `tools` lists each tool call gemini-cli ran: {name, input, result,
 // is_error}.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 
+import { headlessAgent } from "./headless.mjs";
 import { runStreamJson } from "./stream_json.mjs";
 
-const agentsDir = process.env.CODEMODE_AGENTS_DIR || path.join(os.homedir(), ".cache/codemode-agents");
-const bin = path.join(agentsDir, "node/node_modules/.bin/gemini");
-const dir = process.env.AGENT_DIR || process.cwd();
-const model = process.env.AGENT_MODEL || "gemini-2.5-pro";
-const prompts = JSON.parse(process.env.AGENT_PROMPTS || '["Read a.txt."]');
+const { bin, dir, model, prompts, home } = headlessAgent("gemini", {
+  model: "gemini-2.5-pro",
+  prompts: ["Read a.txt."],
+});
 
-const home = fs.mkdtempSync(path.join(os.tmpdir(), "cm-gemini-"));
 fs.mkdirSync(path.join(home, ".gemini"));
 fs.writeFileSync(path.join(home, ".gemini/settings.json"), JSON.stringify({
   security: { auth: { selectedType: "gemini-api-key" } },

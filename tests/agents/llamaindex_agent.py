@@ -17,27 +17,7 @@ warnings.filterwarnings("ignore")
 from llama_index.core.agent.workflow import FunctionAgent  # noqa: E402
 from llama_index.llms.openai import OpenAI  # noqa: E402
 
-DIR = os.environ.get("AGENT_DIR", os.getcwd())
-ran = []
-
-
-def list_files() -> str:
-    """List the files in the work directory, one a line."""
-    result = "\n".join(sorted(os.listdir(DIR)))
-    ran.append({"name": "list_files", "args": {}, "result": result})
-    return result
-
-
-def read_file(path: str) -> str:
-    """Read a file of the work directory and return its content."""
-    try:
-        with open(os.path.join(DIR, os.path.basename(path))) as f:
-            result = f.read()
-    except OSError:
-        result = "ENOENT"
-    ran.append({"name": "read_file", "args": {"path": path}, "result": result})
-    return result
-
+from work_dir_tools import list_files, ran, read_file  # noqa: E402
 
 async def main() -> None:
     llm = OpenAI(

@@ -8,14 +8,14 @@
 // Prints one JSON summary on stdout.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 
-const agentsDir = process.env.CODEMODE_AGENTS_DIR || path.join(os.homedir(), ".cache/codemode-agents");
-const bin = path.join(agentsDir, "node/node_modules/.bin/opencode");
-const dir = process.env.AGENT_DIR || process.cwd();
-const model = process.env.AGENT_MODEL || "test-model";
-const prompts = JSON.parse(process.env.AGENT_PROMPTS || '["Read a.txt and b.txt."]');
+import { headlessAgent } from "./headless.mjs";
+
+const { bin, dir, model, prompts, home } = headlessAgent("opencode", {
+  model: "test-model",
+  prompts: ["Read a.txt and b.txt."],
+});
 const steps = process.env.AGENT_MAX_STEPS ? Number(process.env.AGENT_MAX_STEPS) : undefined;
 
 const config = {
@@ -51,7 +51,6 @@ const config = {
   agent: { build: steps ? { steps } : {} },
 };
 
-const home = fs.mkdtempSync(path.join(os.tmpdir(), "cm-opencode-"));
 const env = {
   ...process.env,
   HOME: home,

@@ -1,9 +1,11 @@
 // Runs one headless agent command whose stdout is newline-delimited JSON
-// (`claude -p`, `gemini -p` with `--output-format stream-json`), handing
-// each event to `onEvent` as it arrives. The command runs in its own
-// process group, killed whole on exit and on AGENT_TIMEOUT_MS (an agent
-// may relaunch itself in a child process). Resolves to {code, err}: the
-// exit code (or signal, or "timeout") and its stderr.
+// (`claude -p`, `gemini -p` with `--output-format stream-json`, `codex
+// exec --json`), handing each event to `onEvent` as it arrives. The
+// command runs in its own process group, killed whole on exit, on
+// AGENT_TIMEOUT_MS and when `onEvent` returns "stop" (an agent may
+// relaunch itself in a child process: Codex's npm launcher on Node < 22).
+// Resolves to {code, err}: the exit code (or signal, or "timeout") and its
+// stderr.
 import { spawn } from "node:child_process";
 
 export function runStreamJson(bin, args, { cwd, env }, onEvent) {
@@ -19,7 +21,7 @@ export function runStreamJson(bin, args, { cwd, env }, onEvent) {
         buf = buf.slice(nl + 1);
         let ev;
         try { ev = JSON.parse(line); } catch { continue; }
-        onEvent(ev);
+        if (onEvent(ev) === "stop") kill();
       }
     });
     child.stderr.on("data", (d) => (err += d));

@@ -269,13 +269,12 @@ async fn native_mode_is_byte_transparent_both_ways() {
     let proxy = start(&p, &[("CODEMODE_MODE", "native")]).await;
     let client_body = "{\"model\": \"m\",\n \"messages\": [{\"role\":\"user\",\"content\":\"hi\"}], \"tools\": []}";
     let res = proxy
-        .http
-        .post(proxy.url("/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body(client_body)
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/v1/chat/completions",
+            client_body,
+            &[("content-type", "application/json")],
+        )
+        .await;
     assert_eq!(res.headers()["x-codemode-mode"], "native");
     assert_eq!(res.text().await.unwrap(), upstream_body);
     let reqs = p.received_requests().await.unwrap();

@@ -157,15 +157,7 @@ async fn codemode_sdk_sets_the_default_and_dry_run_shows_either_rendering() {
             res.json::<Value>().await.unwrap()
         }
     };
-    let listed: Value = proxy
-        .http
-        .get(proxy.url("/codemode/presets"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = proxy.get_json("/codemode/presets").await;
     let sdk_of = |name: &str| {
         listed["presets"]
             .as_array()

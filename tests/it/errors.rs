@@ -21,12 +21,8 @@ async fn invalid_json_is_a_400_and_the_proxy_keeps_serving() {
     let p = provider([text_completion("ok", usage(1, 1))]).await;
     let proxy = start(&p, &[]).await;
     let res = proxy
-        .http
-        .post(proxy.url("/v1/chat/completions"))
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .post_raw("/v1/chat/completions", "{not json", &[])
+        .await;
     let (status, v) = error_of(res).await;
     assert_eq!(
         (status, v["error"]["code"].as_str().unwrap()),
@@ -59,12 +55,12 @@ async fn oversized_bodies_are_a_413() {
     let stream =
         futures_util::stream::iter((0..10).map(|_| Ok::<_, std::io::Error>(vec![b' '; 500])));
     let res = proxy
-        .http
-        .post(proxy.url("/v1/chat/completions"))
-        .body(reqwest::Body::wrap_stream(stream))
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/v1/chat/completions",
+            reqwest::Body::wrap_stream(stream),
+            &[],
+        )
+        .await;
     assert_eq!(error_of(res).await.0, 413);
     assert!(received(&p).await.is_empty());
 }
@@ -215,7 +211,7 @@ async fn upstream_that_answers_non_json_in_code_mode_is_a_502_and_nothing_unchec
 async fn unknown_paths_are_a_404_and_wrong_methods_a_405() {
     let p = provider([]).await;
     let proxy = start(&p, &[]).await;
-    let res = proxy.http.get(proxy.url("/nope")).send().await.unwrap();
+    let res = proxy.get("/nope", &[]).await;
     assert_eq!(error_of(res).await.0, 404);
     let res = proxy.http.post(proxy.url("/healthz")).send().await.unwrap();
     assert_eq!(error_of(res).await.0, 405);

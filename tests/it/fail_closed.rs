@@ -464,12 +464,7 @@ async fn background_responses_are_refused_under_the_lock_and_pass_in_native_mode
         .as_str()
         .unwrap()
         .contains("background"));
-    let res = locked
-        .http
-        .get(locked.url("/v1/responses/resp_1"))
-        .send()
-        .await
-        .unwrap();
+    let res = locked.get("/v1/responses/resp_1", &[]).await;
     assert_eq!(res.status(), 403, "retrieval is refused too");
     let native = start(&server, &[("CODEMODE_MODE", "native")]).await;
     assert_eq!(native.post("/v1/responses", &body, &[]).await.status(), 200);

@@ -542,25 +542,20 @@ async fn googles_routes_the_proxy_cannot_judge_are_refused_in_code_mode_in_googl
     }
     // A bad body gets Google's shape with the proxy's code.
     let res = proxy
-        .http
-        .post(proxy.url(GENERATE))
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            GENERATE,
+            "{not json",
+            &[("content-type", "application/json")],
+        )
+        .await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["error"]["status"], "INVALID_ARGUMENT");
     assert_eq!(err["error"]["details"][0]["reason"], "invalid_json");
     // The model list is read with the client's key.
     let res = proxy
-        .http
-        .get(proxy.url("/v1beta/models"))
-        .header("x-goog-api-key", "k")
-        .send()
-        .await
-        .unwrap();
+        .get("/v1beta/models", &[("x-goog-api-key", "k")])
+        .await;
     assert_eq!(res.status(), 200);
     assert!(
         bodies(&server).await.is_empty(),

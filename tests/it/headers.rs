@@ -168,22 +168,11 @@ async fn other_v1_endpoints_pass_through_with_query_method_and_body() {
         .mount(&p)
         .await;
     let proxy = start(&p, &[]).await;
-    let res = proxy
-        .http
-        .get(proxy.url("/v1/models?limit=2"))
-        .send()
-        .await
-        .unwrap();
+    let res = proxy.get("/v1/models?limit=2", &[]).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.text().await.unwrap(), r#"{"data":[{"id":"m"}]}"#);
     let big = "y".repeat(3 << 20);
-    let res = proxy
-        .http
-        .post(proxy.url("/v1/embeddings"))
-        .body(big.clone())
-        .send()
-        .await
-        .unwrap();
+    let res = proxy.post_raw("/v1/embeddings", big.clone(), &[]).await;
     assert_eq!(res.status(), 200);
     let reqs = p.received_requests().await.unwrap();
     assert_eq!(reqs[0].url.query(), Some("limit=2"));
@@ -202,19 +191,9 @@ async fn preset_path_prefix_works_for_passthrough_too() {
         .mount(&p)
         .await;
     let proxy = start(&p, &[]).await;
-    let res = proxy
-        .http
-        .get(proxy.url("/preset/code/v1/models"))
-        .send()
-        .await
-        .unwrap();
+    let res = proxy.get("/preset/code/v1/models", &[]).await;
     assert_eq!(res.status(), 200);
-    let res = proxy
-        .http
-        .get(proxy.url("/preset/typo/v1/models"))
-        .send()
-        .await
-        .unwrap();
+    let res = proxy.get("/preset/typo/v1/models", &[]).await;
     assert_eq!(res.status(), 400);
     let v: Value = res.json().await.unwrap();
     assert_eq!(v["error"]["code"], "unknown_preset");

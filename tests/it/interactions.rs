@@ -4,6 +4,7 @@
 //! (`previous_interaction_id`) or the whole history (`store: false`), what
 //! it refuses, its error shapes and its route label.
 
+use crate::common::all_bodies;
 use crate::common::{self, start, Script};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
@@ -62,25 +63,10 @@ fn tools() -> Value {
 
 async fn post(proxy: &common::Proxy, body: Value) -> (u16, Value) {
     let res = proxy
-        .http
-        .post(proxy.url(ROUTE))
-        .header("x-goog-api-key", "g-key")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .post(ROUTE, &body, &[("x-goog-api-key", "g-key")])
+        .await;
     let status = res.status().as_u16();
     (status, res.json().await.unwrap())
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
 }
 
 const PROGRAM: &str =
@@ -144,7 +130,7 @@ async fn a_program_resumes_through_the_providers_stored_interaction() {
     assert_eq!(end["id"], "v1_upstream2");
     assert_eq!(end["steps"][0]["content"][0]["text"], "Sunny in Paris.");
 
-    let sent = bodies(&server).await;
+    let sent = all_bodies(&server).await;
     assert_eq!(sent.len(), 2);
     let names: Vec<&str> = sent[0]["tools"]
         .as_array()
@@ -201,7 +187,7 @@ async fn a_program_resumes_from_the_whole_history_when_nothing_is_stored() {
     )
     .await;
     assert_eq!(status, 200, "{end}");
-    let sent = bodies(&server).await;
+    let sent = all_bodies(&server).await;
     assert_eq!(
         sent[1]["input"],
         json!([user, thought, call("m1", "run_code", json!({"code": PROGRAM})),
@@ -233,7 +219,7 @@ async fn a_direct_native_call_is_answered_to_the_model_and_asked_again() {
     assert_eq!(status, 200, "{end}");
     assert!(!end.to_string().contains("\"get_weather\""), "{end}");
     assert_eq!(end["id"], "v1_u2", "the interaction that holds every step");
-    let sent = bodies(&server).await;
+    let sent = all_bodies(&server).await;
     let input = sent[1]["input"].as_array().unwrap();
     assert_eq!(input[0]["type"], "user_input");
     assert_eq!(input[1]["name"], "get_weather");
@@ -266,17 +252,12 @@ async fn background_agents_and_bad_bodies_are_refused_in_googles_shape() {
         );
     }
     let res = proxy
-        .http
-        .post(proxy.url(ROUTE))
-        .header("x-goog-api-key", "g-key")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(ROUTE, "{not json", &[("x-goog-api-key", "g-key")])
+        .await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["error"]["status"], "INVALID_ARGUMENT", "{err}");
-    assert!(bodies(&server).await.is_empty());
+    assert!(all_bodies(&server).await.is_empty());
 }
 
 /// Requests are counted under the API's own name.
@@ -295,15 +276,7 @@ async fn requests_are_counted_under_the_interactions_route() {
     )
     .await;
     assert_eq!(status, 200);
-    let metrics = proxy
-        .http
-        .get(proxy.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics
             .lines()
@@ -344,13 +317,12 @@ async fn a_streamed_program_hands_its_call_out_as_step_events() {
         .await;
     let proxy = code_proxy(&server).await;
     let text = proxy
-        .http
-        .post(proxy.url(ROUTE))
-        .header("x-goog-api-key", "g-key")
-        .json(&json!({"model": "m", "input": "Weather?", "tools": tools(), "stream": true}))
-        .send()
+        .post(
+            ROUTE,
+            &json!({"model": "m", "input": "Weather?", "tools": tools(), "stream": true}),
+            &[("x-goog-api-key", "g-key")],
+        )
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -417,7 +389,11 @@ async fn a_result_under_a_changed_id_is_refused_with_the_id_named() {
             .contains("my_own_id_1"),
         "{err}"
     );
-    assert_eq!(bodies(&server).await.len(), 1, "the provider heard nothing");
+    assert_eq!(
+        all_bodies(&server).await.len(),
+        1,
+        "the provider heard nothing"
+    );
     let (status, end) = post(&proxy, result(call_id)).await;
     assert_eq!(status, 200, "{end}");
     assert_eq!(end["id"], "v1_upstream2");

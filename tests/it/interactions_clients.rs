@@ -20,8 +20,8 @@
 //! going on with a second question after the program's answer.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
+use crate::common::agent_driver::{driver, ran_tools, summary};
 use crate::common::codex::{agents_dir, workdir};
 use crate::common::interactions_model::{self as im, InteractionsModel, Seen};
 use crate::common::{is_minted_shape, minted_ids_in, start, Proxy};
@@ -56,17 +56,13 @@ impl Sdk {
     }
 
     fn command(self) -> tokio::process::Command {
-        let here = format!("{}/tests/agents", env!("CARGO_MANIFEST_DIR"));
-        let (prog, script) = match self {
-            Sdk::Python => (
+        match self {
+            Sdk::Python => driver(
                 agents_dir().join("venv/bin/python"),
                 "google_genai_interactions.py",
             ),
-            Sdk::Js => ("node".into(), "google_genai_interactions.mjs"),
-        };
-        let mut cmd = tokio::process::Command::new(prog);
-        cmd.arg(format!("{here}/{script}"));
-        cmd
+            Sdk::Js => driver("node", "google_genai_interactions.mjs"),
+        }
     }
 }
 
@@ -178,20 +174,7 @@ async fn drive(run: Run, base: &str, prompts: &[&str]) -> Value {
     if run.beta {
         cmd.env("AGENT_API_VERSION", "v1beta");
     }
-    let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
-        .await
-        .unwrap_or_else(|_| panic!("{} did not finish in 120 s", run.sdk.name()))
-        .expect("the driver starts");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{} driver failed: {stderr}",
-        run.sdk.name()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-    serde_json::from_str(line.unwrap_or(""))
-        .unwrap_or_else(|_| panic!("{} printed no summary: {stdout}\n{stderr}", run.sdk.name()))
+    summary(&mut cmd, run.sdk.name(), 120).await
 }
 
 /// The names of the tools a create declares, sorted.
@@ -272,18 +255,7 @@ fn common_checks(
         report["error"].is_null(),
         "{who}: {report}\nthe model got:{sent}"
     );
-    let mut ran: Vec<(String, Value)> = report["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap_or("").to_owned(),
-                t["args"].clone(),
-            )
-        })
-        .collect();
+    let mut ran = ran_tools(report);
     ran.sort_by_key(|(_, args)| args.to_string());
     let want: Vec<(String, Value)> = places
         .iter()
@@ -587,86 +559,25 @@ fn run(sdk: Sdk, code: bool, stream: bool, stateless: bool) -> Run {
 
 // ------------------------------------------------- Google's Python SDK
 
-#[tokio::test]
-async fn python_native_json() {
-    native(run(Sdk::Python, false, false, false)).await;
-}
+crate::async_cases! {
+    python_native_json: native(run(Sdk::Python, false, false, false));
+    python_native_stream: native(run(Sdk::Python, false, true, false));
+    python_native_stateless: native(run(Sdk::Python, false, false, true));
+    python_code_mode_json: code(run(Sdk::Python, true, false, false), Model::Program);
+    python_code_mode_stream: code(run(Sdk::Python, true, true, false), Model::Program);
+    python_code_mode_stateless: code(run(Sdk::Python, true, false, true), Model::Program);
+    python_code_mode_stream_stateless: code(run(Sdk::Python, true, true, true), Model::Program);
+    python_code_mode_direct_native_call: code(run(Sdk::Python, true, false, false), Model::Direct);
 
-#[tokio::test]
-async fn python_native_stream() {
-    native(run(Sdk::Python, false, true, false)).await;
-}
-
-#[tokio::test]
-async fn python_native_stateless() {
-    native(run(Sdk::Python, false, false, true)).await;
-}
-
-#[tokio::test]
-async fn python_code_mode_json() {
-    code(run(Sdk::Python, true, false, false), Model::Program).await;
-}
-
-#[tokio::test]
-async fn python_code_mode_stream() {
-    code(run(Sdk::Python, true, true, false), Model::Program).await;
-}
-
-#[tokio::test]
-async fn python_code_mode_stateless() {
-    code(run(Sdk::Python, true, false, true), Model::Program).await;
-}
-
-#[tokio::test]
-async fn python_code_mode_stream_stateless() {
-    code(run(Sdk::Python, true, true, true), Model::Program).await;
-}
-
-#[tokio::test]
-async fn python_code_mode_direct_native_call() {
-    code(run(Sdk::Python, true, false, false), Model::Direct).await;
-}
-
-// ------------------------------------------------- Google's JS SDK
-
-#[tokio::test]
-async fn js_native_json() {
-    native(run(Sdk::Js, false, false, false)).await;
-}
-
-#[tokio::test]
-async fn js_native_stream() {
-    native(run(Sdk::Js, false, true, false)).await;
-}
-
-#[tokio::test]
-async fn js_native_stateless() {
-    native(run(Sdk::Js, false, false, true)).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_json() {
-    code(run(Sdk::Js, true, false, false), Model::Program).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_stream() {
-    code(run(Sdk::Js, true, true, false), Model::Program).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_stateless() {
-    code(run(Sdk::Js, true, false, true), Model::Program).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_stream_stateless() {
-    code(run(Sdk::Js, true, true, true), Model::Program).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_direct_native_call_stream_stateless() {
-    code(run(Sdk::Js, true, true, true), Model::Direct).await;
+    // ------------------------------------------------- Google's JS SDK
+    js_native_json: native(run(Sdk::Js, false, false, false));
+    js_native_stream: native(run(Sdk::Js, false, true, false));
+    js_native_stateless: native(run(Sdk::Js, false, false, true));
+    js_code_mode_json: code(run(Sdk::Js, true, false, false), Model::Program);
+    js_code_mode_stream: code(run(Sdk::Js, true, true, false), Model::Program);
+    js_code_mode_stateless: code(run(Sdk::Js, true, false, true), Model::Program);
+    js_code_mode_stream_stateless: code(run(Sdk::Js, true, true, true), Model::Program);
+    js_code_mode_direct_native_call_stream_stateless: code(run(Sdk::Js, true, true, true), Model::Direct);
 }
 
 /// A code-mode conversation going on after a program: the next user turn
@@ -747,54 +658,17 @@ async fn follow_up(run: Run) {
     }
 }
 
-#[tokio::test]
-async fn python_code_mode_follow_up() {
-    follow_up(run(Sdk::Python, true, false, false)).await;
-}
+crate::async_cases! {
+    python_code_mode_follow_up: follow_up(run(Sdk::Python, true, false, false));
+    python_code_mode_follow_up_stream_stateless: follow_up(run(Sdk::Python, true, true, true));
+    js_code_mode_follow_up_stream: follow_up(run(Sdk::Js, true, true, false));
+    js_code_mode_follow_up_stateless: follow_up(run(Sdk::Js, true, false, true));
 
-#[tokio::test]
-async fn python_code_mode_follow_up_stream_stateless() {
-    follow_up(run(Sdk::Python, true, true, true)).await;
-}
+    // ------------------------------------------------- both, two calls at once
+    python_code_mode_parallel_calls_stream: code(run(Sdk::Python, true, true, false), Model::Parallel);
+    js_code_mode_parallel_calls_stateless: code(run(Sdk::Js, true, false, true), Model::Parallel);
 
-#[tokio::test]
-async fn js_code_mode_follow_up_stream() {
-    follow_up(run(Sdk::Js, true, true, false)).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_follow_up_stateless() {
-    follow_up(run(Sdk::Js, true, false, true)).await;
-}
-
-// ------------------------------------------------- both, two calls at once
-
-#[tokio::test]
-async fn python_code_mode_parallel_calls_stream() {
-    code(run(Sdk::Python, true, true, false), Model::Parallel).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_parallel_calls_stateless() {
-    code(run(Sdk::Js, true, false, true), Model::Parallel).await;
-}
-
-// ------------------------------------------------- both, on v1beta
-
-#[tokio::test]
-async fn python_code_mode_v1beta() {
-    let run = Run {
-        beta: true,
-        ..run(Sdk::Python, true, false, false)
-    };
-    code(run, Model::Program).await;
-}
-
-#[tokio::test]
-async fn js_code_mode_v1beta_stream_stateless() {
-    let run = Run {
-        beta: true,
-        ..run(Sdk::Js, true, true, true)
-    };
-    code(run, Model::Program).await;
+    // ------------------------------------------------- both, on v1beta
+    python_code_mode_v1beta: code(Run { beta: true, ..run(Sdk::Python, true, false, false) }, Model::Program);
+    js_code_mode_v1beta_stream_stateless: code(Run { beta: true, ..run(Sdk::Js, true, true, true) }, Model::Program);
 }

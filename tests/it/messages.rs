@@ -297,14 +297,15 @@ async fn proxy_errors_on_messages_routes_are_anthropic_shaped() {
     let server = MessagesModel::new([]).serve().await;
     let proxy = proxy_for(&server, "code").await;
     let res = proxy
-        .http
-        .post(proxy.url("/v1/messages"))
-        .header("anthropic-version", "2023-06-01")
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/v1/messages",
+            "{not json",
+            &[
+                ("anthropic-version", "2023-06-01"),
+                ("content-type", "application/json"),
+            ],
+        )
+        .await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["type"], "error", "{err}");

@@ -10,7 +10,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// The metrics text.
 pub(crate) async fn scrape(proxy: &Proxy) -> String {
-    let res = proxy.http.get(proxy.url("/metrics")).send().await.unwrap();
+    let res = proxy.get("/metrics", &[]).await;
     assert_eq!(res.status(), 200);
     let content_type = res.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(
@@ -111,13 +111,12 @@ async fn every_series_moves_by_exactly_what_the_sequence_did() {
     assert_eq!(saved.as_deref(), Some("1488"));
 
     let bad = proxy
-        .http
-        .post(proxy.url("/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/v1/chat/completions",
+            "{not json",
+            &[("content-type", "application/json")],
+        )
+        .await;
     assert_eq!(bad.status(), 400);
     let _ = bad.bytes().await;
 

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::common::all_bodies;
 use crate::common::start;
 
 async fn provider(at: &str, answer: Value) -> MockServer {
@@ -17,16 +18,6 @@ async fn provider(at: &str, answer: Value) -> MockServer {
         .mount(&server)
         .await;
     server
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
 }
 
 fn anthropic(server: &MockServer) -> String {
@@ -83,7 +74,7 @@ async fn a_message_thread_is_refused_with_the_code_clients_resend_whole_on() {
             .contains("resend the whole conversation"));
     }
     assert!(
-        bodies(&server).await.is_empty(),
+        all_bodies(&server).await.is_empty(),
         "no thread reached the provider"
     );
     // The resend without a thread is served.
@@ -100,7 +91,7 @@ async fn a_message_thread_is_refused_with_the_code_clients_resend_whole_on() {
     .await;
     let res = native.post("/v1/messages", &threaded[1], &headers).await;
     assert_eq!(res.status(), 200);
-    assert_eq!(bodies(&server).await[1]["thread"]["type"], "continue");
+    assert_eq!(all_bodies(&server).await[1]["thread"]["type"], "continue");
 }
 
 #[tokio::test]
@@ -129,7 +120,7 @@ async fn a_conversation_or_stored_prompt_the_provider_keeps_is_refused_naming_th
         assert!(message.contains(&format!("`{field}`")), "{message}");
         assert!(message.contains("native mode"), "{message}");
     }
-    assert!(bodies(&server).await.is_empty());
+    assert!(all_bodies(&server).await.is_empty());
     let native = start(&server, &[("CODEMODE_MODE", "native")]).await;
     let body = json!({"model": "m", "input": "go", "conversation": "conv_1"});
     assert_eq!(native.post("/v1/responses", &body, &[]).await.status(), 200);
@@ -160,7 +151,7 @@ async fn a_compaction_is_judged_as_the_model_turn_it_is() {
     let res = locked.post("/v1/responses/compact", &body, &[]).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.text().await.unwrap(), compacted, "passed as it came");
-    let seen = bodies(&server).await;
+    let seen = all_bodies(&server).await;
     let names: Vec<&str> = seen[0]["tools"]
         .as_array()
         .unwrap()

@@ -19,8 +19,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use crate::common::agent_driver::{driver, summary};
+use crate::common::codex::agents_dir;
 use crate::common::scripted::{model_server, openai_rules, provider_error, serve, transcript};
 use crate::common::*;
 use serde_json::{json, Value};
@@ -34,15 +35,6 @@ enum Agent {
     AiSdk,
     OpenaiAgents,
     Langgraph,
-}
-
-/// Where install.sh put the agents (a relative path is relative to the repo).
-fn agents_dir() -> PathBuf {
-    match std::env::var_os("CODEMODE_AGENTS_DIR") {
-        Some(d) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(d),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/codemode-agents"),
-    }
 }
 
 impl Agent {
@@ -71,17 +63,13 @@ impl Agent {
     }
 
     fn command(self) -> tokio::process::Command {
-        let here = format!("{}/tests/agents", env!("CARGO_MANIFEST_DIR"));
         let python = agents_dir().join("venv/bin/python");
-        let (prog, script) = match self {
-            Agent::Opencode => ("node".into(), "opencode.mjs"),
-            Agent::AiSdk => ("node".into(), "ai_sdk.mjs"),
-            Agent::OpenaiAgents => (python, "openai_agents.py"),
-            Agent::Langgraph => (python, "langgraph_agent.py"),
-        };
-        let mut cmd = tokio::process::Command::new(prog);
-        cmd.arg(format!("{here}/{script}"));
-        cmd
+        match self {
+            Agent::Opencode => driver("node", "opencode.mjs"),
+            Agent::AiSdk => driver("node", "ai_sdk.mjs"),
+            Agent::OpenaiAgents => driver(python, "openai_agents.py"),
+            Agent::Langgraph => driver(python, "langgraph_agent.py"),
+        }
     }
 
     /// A call of this agent's read tool on `file`, as a program writes it.
@@ -122,8 +110,16 @@ impl Run {
         }
     }
 
-    /// Runs the driver against `proxy` in `dir`; returns its JSON summary.
-    async fn go(&self, proxy: &Proxy, dir: &std::path::Path) -> Value {
+    /// Runs the driver in `dir` against the proxy in front of the scripted
+    /// model (`label`, answering `script`); its JSON summary, and the model.
+    async fn go(
+        &self,
+        label: &str,
+        script: impl IntoIterator<Item = Turn>,
+        dir: &std::path::Path,
+    ) -> (Value, Model) {
+        let (p, m) = model(label, script).await;
+        let proxy = proxy_for(&p).await;
         let mut cmd = self.agent.command();
         cmd.env("AGENT_BASE_URL", proxy.url("/v1"))
             .env("AGENT_DIR", dir)
@@ -151,24 +147,7 @@ impl Run {
         if self.openai_provider {
             cmd.env("AGENT_PROVIDER", "openai");
         }
-        let out = tokio::time::timeout(Duration::from_secs(180), cmd.output())
-            .await
-            .unwrap_or_else(|_| panic!("{} did not finish in 180 s", self.agent.name()))
-            .expect("the driver starts");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "{} driver failed: {stderr}",
-            self.agent.name()
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-        serde_json::from_str(line.unwrap_or("")).unwrap_or_else(|_| {
-            panic!(
-                "{} printed no summary: {stdout}\n{stderr}",
-                self.agent.name()
-            )
-        })
+        (summary(&mut cmd, self.agent.name(), 180).await, m)
     }
 }
 
@@ -488,12 +467,10 @@ async fn happy_path_with(agent: Agent, stream: bool, openai_provider: bool) {
         agent.name(),
         if stream { "stream" } else { "json" }
     );
-    let (p, m) = model(&label, [run_code(code), Turn::Echo]).await;
-    let proxy = proxy_for(&p).await;
     let mut run = Run::new(agent);
     run.stream = stream;
     run.openai_provider = openai_provider;
-    let report = run.go(&proxy, &dir).await;
+    let (report, m) = run.go(&label, [run_code(code), Turn::Echo], &dir).await;
     assert!(
         report["error"].is_null(),
         "{}: {report}\nprovider refusals: {:?}",
@@ -513,49 +490,16 @@ async fn happy_path_with(agent: Agent, stream: bool, openai_provider: bool) {
     assert_eq!(m.log().len(), 2, "the model saw two requests");
 }
 
-#[tokio::test]
-async fn opencode_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::Opencode, true).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::AiSdk, false).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_streaming_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::AiSdk, true).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_openai_provider_runs_a_program_of_sequential_reads() {
-    happy_path_with(Agent::AiSdk, false, true).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_openai_provider_streaming_runs_a_program_of_sequential_reads() {
-    happy_path_with(Agent::AiSdk, true, true).await;
-}
-
-#[tokio::test]
-async fn openai_agents_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::OpenaiAgents, false).await;
-}
-
-#[tokio::test]
-async fn openai_agents_streaming_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::OpenaiAgents, true).await;
-}
-
-#[tokio::test]
-async fn langgraph_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::Langgraph, false).await;
-}
-
-#[tokio::test]
-async fn langgraph_streaming_runs_a_program_of_sequential_reads() {
-    happy_path(Agent::Langgraph, true).await;
+crate::async_cases! {
+    opencode_runs_a_program_of_sequential_reads: happy_path(Agent::Opencode, true);
+    ai_sdk_runs_a_program_of_sequential_reads: happy_path(Agent::AiSdk, false);
+    ai_sdk_streaming_runs_a_program_of_sequential_reads: happy_path(Agent::AiSdk, true);
+    ai_sdk_openai_provider_runs_a_program_of_sequential_reads: happy_path_with(Agent::AiSdk, false, true);
+    ai_sdk_openai_provider_streaming_runs_a_program_of_sequential_reads: happy_path_with(Agent::AiSdk, true, true);
+    openai_agents_runs_a_program_of_sequential_reads: happy_path(Agent::OpenaiAgents, false);
+    openai_agents_streaming_runs_a_program_of_sequential_reads: happy_path(Agent::OpenaiAgents, true);
+    langgraph_runs_a_program_of_sequential_reads: happy_path(Agent::Langgraph, false);
+    langgraph_streaming_runs_a_program_of_sequential_reads: happy_path(Agent::Langgraph, true);
 }
 
 // ------------------------------------- issue 9 item 1: stopped programs
@@ -574,16 +518,6 @@ async fn step_limit_mid_program(agent: Agent, stream: bool) {
         agent.name(),
         if stream { "stream" } else { "json" }
     );
-    let (p, m) = model(
-        &label,
-        [
-            run_code(code),
-            Turn::Say("CONTINUED"),
-            Turn::Say("CONTINUED"),
-        ],
-    )
-    .await;
-    let proxy = proxy_for(&p).await;
     let mut run = Run::new(agent);
     run.stream = stream;
     run.max_steps = Some(2);
@@ -591,7 +525,17 @@ async fn step_limit_mid_program(agent: Agent, stream: bool) {
         "Read the files a.txt to d.txt and tell me what they say.",
         "Never mind the files. Say CONTINUED.",
     ];
-    let report = run.go(&proxy, &dir).await;
+    let (report, m) = run
+        .go(
+            &label,
+            [
+                run_code(code),
+                Turn::Say("CONTINUED"),
+                Turn::Say("CONTINUED"),
+            ],
+            &dir,
+        )
+        .await;
     assert!(
         report["error"].is_null(),
         "{}: the conversation is wedged: {}\nturns: {}\nprovider refusals: {:?}\nthe model saw:{}",
@@ -629,29 +573,12 @@ async fn step_limit_mid_program(agent: Agent, stream: bool) {
     m.assert_code_mode_wire();
 }
 
-#[tokio::test]
-async fn opencode_step_limit_mid_program_then_the_conversation_goes_on() {
-    step_limit_mid_program(Agent::Opencode, true).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_step_limit_mid_program_then_the_conversation_goes_on() {
-    step_limit_mid_program(Agent::AiSdk, false).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_streaming_step_limit_mid_program_then_the_conversation_goes_on() {
-    step_limit_mid_program(Agent::AiSdk, true).await;
-}
-
-#[tokio::test]
-async fn openai_agents_max_turns_mid_program_then_the_conversation_goes_on() {
-    step_limit_mid_program(Agent::OpenaiAgents, false).await;
-}
-
-#[tokio::test]
-async fn langgraph_recursion_limit_mid_program_then_the_conversation_goes_on() {
-    step_limit_mid_program(Agent::Langgraph, false).await;
+crate::async_cases! {
+    opencode_step_limit_mid_program_then_the_conversation_goes_on: step_limit_mid_program(Agent::Opencode, true);
+    ai_sdk_step_limit_mid_program_then_the_conversation_goes_on: step_limit_mid_program(Agent::AiSdk, false);
+    ai_sdk_streaming_step_limit_mid_program_then_the_conversation_goes_on: step_limit_mid_program(Agent::AiSdk, true);
+    openai_agents_max_turns_mid_program_then_the_conversation_goes_on: step_limit_mid_program(Agent::OpenaiAgents, false);
+    langgraph_recursion_limit_mid_program_then_the_conversation_goes_on: step_limit_mid_program(Agent::Langgraph, false);
 }
 
 // ------------------------------ issue 9 item 2: provider fields survive
@@ -684,11 +611,9 @@ async fn provider_fields_survive(agent: Agent, stream: bool, gemini: bool) {
         agent.name(),
         if stream { "stream" } else { "json" }
     );
-    let (p, m) = model(&label, [turn, Turn::Echo]).await;
-    let proxy = proxy_for(&p).await;
     let mut run = Run::new(agent);
     run.stream = stream;
-    let report = run.go(&proxy, &dir).await;
+    let (report, m) = run.go(&label, [turn, Turn::Echo], &dir).await;
     assert!(
         report["error"].is_null(),
         "{}: {}\nprovider refusals: {:?}",
@@ -703,24 +628,11 @@ async fn provider_fields_survive(agent: Agent, stream: bool, gemini: bool) {
     );
 }
 
-#[tokio::test]
-async fn ai_sdk_gemini_thought_signature_survives_the_replay() {
-    provider_fields_survive(Agent::AiSdk, false, true).await;
-}
-
-#[tokio::test]
-async fn ai_sdk_streaming_gemini_thought_signature_survives_the_replay() {
-    provider_fields_survive(Agent::AiSdk, true, true).await;
-}
-
-#[tokio::test]
-async fn openai_agents_deepseek_reasoning_content_survives_the_replay() {
-    provider_fields_survive(Agent::OpenaiAgents, false, false).await;
-}
-
-#[tokio::test]
-async fn langgraph_streaming_deepseek_reasoning_content_survives_the_replay() {
-    provider_fields_survive(Agent::Langgraph, true, false).await;
+crate::async_cases! {
+    ai_sdk_gemini_thought_signature_survives_the_replay: provider_fields_survive(Agent::AiSdk, false, true);
+    ai_sdk_streaming_gemini_thought_signature_survives_the_replay: provider_fields_survive(Agent::AiSdk, true, true);
+    openai_agents_deepseek_reasoning_content_survives_the_replay: provider_fields_survive(Agent::OpenaiAgents, false, false);
+    langgraph_streaming_deepseek_reasoning_content_survives_the_replay: provider_fields_survive(Agent::Langgraph, true, false);
 }
 
 // ------------------------------- issue 9 item 3: rewritten tool-call ids
@@ -748,11 +660,9 @@ async fn mistral_program(parallel: bool) {
         "mistral-opencode-{}",
         if parallel { "parallel" } else { "sequential" }
     );
-    let (p, m) = model(&label, [run_code(code), Turn::Echo]).await;
-    let proxy = proxy_for(&p).await;
     let mut run = Run::new(agent);
     run.model = "mistral-large-latest";
-    let report = run.go(&proxy, &dir).await;
+    let (report, m) = run.go(&label, [run_code(code), Turn::Echo], &dir).await;
     assert!(
         report["error"].is_null(),
         "{}\nprovider refusals: {:?}\nthe model saw:{}",
@@ -772,14 +682,9 @@ async fn mistral_program(parallel: bool) {
     m.assert_code_mode_wire();
 }
 
-#[tokio::test]
-async fn opencode_with_a_mistral_model_gets_the_program_result() {
-    mistral_program(false).await;
-}
-
-#[tokio::test]
-async fn opencode_with_a_mistral_model_gets_a_parallel_program_result() {
-    mistral_program(true).await;
+crate::async_cases! {
+    opencode_with_a_mistral_model_gets_the_program_result: mistral_program(false);
+    opencode_with_a_mistral_model_gets_a_parallel_program_result: mistral_program(true);
 }
 
 /// A 1x1 PNG.
@@ -796,11 +701,11 @@ async fn opencode_program_resumes_after_an_image_result() {
     let dir = workdir(&FILES);
     std::fs::write(dir.join("pixel.png"), PNG).unwrap();
     let code = sequential_reads(agent, &dir, &["pixel.png", "a.txt", "b.txt"]);
-    let (p, m) = model("image-opencode", [run_code(code), Turn::Echo]).await;
-    let proxy = proxy_for(&p).await;
     let mut run = Run::new(agent);
     run.images = true;
-    let report = run.go(&proxy, &dir).await;
+    let (report, m) = run
+        .go("image-opencode", [run_code(code), Turn::Echo], &dir)
+        .await;
     assert!(
         report["error"].is_null(),
         "{}\nprovider refusals: {:?}\nthe model saw:{}",

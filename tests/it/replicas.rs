@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::agent::{conversation, fs_body, tool_result};
 use crate::common::binary::{spawn_proxy, Running};
+use crate::common::replica_turns::{self, ask_with_retry, started_on_a_continued_on_b, turn};
 use crate::common::responses_model::*;
 use crate::common::*;
 use redis_server::RedisServer;
@@ -40,28 +41,15 @@ async fn replica(p: &wiremock::MockServer, redis: &RedisServer, vars: &[(&str, &
 }
 
 async fn ask(proxy: &Proxy, messages: &[Value]) -> (u16, Value) {
-    let res = proxy.chat(&fs_body(messages), &[]).await;
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
+    let (status, _, body) = ask_with_retry(proxy, messages).await;
+    (status, body)
 }
 
-async fn turn(proxy: &Proxy, messages: &[Value]) -> Value {
-    let (status, body) = ask(proxy, messages).await;
-    assert_eq!(status, 200, "{body}");
-    body["choices"][0]["message"].clone()
-}
-
-/// The nested call a turn hands out: its id and its `path` argument.
+/// The read a turn hands out: its id and its `path` argument.
 fn handed(turn: &Value) -> (Value, String) {
-    let calls = turn["tool_calls"].as_array().expect("tool calls");
-    assert_eq!(calls.len(), 1, "{turn}");
-    assert_eq!(calls[0]["function"]["name"], "read");
-    let args: Value =
-        serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
-    (
-        calls[0]["id"].clone(),
-        args["path"].as_str().unwrap().to_owned(),
-    )
+    let read = replica_turns::handed(turn);
+    assert_eq!(turn["tool_calls"][0]["function"]["name"], "read");
+    read
 }
 
 fn last_content(body: &Value) -> String {
@@ -96,17 +84,7 @@ async fn a_program_started_on_one_replica_is_resumed_on_the_other() {
     let a = replica(&p, &redis, &[]).await;
     let b = replica(&p, &redis, &[]).await;
 
-    let mut messages = conversation("read both");
-    let first = turn(&a, &messages).await;
-    let (id, path) = handed(&first);
-    assert_eq!(path, "a.txt");
-    messages.push(first);
-    messages.push(tool_result(&id, "alpha"));
-    let second = turn(&b, &messages).await;
-    let (id, path) = handed(&second);
-    assert_eq!(path, "b.txt", "replica B continued A's program");
-    messages.push(second);
-    messages.push(tool_result(&id, "bravo"));
+    let messages = started_on_a_continued_on_b(&a, &b, "read both", handed).await;
     assert_eq!(turn(&a, &messages).await["content"], "alpha bravo");
 
     let sent = received(&p).await;
@@ -465,7 +443,7 @@ async fn concurrent_resumes_with_different_results_one_wins_the_other_is_refused
 }
 
 async fn get(proxy: &Proxy, path: &str) -> (u16, Option<String>, Value) {
-    let res = proxy.http.get(proxy.url(path)).send().await.unwrap();
+    let res = proxy.get(path, &[]).await;
     let status = res.status().as_u16();
     let retry = res
         .headers()

@@ -13,6 +13,9 @@ use crate::common::redis_ha;
 use std::time::{Duration, Instant};
 
 use crate::common::agent::{conversation, fs_body, tool_result};
+use crate::common::replica_turns::{
+    ask_with_retry as ask, handed, retry_after, started_on_a_continued_on_b, turn,
+};
 use crate::common::*;
 use redis_ha::RedisHa;
 use serde_json::{json, Value};
@@ -31,39 +34,8 @@ fn run_code(id: &str) -> Value {
     )
 }
 
-async fn ask(proxy: &Proxy, messages: &[Value]) -> (u16, Option<String>, Value) {
-    let res = proxy.chat(&fs_body(messages), &[]).await;
-    let status = res.status().as_u16();
-    let retry = retry_after(&res);
-    (status, retry, res.json().await.unwrap_or(Value::Null))
-}
-
-fn retry_after(res: &reqwest::Response) -> Option<String> {
-    res.headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned())
-}
-
-async fn turn(proxy: &Proxy, messages: &[Value]) -> Value {
-    let (status, _, body) = ask(proxy, messages).await;
-    assert_eq!(status, 200, "{body}");
-    body["choices"][0]["message"].clone()
-}
-
-/// The nested call a turn hands out: its id and its `path` argument.
-fn handed(turn: &Value) -> (Value, String) {
-    let calls = turn["tool_calls"].as_array().expect("tool calls");
-    assert_eq!(calls.len(), 1, "{turn}");
-    let args: Value =
-        serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
-    (
-        calls[0]["id"].clone(),
-        args["path"].as_str().unwrap().to_owned(),
-    )
-}
-
 async fn readyz(proxy: &Proxy) -> (u16, Option<String>) {
-    let res = proxy.http.get(proxy.url("/readyz")).send().await.unwrap();
+    let res = proxy.get("/readyz", &[]).await;
     (res.status().as_u16(), retry_after(&res))
 }
 
@@ -103,17 +75,7 @@ async fn failover_mid_conversation(mut ha: RedisHa) {
     assert_eq!(readyz(&a).await.0, 200);
 
     // Started on A, its first result handed to B: B continues it.
-    let mut messages = conversation("read both");
-    let first = turn(&a, &messages).await;
-    let (id, path) = handed(&first);
-    assert_eq!(path, "a.txt");
-    messages.push(first);
-    messages.push(tool_result(&id, "alpha"));
-    let second = turn(&b, &messages).await;
-    let (id, path) = handed(&second);
-    assert_eq!(path, "b.txt", "replica B continued A's program");
-    messages.push(second);
-    messages.push(tool_result(&id, "bravo"));
+    let messages = started_on_a_continued_on_b(&a, &b, "read both", handed).await;
 
     // The master holding the waiting execution dies once its replica has it.
     let replica = tokio::task::block_in_place(|| {

@@ -651,12 +651,6 @@ async fn a_web_page_and_a_rebound_name_cannot_spend_the_operators_key() {
         let (got, body) = browser_post(&proxy, &headers, "application/json").await;
         assert_eq!(got, 200, "{headers:?}: {body}");
     }
-    let health = proxy
-        .http
-        .get(proxy.url("/healthz"))
-        .header("host", "pod-name:8080")
-        .send()
-        .await
-        .unwrap();
+    let health = proxy.get("/healthz", &[("host", "pod-name:8080")]).await;
     assert_eq!(health.status(), 200, "probes reach liveness by any name");
 }

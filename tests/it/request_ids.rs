@@ -120,24 +120,21 @@ async fn errors_carry_the_id() {
     let p = provider([]).await;
     let proxy = start(&p, &[]).await;
     let bad = proxy
-        .http
-        .post(proxy.url("/v1/chat/completions"))
-        .header("x-request-id", "bad-json-1")
-        .header("content-type", "application/json")
-        .body("{nope")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/v1/chat/completions",
+            "{nope",
+            &[
+                ("x-request-id", "bad-json-1"),
+                ("content-type", "application/json"),
+            ],
+        )
+        .await;
     assert_eq!(bad.status(), 400);
     assert_eq!(returned_id(&bad), "bad-json-1");
 
     let missing = proxy
-        .http
-        .get(proxy.url("/nowhere"))
-        .header("x-request-id", "not-found-1")
-        .send()
-        .await
-        .unwrap();
+        .get("/nowhere", &[("x-request-id", "not-found-1")])
+        .await;
     assert_eq!(missing.status(), 404);
     assert_eq!(returned_id(&missing), "not-found-1");
 
@@ -149,15 +146,16 @@ async fn errors_carry_the_id() {
     assert_eq!(returned_id(&upstream), "upstream-err-1");
 
     let messages = proxy
-        .http
-        .post(proxy.url("/v1/messages"))
-        .header("x-request-id", "messages-err-1")
-        .header("anthropic-version", "2023-06-01")
-        .header("content-type", "application/json")
-        .body("{nope")
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/v1/messages",
+            "{nope",
+            &[
+                ("x-request-id", "messages-err-1"),
+                ("anthropic-version", "2023-06-01"),
+                ("content-type", "application/json"),
+            ],
+        )
+        .await;
     assert_eq!(messages.status(), 400);
     assert_eq!(returned_id(&messages), "messages-err-1");
 }
@@ -176,12 +174,8 @@ async fn passthrough_sends_and_returns_the_id_and_keeps_the_providers_own() {
         .await;
     let proxy = start(&p, &[]).await;
     let res = proxy
-        .http
-        .get(proxy.url("/v1/models"))
-        .header("x-request-id", "models-1")
-        .send()
-        .await
-        .unwrap();
+        .get("/v1/models", &[("x-request-id", "models-1")])
+        .await;
     assert_eq!(res.status(), 200);
     assert_eq!(returned_id(&res), "models-1");
     assert_eq!(res.headers()["x-upstream-request-id"], "req_provider_9");

@@ -252,12 +252,7 @@ async fn native_mode_passes_the_request_through() {
 async fn a_minted_response_id_is_a_clear_404() {
     let server = ResponsesModel::new([]).serve().await;
     let proxy = proxy_for(&server, "code").await;
-    let res = proxy
-        .http
-        .get(proxy.url("/v1/responses/resp_cm_1a2bx00x00_0"))
-        .send()
-        .await
-        .unwrap();
+    let res = proxy.get("/v1/responses/resp_cm_1a2bx00x00_0", &[]).await;
     assert_eq!(res.status(), 404);
     let err: Value = res.json().await.unwrap();
     assert!(

@@ -14,8 +14,8 @@
 //! then with text echoing the last tool result it was sent.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
+use crate::common::agent_driver::{driver, ran_tools, summary};
 use crate::common::codex::{agents_dir, workdir};
 use crate::common::gemini_model::GeminiModel;
 use crate::common::messages_model::{self, MessagesModel};
@@ -77,20 +77,19 @@ impl Client {
     }
 
     fn command(self) -> tokio::process::Command {
-        let here = format!("{}/tests/agents", env!("CARGO_MANIFEST_DIR"));
         let python = agents_dir().join("venv/bin/python");
-        let (prog, script) = match self {
-            Client::GenaiPython => (python, "google_genai.py"),
-            Client::GenaiJs => ("node".into(), "google_genai.mjs"),
-            Client::LangchainGoogle | Client::LangchainAnthropic => (python, "langgraph_agent.py"),
-            Client::AnthropicToolRunner => (python, "anthropic_tool_runner.py"),
-            Client::LlamaIndex => (
+        let mut cmd = match self {
+            Client::GenaiPython => driver(python, "google_genai.py"),
+            Client::GenaiJs => driver("node", "google_genai.mjs"),
+            Client::LangchainGoogle | Client::LangchainAnthropic => {
+                driver(python, "langgraph_agent.py")
+            }
+            Client::AnthropicToolRunner => driver(python, "anthropic_tool_runner.py"),
+            Client::LlamaIndex => driver(
                 agents_dir().join("venv-llamaindex/bin/python"),
                 "llamaindex_agent.py",
             ),
         };
-        let mut cmd = tokio::process::Command::new(prog);
-        cmd.arg(format!("{here}/{script}"));
         match self {
             Client::LangchainGoogle => {
                 cmd.env("AGENT_LLM", "google");
@@ -316,20 +315,7 @@ async fn run(client: Client, base: &str, dir: &std::path::Path, stream: bool) ->
     if stream {
         cmd.env("AGENT_STREAM", "1");
     }
-    let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
-        .await
-        .unwrap_or_else(|_| panic!("{} did not finish in 120 s", client.name()))
-        .expect("the driver starts");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{} driver failed: {stderr}",
-        client.name()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-    serde_json::from_str(line.unwrap_or(""))
-        .unwrap_or_else(|_| panic!("{} printed no summary: {stdout}\n{stderr}", client.name()))
+    summary(&mut cmd, client.name(), 120).await
 }
 
 /// One run of `client` through the proxy, native or code mode.
@@ -361,18 +347,7 @@ async fn scenario(client: Client, code: bool, stream: bool) {
 
     // The client ran its own tools, each once, with the model's arguments.
     let (list, read) = client.tools();
-    let mut ran: Vec<(String, Value)> = report["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap_or("").to_owned(),
-                t["args"].clone(),
-            )
-        })
-        .collect();
+    let mut ran = ran_tools(&report);
     ran.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
         ran,
@@ -503,122 +478,37 @@ async fn scenario(client: Client, code: bool, stream: bool) {
 
 // ------------------------------------------------- Google's Python SDK
 
-#[tokio::test]
-async fn google_genai_python_native() {
-    scenario(Client::GenaiPython, false, false).await;
-}
+crate::async_cases! {
+    google_genai_python_native: scenario(Client::GenaiPython, false, false);
+    google_genai_python_streaming_native: scenario(Client::GenaiPython, false, true);
+    google_genai_python_code_mode: scenario(Client::GenaiPython, true, false);
+    google_genai_python_streaming_code_mode: scenario(Client::GenaiPython, true, true);
 
-#[tokio::test]
-async fn google_genai_python_streaming_native() {
-    scenario(Client::GenaiPython, false, true).await;
-}
+    // ----------------------------------------------------- Google's JS SDK
+    google_genai_js_native: scenario(Client::GenaiJs, false, false);
+    google_genai_js_streaming_native: scenario(Client::GenaiJs, false, true);
+    google_genai_js_code_mode: scenario(Client::GenaiJs, true, false);
+    google_genai_js_streaming_code_mode: scenario(Client::GenaiJs, true, true);
 
-#[tokio::test]
-async fn google_genai_python_code_mode() {
-    scenario(Client::GenaiPython, true, false).await;
-}
+    // ------------------------------------------------ LangChain integrations
+    langchain_google_genai_native: scenario(Client::LangchainGoogle, false, false);
+    langchain_google_genai_streaming_native: scenario(Client::LangchainGoogle, false, true);
+    langchain_google_genai_code_mode: scenario(Client::LangchainGoogle, true, false);
+    langchain_google_genai_streaming_code_mode: scenario(Client::LangchainGoogle, true, true);
+    langchain_anthropic_native: scenario(Client::LangchainAnthropic, false, false);
+    langchain_anthropic_streaming_native: scenario(Client::LangchainAnthropic, false, true);
+    langchain_anthropic_code_mode: scenario(Client::LangchainAnthropic, true, false);
+    langchain_anthropic_streaming_code_mode: scenario(Client::LangchainAnthropic, true, true);
 
-#[tokio::test]
-async fn google_genai_python_streaming_code_mode() {
-    scenario(Client::GenaiPython, true, true).await;
-}
+    // ------------------------------------------- the anthropic tool runner
+    anthropic_tool_runner_native: scenario(Client::AnthropicToolRunner, false, false);
+    anthropic_tool_runner_streaming_native: scenario(Client::AnthropicToolRunner, false, true);
+    anthropic_tool_runner_code_mode: scenario(Client::AnthropicToolRunner, true, false);
+    anthropic_tool_runner_streaming_code_mode: scenario(Client::AnthropicToolRunner, true, true);
 
-// ----------------------------------------------------- Google's JS SDK
+    // ----------------------------------------- llama-index's FunctionAgent
 
-#[tokio::test]
-async fn google_genai_js_native() {
-    scenario(Client::GenaiJs, false, false).await;
-}
-
-#[tokio::test]
-async fn google_genai_js_streaming_native() {
-    scenario(Client::GenaiJs, false, true).await;
-}
-
-#[tokio::test]
-async fn google_genai_js_code_mode() {
-    scenario(Client::GenaiJs, true, false).await;
-}
-
-#[tokio::test]
-async fn google_genai_js_streaming_code_mode() {
-    scenario(Client::GenaiJs, true, true).await;
-}
-
-// ------------------------------------------------ LangChain integrations
-
-#[tokio::test]
-async fn langchain_google_genai_native() {
-    scenario(Client::LangchainGoogle, false, false).await;
-}
-
-#[tokio::test]
-async fn langchain_google_genai_streaming_native() {
-    scenario(Client::LangchainGoogle, false, true).await;
-}
-
-#[tokio::test]
-async fn langchain_google_genai_code_mode() {
-    scenario(Client::LangchainGoogle, true, false).await;
-}
-
-#[tokio::test]
-async fn langchain_google_genai_streaming_code_mode() {
-    scenario(Client::LangchainGoogle, true, true).await;
-}
-
-#[tokio::test]
-async fn langchain_anthropic_native() {
-    scenario(Client::LangchainAnthropic, false, false).await;
-}
-
-#[tokio::test]
-async fn langchain_anthropic_streaming_native() {
-    scenario(Client::LangchainAnthropic, false, true).await;
-}
-
-#[tokio::test]
-async fn langchain_anthropic_code_mode() {
-    scenario(Client::LangchainAnthropic, true, false).await;
-}
-
-#[tokio::test]
-async fn langchain_anthropic_streaming_code_mode() {
-    scenario(Client::LangchainAnthropic, true, true).await;
-}
-
-// ------------------------------------------- the anthropic tool runner
-
-#[tokio::test]
-async fn anthropic_tool_runner_native() {
-    scenario(Client::AnthropicToolRunner, false, false).await;
-}
-
-#[tokio::test]
-async fn anthropic_tool_runner_streaming_native() {
-    scenario(Client::AnthropicToolRunner, false, true).await;
-}
-
-#[tokio::test]
-async fn anthropic_tool_runner_code_mode() {
-    scenario(Client::AnthropicToolRunner, true, false).await;
-}
-
-#[tokio::test]
-async fn anthropic_tool_runner_streaming_code_mode() {
-    scenario(Client::AnthropicToolRunner, true, true).await;
-}
-
-// ----------------------------------------- llama-index's FunctionAgent
-
-// FunctionAgent streams on its defaults (the driver sets nothing).
-
-#[tokio::test]
-async fn llamaindex_function_agent_native() {
-    scenario(Client::LlamaIndex, false, true).await;
-}
-
-#[tokio::test]
-async fn llamaindex_function_agent_code_mode() {
-    scenario(Client::LlamaIndex, true, true).await;
+    // FunctionAgent streams on its defaults (the driver sets nothing).
+    llamaindex_function_agent_native: scenario(Client::LlamaIndex, false, true);
+    llamaindex_function_agent_code_mode: scenario(Client::LlamaIndex, true, true);
 }

@@ -165,15 +165,7 @@ async fn presets_endpoint_lists_presets_in_order_with_effective_modes() {
         &[("CODEMODE_CONFIG", &cfg), ("CODEMODE_MODE", "native")],
     )
     .await;
-    let v: Value = proxy
-        .http
-        .get(proxy.url("/codemode/presets"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = proxy.get_json("/codemode/presets").await;
     let list: Vec<(String, String)> = v["presets"]
         .as_array()
         .unwrap()
@@ -228,7 +220,7 @@ async fn dry_run_shows_selection_sections_and_the_rewritten_request_without_call
 async fn healthz_answers() {
     let p = provider([]).await;
     let proxy = start(&p, &[]).await;
-    let res = proxy.http.get(proxy.url("/healthz")).send().await.unwrap();
+    let res = proxy.get("/healthz", &[]).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.json::<Value>().await.unwrap(), json!({"status": "ok"}));
 }

@@ -326,7 +326,7 @@ async fn half_sent_headers_are_closed_after_the_header_read_time() {
         );
     }
     // The proxy still serves.
-    let res = proxy.http.get(proxy.url("/healthz")).send().await.unwrap();
+    let res = proxy.get("/healthz", &[]).await;
     assert_eq!(res.status(), 200);
 }
 

@@ -12,9 +12,10 @@ ever seeing run_code.
 
 import json
 import os
-import sys
 
 from anthropic import Anthropic
+
+from file_agent import execute, run
 
 FILES = {"a.txt": "alpha", "b.txt": "bravo"}
 
@@ -27,15 +28,6 @@ TOOLS = [
 ]
 
 SYSTEM = [{"type": "text", "text": "You copy files.", "cache_control": {"type": "ephemeral"}}]
-
-
-def execute(name, args):
-    if name == "read":
-        return FILES.get(args["path"], "ENOENT")
-    if name == "write":
-        FILES[args["path"]] = args["content"]
-        return "ok"
-    raise AssertionError(f"the agent has no tool {name}")
 
 
 def ask(client, messages, stream):
@@ -73,15 +65,11 @@ def main():
             assert call.name != "run_code", "the agent must never see run_code"
             executed.append(call.name)
             results.append({"type": "tool_result", "tool_use_id": call.id,
-                            "content": execute(call.name, call.input)})
+                            "content": execute(FILES, call.name, call.input, ("read", "write"))})
         # Every tool_result, first in the next user message.
         messages.append({"role": "user", "content": results})
     raise AssertionError("the tool loop did not end")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

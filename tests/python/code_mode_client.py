@@ -7,27 +7,17 @@ and then with a `run_code` call. The client must see run_code only.
 
 import json
 import os
-import sys
 
 from openai import OpenAI
 
-
-def tool(name, description, properties, required):
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
+from file_agent import chat_tool, run
 
 
 TOOLS = [
-    tool("read", "Read a file.", {"path": {"type": "string"}}, ["path"]),
-    tool("write", "Write a file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-    tool("list", "List a directory.", {"path": {"type": "string"}}, []),
-    tool("run_code", "Run a JavaScript program that calls tools.", {"code": {"type": "string"}}, ["code"]),
+    chat_tool("read", "Read a file.", {"path": {"type": "string"}}, ["path"]),
+    chat_tool("write", "Write a file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    chat_tool("list", "List a directory.", {"path": {"type": "string"}}, []),
+    chat_tool("run_code", "Run a JavaScript program that calls tools.", {"code": {"type": "string"}}, ["code"]),
 ]
 
 
@@ -72,8 +62,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

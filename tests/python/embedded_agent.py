@@ -7,34 +7,19 @@ without ever seeing run_code.
 
 import json
 import os
-import sys
 
 from openai import OpenAI
+
+from file_agent import chat_tool, execute, run
 
 FILES = {"a.txt": "alpha\nbeta", "b.txt": "gamma", "c.txt": "delta\nepsilon\nzeta"}
 
 
-def tool(name, description, properties, required):
-    return {"type": "function", "function": {"name": name, "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required}}}
-
-
 TOOLS = [
-    tool("read", "Read a file.", {"path": {"type": "string"}}, ["path"]),
-    tool("write", "Write a file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-    tool("list", "List the files.", {}, []),
+    chat_tool("read", "Read a file.", {"path": {"type": "string"}}, ["path"]),
+    chat_tool("write", "Write a file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    chat_tool("list", "List the files.", {}, []),
 ]
-
-
-def execute(name, args):
-    if name == "read":
-        return FILES.get(args["path"], "ENOENT")
-    if name == "write":
-        FILES[args["path"]] = args["content"]
-        return "ok"
-    if name == "list":
-        return "\n".join(sorted(FILES))
-    raise AssertionError(f"the agent has no tool {name}")
 
 
 def main():
@@ -51,14 +36,10 @@ def main():
         for call in message.tool_calls:
             assert call.function.name != "run_code", "the agent must never see run_code"
             executed.append(call.function.name)
-            result = execute(call.function.name, json.loads(call.function.arguments))
+            result = execute(FILES, call.function.name, json.loads(call.function.arguments), ("read", "write", "list"))
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     raise AssertionError("the tool loop did not end")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

@@ -9,9 +9,10 @@ without ever seeing run_code.
 
 import json
 import os
-import sys
 
 from openai import OpenAI
+
+from file_agent import execute, run
 
 FILES = {"a.txt": "alpha", "b.txt": "bravo"}
 
@@ -22,15 +23,6 @@ TOOLS = [
      "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                     "required": ["path", "content"]}},
 ]
-
-
-def execute(name, args):
-    if name == "read":
-        return FILES.get(args["path"], "ENOENT")
-    if name == "write":
-        FILES[args["path"]] = args["content"]
-        return "ok"
-    raise AssertionError(f"the agent has no tool {name}")
 
 
 def ask(client, items, stream):
@@ -63,14 +55,10 @@ def main():
         for call in calls:
             assert call.name != "run_code", "the agent must never see run_code"
             executed.append(call.name)
-            result = execute(call.name, json.loads(call.arguments))
+            result = execute(FILES, call.name, json.loads(call.arguments), ("read", "write"))
             items.append({"type": "function_call_output", "call_id": call.call_id, "output": result})
     raise AssertionError("the tool loop did not end")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

@@ -6,26 +6,17 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::sse_client::reassemble;
-use super::{tool, Proxy};
+use super::{read_write_tools, tool, Proxy};
 
+/// The agent's tools: read, write and list.
 pub fn fs_tools() -> Vec<Value> {
-    vec![
-        tool(
-            "read",
-            "Read a file.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
-        ),
-        tool(
-            "write",
-            "Write a file.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
-        ),
-        tool(
-            "list",
-            "List the files.",
-            json!({"type": "object", "properties": {}}),
-        ),
-    ]
+    let mut tools = read_write_tools();
+    tools.push(tool(
+        "list",
+        "List the files.",
+        json!({"type": "object", "properties": {}}),
+    ));
+    tools
 }
 
 /// A conversation's opening: a system prompt and the user's `text`.

@@ -2,12 +2,12 @@
 //! is installed, a work directory, a run.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::codex::agents_dir;
+use super::agent_driver::{driver, summary};
 pub use super::codex::WorkDir;
+use super::codex::{agent_workdir, agents_dir};
 
 /// Whether Claude Code can run here; under CI it must.
 pub fn claude_ready() -> bool {
@@ -16,13 +16,7 @@ pub fn claude_ready() -> bool {
 
 /// A fresh work directory for `test` with `files` in it.
 pub fn workdir(test: &str, files: &[(&str, &str)]) -> WorkDir {
-    let dir = std::env::temp_dir().join(format!("cm-claude-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, content) in files {
-        std::fs::write(dir.join(name), content).unwrap();
-    }
-    WorkDir(dir)
+    agent_workdir("claude", test, files)
 }
 
 /// Runs tests/agents/claude.mjs against `base_url` (the server root, no
@@ -33,10 +27,8 @@ pub async fn run_claude(
     prompts: &[&str],
     extra_env: &[(&str, &str)],
 ) -> Value {
-    let script = format!("{}/tests/agents/claude.mjs", env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(script)
-        .env("AGENT_BASE_URL", base_url)
+    let mut cmd = driver("node", "claude.mjs");
+    cmd.env("AGENT_BASE_URL", base_url)
         .env("AGENT_DIR", dir)
         .env("AGENT_MODEL", "claude-sonnet-4-5")
         .env("AGENT_PROMPTS", json!(prompts).to_string())
@@ -50,16 +42,7 @@ pub async fn run_claude(
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("claude did not finish in 60 s")
-        .expect("the driver starts");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "claude driver failed: {stderr}");
-    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-    serde_json::from_str(line.unwrap_or(""))
-        .unwrap_or_else(|_| panic!("claude printed no summary: {stdout}\n{stderr}"))
+    summary(&mut cmd, "claude", 60).await
 }
 
 /// Where install.sh put the `claude` binary.

@@ -1,10 +1,10 @@
 //! Codex (the OpenAI Codex CLI, unmodified), driven by
 //! tests/agents/codex.mjs: where it is installed, a work directory, a run.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+use super::agent_driver::{driver, summary};
 
 /// Where install.sh put the agents (a relative path is relative to the repo).
 pub fn agents_dir() -> PathBuf {
@@ -31,7 +31,12 @@ impl Drop for WorkDir {
 
 /// A fresh work directory for `test` with `files` in it.
 pub fn workdir(test: &str, files: &[(&str, &str)]) -> WorkDir {
-    let dir = std::env::temp_dir().join(format!("cm-codex-{}-{test}", std::process::id()));
+    agent_workdir("codex", test, files)
+}
+
+/// A fresh work directory for `agent`'s `test` with `files` in it.
+pub fn agent_workdir(agent: &str, test: &str, files: &[(&str, &str)]) -> WorkDir {
+    let dir = std::env::temp_dir().join(format!("cm-{agent}-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for (name, content) in files {
@@ -43,10 +48,8 @@ pub fn workdir(test: &str, files: &[(&str, &str)]) -> WorkDir {
 /// Runs tests/agents/codex.mjs against `base_url` (ending in `/v1`) in
 /// `dir`; its JSON summary.
 pub async fn run_codex(base_url: &str, dir: &Path, prompts: &[&str]) -> Value {
-    let script = format!("{}/tests/agents/codex.mjs", env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(script)
-        .env("AGENT_BASE_URL", base_url)
+    let mut cmd = driver("node", "codex.mjs");
+    cmd.env("AGENT_BASE_URL", base_url)
         .env("AGENT_DIR", dir)
         // A slug of Codex's model catalog, so it sends the tools it sends
         // for GPT-5 models (freeform apply_patch, tool_search).
@@ -58,14 +61,5 @@ pub async fn run_codex(base_url: &str, dir: &Path, prompts: &[&str]) -> Value {
         .env_remove("OPENAI_BASE_URL")
         .current_dir(dir)
         .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("codex did not finish in 60 s")
-        .expect("the driver starts");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "codex driver failed: {stderr}");
-    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-    serde_json::from_str(line.unwrap_or(""))
-        .unwrap_or_else(|_| panic!("codex printed no summary: {stdout}\n{stderr}"))
+    summary(&mut cmd, "codex", 60).await
 }

@@ -9,12 +9,10 @@
 //! A part `{"echo": true}` becomes the text "ANSWER: " and the last
 //! function response it was sent (its `response` as JSON).
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path_regex};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, ResponseTemplate};
+
+use super::scripted_api::{path_and_query, ScriptedApi, ScriptedModel, State};
 
 /// What the model got, and what it answered.
 #[derive(Clone, Debug)]
@@ -27,41 +25,11 @@ pub struct Seen {
     pub refusal: String,
 }
 
+/// What the model keeps besides its script: nothing.
 #[derive(Default)]
-struct State {
-    script: VecDeque<Vec<Value>>,
-    seen: Vec<Seen>,
-}
+pub struct Gemini;
 
-/// The scripted model; clones share it.
-#[derive(Clone, Default)]
-pub struct GeminiModel(Arc<Mutex<State>>);
-
-impl GeminiModel {
-    /// A model that answers with these part lists, in order.
-    pub fn new(script: impl IntoIterator<Item = Vec<Value>>) -> GeminiModel {
-        GeminiModel(Arc::new(Mutex::new(State {
-            script: script.into_iter().collect(),
-            ..State::default()
-        })))
-    }
-
-    /// Every model request it got.
-    pub fn seen(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().seen.clone()
-    }
-
-    /// Mounts it on a new fake provider.
-    pub async fn serve(&self) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path_regex(":(stream)?[gG]enerateContent$"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        server
-    }
-}
+pub type GeminiModel = ScriptedModel<Gemini>;
 
 /// The API's rule on function calls; the first one broken.
 pub fn gemini_rules(contents: &[Value]) -> Option<String> {
@@ -104,14 +72,13 @@ pub fn gemini_answer(parts: Value, finish: bool) -> Value {
            "modelVersion": "gemini-test", "responseId": "resp-model"})
 }
 
-impl Respond for GeminiModel {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
+impl ScriptedApi for Gemini {
+    type Seen = Seen;
+    const PATHS: &'static str = ":(stream)?[gG]enerateContent$";
+
+    fn answer(st: &mut State<Gemini>, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let path = match req.url.query() {
-            Some(q) => format!("{}?{q}", req.url.path()),
-            None => req.url.path().to_owned(),
-        };
-        let mut st = self.0.lock().unwrap();
+        let path = path_and_query(req);
         let mut seen = Seen {
             path: path.clone(),
             body: body.clone(),

@@ -25,12 +25,12 @@
 //! Wire shapes: google-genai 3.6.1's `_gaos/types/interactions` and the
 //! captured traffic of both SDKs (docs/testing.md, "Interactions").
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path_regex};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, ResponseTemplate};
+
+use super::scripted_api::{ScriptedApi, ScriptedModel, State};
 
 /// What the model got, and what it answered.
 #[derive(Clone, Debug)]
@@ -53,34 +53,17 @@ struct Stored {
     pending: Vec<String>,
 }
 
+/// What the model keeps besides its script.
 #[derive(Default)]
-struct State {
-    script: VecDeque<Vec<Value>>,
-    seen: Vec<Seen>,
+pub struct Interactions {
     stored: HashMap<String, Stored>,
     /// The thought signature each call the model made came with.
     signature_of: HashMap<String, String>,
-    n: usize,
 }
 
-/// The scripted model; clones share it.
-#[derive(Clone, Default)]
-pub struct InteractionsModel(Arc<Mutex<State>>);
+pub type InteractionsModel = ScriptedModel<Interactions>;
 
 impl InteractionsModel {
-    /// A model that answers with these step lists, in order.
-    pub fn new(script: impl IntoIterator<Item = Vec<Value>>) -> InteractionsModel {
-        InteractionsModel(Arc::new(Mutex::new(State {
-            script: script.into_iter().collect(),
-            ..State::default()
-        })))
-    }
-
-    /// Every create it got.
-    pub fn seen(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().seen.clone()
-    }
-
     /// The ids of the interactions it gave, in order.
     pub fn ids(&self) -> Vec<String> {
         self.seen()
@@ -88,17 +71,6 @@ impl InteractionsModel {
             .filter(|s| !s.id.is_empty())
             .map(|s| s.id)
             .collect()
-    }
-
-    /// Mounts it on a new fake provider.
-    pub async fn serve(&self) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path_regex("^/v1(beta|alpha)?/interactions$"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        server
     }
 }
 
@@ -144,7 +116,7 @@ fn error(status: u16, message: &str) -> ResponseTemplate {
         .set_body_json(json!({"error": {"code": status, "message": message, "status": name}}))
 }
 
-impl State {
+impl Interactions {
     /// The API's rules on a create; the first one broken, with its status.
     fn rules(&self, body: &Value) -> Option<(u16, String)> {
         let input = input_steps(&body["input"]);
@@ -289,10 +261,12 @@ fn usage() -> Value {
     json!({"total_input_tokens": 100, "total_output_tokens": 10, "total_tokens": 110})
 }
 
-impl Respond for InteractionsModel {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
+impl ScriptedApi for Interactions {
+    type Seen = Seen;
+    const PATHS: &'static str = "^/v1(beta|alpha)?/interactions$";
+
+    fn answer(st: &mut State<Interactions>, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let mut st = self.0.lock().unwrap();
         let mut seen = Seen {
             path: req.url.path().to_owned(),
             body: body.clone(),
@@ -301,7 +275,7 @@ impl Respond for InteractionsModel {
             id: String::new(),
             steps: vec![],
         };
-        if let Some((status, rule)) = st.rules(&body) {
+        if let Some((status, rule)) = st.kept.rules(&body) {
             seen.status = status;
             seen.refusal = rule.clone();
             st.seen.push(seen);
@@ -327,7 +301,7 @@ impl Respond for InteractionsModel {
             let signature = format!("c2lnbmF0dXJlLXR1cm4t{n}");
             steps.push(json!({"type": "thought", "signature": signature}));
             for c in &calls {
-                st.signature_of.insert(c.clone(), signature.clone());
+                st.kept.signature_of.insert(c.clone(), signature.clone());
             }
         }
         for step in script {
@@ -347,7 +321,7 @@ impl Respond for InteractionsModel {
             }
         }
         if body["store"] != false {
-            st.stored.insert(
+            st.kept.stored.insert(
                 id.clone(),
                 Stored {
                     pending: calls.clone(),

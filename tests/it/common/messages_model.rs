@@ -13,12 +13,12 @@
 //! `{"type": "continue", "previous_message_id": ID}` continues the
 //! conversation whose answer was ID, its messages after the ones held.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, ResponseTemplate};
+
+use super::scripted_api::{path_and_query, ScriptedApi, ScriptedModel, State};
 
 /// What the model got, and what it answered.
 #[derive(Clone, Debug)]
@@ -35,52 +35,17 @@ pub struct Seen {
     pub refusal: String,
 }
 
+/// What the model keeps besides its script.
 #[derive(Default)]
-struct State {
-    script: VecDeque<Vec<Value>>,
-    seen: Vec<Seen>,
+pub struct Messages {
     /// The thinking blocks each tool_use the model made came with.
     thinking_of: HashMap<String, Vec<Value>>,
     /// Each answer's conversation (its messages and the answer), by the
     /// answer's id, for requests that continue a thread.
     threads: HashMap<String, Vec<Value>>,
-    n: usize,
 }
 
-/// The scripted model; clones share it.
-#[derive(Clone, Default)]
-pub struct MessagesModel(Arc<Mutex<State>>);
-
-impl MessagesModel {
-    /// A model that answers with these content-block lists, in order.
-    pub fn new(script: impl IntoIterator<Item = Vec<Value>>) -> MessagesModel {
-        MessagesModel(Arc::new(Mutex::new(State {
-            script: script.into_iter().collect(),
-            ..State::default()
-        })))
-    }
-
-    /// Every request it got.
-    pub fn seen(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().seen.clone()
-    }
-
-    /// Mounts it on a new fake provider (`/v1/messages` and `count_tokens`).
-    pub async fn serve(&self) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages/count_tokens"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        server
-    }
-}
+pub type MessagesModel = ScriptedModel<Messages>;
 
 /// The API's rules on a conversation; the first one broken.
 pub fn messages_rules(
@@ -243,19 +208,18 @@ pub fn message_events(message: &Value) -> String {
     out
 }
 
-impl Respond for MessagesModel {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
+impl ScriptedApi for Messages {
+    type Seen = Seen;
+    const PATHS: &'static str = "^/v1/messages(/count_tokens)?$";
+
+    fn answer(st: &mut State<Messages>, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let headers: HashMap<String, String> = req
             .headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
             .collect();
-        let path = match req.url.query() {
-            Some(q) => format!("{}?{q}", req.url.path()),
-            None => req.url.path().to_owned(),
-        };
-        let mut st = self.0.lock().unwrap();
+        let path = path_and_query(req);
         let mut seen = Seen {
             body: body.clone(),
             headers,
@@ -271,7 +235,7 @@ impl Respond for MessagesModel {
         let mut messages = body["messages"].as_array().cloned().unwrap_or_default();
         if body["thread"]["type"] == "continue" {
             let previous = body["thread"]["previous_message_id"].as_str().unwrap_or("");
-            let Some(held) = st.threads.get(previous).cloned() else {
+            let Some(held) = st.kept.threads.get(previous).cloned() else {
                 seen.status = 404;
                 seen.refusal = format!("thread not found: {previous}");
                 st.seen.push(seen);
@@ -281,7 +245,7 @@ impl Respond for MessagesModel {
             messages = held.into_iter().chain(messages).collect();
         }
         if let Some(rule) =
-            messages_rules(&messages, &st.thinking_of).or_else(|| reference_rule(&body))
+            messages_rules(&messages, &st.kept.thinking_of).or_else(|| reference_rule(&body))
         {
             seen.status = 400;
             seen.refusal = rule.clone();
@@ -323,7 +287,8 @@ impl Respond for MessagesModel {
             .collect();
         for b in content.iter().filter(|b| b["type"] == "tool_use") {
             if !thinking.is_empty() {
-                st.thinking_of
+                st.kept
+                    .thinking_of
                     .insert(b["id"].as_str().unwrap_or("").to_owned(), thinking.clone());
             }
         }
@@ -339,7 +304,8 @@ impl Respond for MessagesModel {
         if !body["thread"].is_null() {
             let mut held = messages;
             held.push(json!({"role": "assistant", "content": message["content"]}));
-            st.threads
+            st.kept
+                .threads
                 .insert(message["id"].as_str().unwrap_or("").to_owned(), held);
         }
         st.seen.push(seen);

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod agent_driver;
 pub mod binary;
 pub mod claude;
 pub mod codex;
@@ -15,9 +16,25 @@ pub mod needs;
 pub mod raw_provider;
 pub mod redis_ha;
 pub mod redis_server;
+pub mod replica_turns;
 pub mod responses_model;
 pub mod scripted;
+pub mod scripted_api;
 pub mod sse_client;
+
+/// One `#[tokio::test]` per case, under the case's own name, awaiting the
+/// call that runs it (its family's shared driver with the case's
+/// settings): `name: call;` a case.
+#[macro_export]
+macro_rules! async_cases {
+    ($($(#[$meta:meta])* $name:ident: $run:expr;)*) => {$(
+        $(#[$meta])*
+        #[tokio::test]
+        async fn $name() {
+            $run.await;
+        }
+    )*};
+}
 
 /// A client for the tests. reqwest is the one the OTLP exporter uses,
 /// whose TLS is rustls with no provider chosen: ring, as the proxy's,
@@ -55,14 +72,17 @@ impl Proxy {
 
     /// The proxy's `/metrics` text.
     pub async fn metrics(&self) -> String {
-        self.http
-            .get(self.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        self.get("/metrics", &[]).await.text().await.unwrap()
+    }
+
+    /// GETs `path` with extra headers.
+    pub async fn get(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        send(self.http.get(self.url(path)), headers).await
+    }
+
+    /// The JSON the proxy answers a GET of `path` with.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.get(path, &[]).await.json().await.unwrap()
     }
 
     /// The value of the series `name` (with its labels, if any) on `/metrics`.
@@ -126,12 +146,27 @@ impl Proxy {
         body: &Value,
         headers: &[(&str, &str)],
     ) -> reqwest::Response {
-        let mut req = self.http.post(self.url(path)).json(body);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        req.send().await.expect("the proxy answers")
+        send(self.http.post(self.url(path)).json(body), headers).await
     }
+
+    /// POSTs `body` as it is, not as JSON (a test's malformed or
+    /// hand-written body), with extra headers and no content type but
+    /// theirs.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        send(self.http.post(self.url(path)).body(body), headers).await
+    }
+}
+
+async fn send(mut req: reqwest::RequestBuilder, headers: &[(&str, &str)]) -> reqwest::Response {
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("the proxy answers")
 }
 
 pub fn config(upstream: &str, vars: &[(&str, &str)]) -> Config {
@@ -204,6 +239,17 @@ pub async fn provider(responses: impl IntoIterator<Item = Value>) -> MockServer 
     scripted::model_server(script).await
 }
 
+/// Every body the provider received, in order, as JSON.
+pub async fn all_bodies(provider: &MockServer) -> Vec<Value> {
+    provider
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
 /// The chat-completions bodies the provider received, in order.
 pub async fn received(provider: &MockServer) -> Vec<Value> {
     provider
@@ -220,8 +266,8 @@ pub fn tool(name: &str, description: &str, parameters: Value) -> Value {
     json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
 }
 
-/// An agent's tools: read, write, bash and the client's run_code transport.
-pub fn agent_tools() -> Vec<Value> {
+/// The file tools every test agent has: read and write.
+pub fn read_write_tools() -> Vec<Value> {
     vec![
         tool(
             "read",
@@ -233,6 +279,13 @@ pub fn agent_tools() -> Vec<Value> {
             "Write a file.",
             json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
         ),
+    ]
+}
+
+/// An agent's tools: read, write, bash and the client's run_code transport.
+pub fn agent_tools() -> Vec<Value> {
+    let mut tools = read_write_tools();
+    tools.extend([
         tool(
             "bash",
             "Run a shell command.",
@@ -243,7 +296,8 @@ pub fn agent_tools() -> Vec<Value> {
             "Run a JavaScript program.",
             json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
         ),
-    ]
+    ]);
+    tools
 }
 
 pub fn chat_body(messages: Value) -> Value {

@@ -6,12 +6,12 @@
 //! - every call item in the input has its output;
 //! - a call the model made with a reasoning item comes back with that item.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, ResponseTemplate};
+
+use super::scripted_api::{ScriptedApi, ScriptedModel, State};
 
 /// What the model got, and what it answered.
 #[derive(Clone, Debug)]
@@ -24,47 +24,17 @@ pub struct Seen {
     pub refusal: String,
 }
 
+/// What the model keeps besides its script.
 #[derive(Default)]
-struct State {
-    script: VecDeque<Vec<Value>>,
-    seen: Vec<Seen>,
+pub struct Responses {
     /// Reasoning item id each call the model made came with.
     reasoning_of: HashMap<String, String>,
     /// The calls of each response it gave, with the one it continued
     /// (`previous_response_id`): the conversations it stores.
     stored: HashMap<String, (Vec<String>, Option<String>)>,
-    n: usize,
 }
 
-/// The scripted model; clones share it.
-#[derive(Clone, Default)]
-pub struct ResponsesModel(Arc<Mutex<State>>);
-
-impl ResponsesModel {
-    /// A model that answers with these output-item lists, in order.
-    pub fn new(script: impl IntoIterator<Item = Vec<Value>>) -> ResponsesModel {
-        ResponsesModel(Arc::new(Mutex::new(State {
-            script: script.into_iter().collect(),
-            ..State::default()
-        })))
-    }
-
-    /// Every request it got.
-    pub fn seen(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().seen.clone()
-    }
-
-    /// Mounts it on a new fake provider.
-    pub async fn serve(&self) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/responses"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        server
-    }
-}
+pub type ResponsesModel = ScriptedModel<Responses>;
 
 /// The API's rules on an input; the first one broken.
 pub fn responses_rules(
@@ -196,16 +166,18 @@ pub fn response_events(response: &Value) -> String {
     out
 }
 
-impl Respond for ResponsesModel {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
+impl ScriptedApi for Responses {
+    type Seen = Seen;
+    const PATHS: &'static str = "^/v1/responses$";
+
+    fn answer(st: &mut State<Responses>, req: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let mut st = self.0.lock().unwrap();
         let input = body["input"].as_array().cloned().unwrap_or_default();
         let previous = body["previous_response_id"].as_str().map(str::to_owned);
         let mut stored_calls = Vec::new();
         let mut at = previous.clone();
         while let Some(id) = at {
-            let Some((calls, before)) = st.stored.get(&id) else {
+            let Some((calls, before)) = st.kept.stored.get(&id) else {
                 let rule = format!("Previous response with id '{id}' not found.");
                 st.seen.push(Seen {
                     body,
@@ -218,7 +190,7 @@ impl Respond for ResponsesModel {
             stored_calls.extend(calls.iter().cloned());
             at = before.clone();
         }
-        if let Some(rule) = responses_rules(&input, &st.reasoning_of, &stored_calls) {
+        if let Some(rule) = responses_rules(&input, &st.kept.reasoning_of, &stored_calls) {
             st.seen.push(Seen {
                 body,
                 status: 400,
@@ -255,7 +227,7 @@ impl Respond for ResponsesModel {
                 "reasoning" => reasoning = item["id"].as_str().map(str::to_owned),
                 t if t.ends_with("_call") => {
                     if let (Some(r), Some(c)) = (&reasoning, item["call_id"].as_str()) {
-                        st.reasoning_of.insert(c.to_owned(), r.clone());
+                        st.kept.reasoning_of.insert(c.to_owned(), r.clone());
                     }
                 }
                 _ => {}
@@ -271,7 +243,7 @@ impl Respond for ResponsesModel {
             .filter_map(|i| i["call_id"].as_str().map(str::to_owned))
             .collect();
         let key = format!("resp_model_{}", st.n);
-        st.stored.insert(key, (calls, previous));
+        st.kept.stored.insert(key, (calls, previous));
         let stream = body["stream"] == true;
         st.seen.push(Seen {
             body,

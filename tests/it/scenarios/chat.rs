@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::scenarios::model::{scripted_id, ClientView, ProviderView, ToolResult, Turn, ViewCall};
 use crate::scenarios::wire::{
-    args_text, args_value, error_view, halves, text_of, usage_pair, Event,
+    args_text, args_value, client_tools, error_view, halves, text_of, usage_pair, Event,
 };
 
 fn tool(name: &str, description: &str, properties: Value) -> Value {
@@ -13,27 +13,8 @@ fn tool(name: &str, description: &str, properties: Value) -> Value {
            "parameters": {"type": "object", "properties": properties}}})
 }
 
-fn tools(client_runtime: bool) -> Vec<Value> {
-    let mut t = vec![
-        tool("read", "Read a file.", json!({"path": {"type": "string"}})),
-        tool(
-            "write",
-            "Write a file.",
-            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
-        ),
-    ];
-    if client_runtime {
-        t.push(tool(
-            "run_code",
-            "Run a program.",
-            json!({"code": {"type": "string"}}),
-        ));
-    }
-    t
-}
-
 pub fn request(prompt: &str, client_runtime: bool, stream: bool) -> Value {
-    let mut body = json!({"model": "test-model", "tools": tools(client_runtime), "stream": stream,
+    let mut body = json!({"model": "test-model", "tools": client_tools(client_runtime, tool), "stream": stream,
         "messages": [{"role": "system", "content": "You are an agent."},
                      {"role": "user", "content": prompt}]});
     if stream {

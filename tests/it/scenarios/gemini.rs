@@ -14,30 +14,11 @@ use crate::scenarios::harness::google_status;
 use crate::scenarios::model::{
     ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn, ViewCall,
 };
-use crate::scenarios::wire::{args_value, halves, Event};
+use crate::scenarios::wire::{args_value, client_tools, halves, Event};
 
 fn decl(name: &str, description: &str, properties: Value) -> Value {
     json!({"name": name, "description": description,
            "parametersJsonSchema": {"type": "object", "properties": properties}})
-}
-
-fn declarations(client_runtime: bool) -> Vec<Value> {
-    let mut t = vec![
-        decl("read", "Read a file.", json!({"path": {"type": "string"}})),
-        decl(
-            "write",
-            "Write a file.",
-            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
-        ),
-    ];
-    if client_runtime {
-        t.push(decl(
-            "run_code",
-            "Run a program.",
-            json!({"code": {"type": "string"}}),
-        ));
-    }
-    t
 }
 
 /// The model and the stream flag are in the path ([`Dialect::path`]), not
@@ -45,7 +26,7 @@ fn declarations(client_runtime: bool) -> Vec<Value> {
 pub fn request(prompt: &str, client_runtime: bool, _stream: bool) -> Value {
     json!({"contents": [{"role": "user", "parts": [{"text": prompt}]}],
            "systemInstruction": {"parts": [{"text": "You are an agent."}]},
-           "tools": [{"functionDeclarations": declarations(client_runtime)}]})
+           "tools": [{"functionDeclarations": client_tools(client_runtime, decl)}]})
 }
 
 /// `prev` grown by the model turn the client got and a user content with

@@ -19,30 +19,11 @@ use crate::scenarios::model::{
     is_scripted, scripted_id, ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn,
     ViewCall,
 };
-use crate::scenarios::wire::{args_value, halves, Event};
+use crate::scenarios::wire::{args_value, client_tools, halves, Event};
 
 fn tool(name: &str, description: &str, properties: Value) -> Value {
     json!({"type": "function", "name": name, "description": description,
            "parameters": {"type": "object", "properties": properties}})
-}
-
-fn tools(client_runtime: bool) -> Vec<Value> {
-    let mut t = vec![
-        tool("read", "Read a file.", json!({"path": {"type": "string"}})),
-        tool(
-            "write",
-            "Write a file.",
-            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
-        ),
-    ];
-    if client_runtime {
-        t.push(tool(
-            "run_code",
-            "Run a program.",
-            json!({"code": {"type": "string"}}),
-        ));
-    }
-    t
 }
 
 /// The model and the stream flag are in the body; `system_instruction` a
@@ -50,7 +31,7 @@ fn tools(client_runtime: bool) -> Vec<Value> {
 /// client keeps its history on the server (`stored`).
 pub fn request(prompt: &str, client_runtime: bool, stream: bool, stored: bool) -> Value {
     let mut body = json!({"model": "gemini-test", "system_instruction": "You are an agent.",
-           "tools": tools(client_runtime), "stream": stream, "store": false,
+           "tools": client_tools(client_runtime, tool), "stream": stream, "store": false,
            "input": [{"type": "user_input", "content": [{"type": "text", "text": prompt}]}]});
     if stored {
         body.as_object_mut().unwrap().remove("store");

@@ -8,7 +8,7 @@ use crate::scenarios::model::{
     scripted_id, ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn, ViewCall,
 };
 use crate::scenarios::wire::{
-    args_value, error_view, halves, paragraphs, text_of, usage_pair, Event,
+    args_value, client_tools, error_view, halves, paragraphs, text_of, usage_pair, Event,
 };
 
 fn tool(name: &str, description: &str, properties: Value) -> Value {
@@ -16,28 +16,9 @@ fn tool(name: &str, description: &str, properties: Value) -> Value {
            "input_schema": {"type": "object", "properties": properties}})
 }
 
-fn tools(client_runtime: bool) -> Vec<Value> {
-    let mut t = vec![
-        tool("read", "Read a file.", json!({"path": {"type": "string"}})),
-        tool(
-            "write",
-            "Write a file.",
-            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
-        ),
-    ];
-    if client_runtime {
-        t.push(tool(
-            "run_code",
-            "Run a program.",
-            json!({"code": {"type": "string"}}),
-        ));
-    }
-    t
-}
-
 pub fn request(prompt: &str, client_runtime: bool, stream: bool) -> Value {
     json!({"model": "claude-test", "max_tokens": 1024, "system": "You are an agent.",
-           "tools": tools(client_runtime), "stream": stream,
+           "tools": client_tools(client_runtime, tool), "stream": stream,
            "messages": [{"role": "user", "content": prompt}]})
 }
 

@@ -8,7 +8,7 @@ use crate::scenarios::model::{
     scripted_hex_id, scripted_id, ClientView, Dialect, ProviderView, ToolResult, Turn, ViewCall,
 };
 use crate::scenarios::wire::{
-    args_text, args_value, halves, paragraphs, text_of, usage_pair, Event,
+    args_text, args_value, client_tools, halves, paragraphs, text_of, usage_pair, Event,
 };
 
 fn tool(name: &str, description: &str, properties: Value) -> Value {
@@ -16,27 +16,8 @@ fn tool(name: &str, description: &str, properties: Value) -> Value {
            "parameters": {"type": "object", "properties": properties}})
 }
 
-fn tools(client_runtime: bool) -> Vec<Value> {
-    let mut t = vec![
-        tool("read", "Read a file.", json!({"path": {"type": "string"}})),
-        tool(
-            "write",
-            "Write a file.",
-            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
-        ),
-    ];
-    if client_runtime {
-        t.push(tool(
-            "run_code",
-            "Run a program.",
-            json!({"code": {"type": "string"}}),
-        ));
-    }
-    t
-}
-
 pub fn request(prompt: &str, client_runtime: bool, stream: bool) -> Value {
-    json!({"model": "gpt-test", "tools": tools(client_runtime), "stream": stream, "store": false,
+    json!({"model": "gpt-test", "tools": client_tools(client_runtime, tool), "stream": stream, "store": false,
            "input": [{"role": "user", "content": prompt}]})
 }
 

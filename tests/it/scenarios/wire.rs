@@ -1,9 +1,31 @@
-//! Wire helpers every dialect adapter shares: SSE events as a client reads
-//! them, argument text, error bodies.
+//! Wire helpers every dialect adapter shares: the client's tools, SSE
+//! events as a client reads them, argument text, error bodies.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::scenarios::model::ErrorView;
+
+/// The client's tools, each as its dialect declares one (`declare`: from
+/// a name, a description and the parameters' properties): `read` and
+/// `write`, and `run_code` when the client runs programs itself.
+pub fn client_tools(client_runtime: bool, declare: fn(&str, &str, Value) -> Value) -> Vec<Value> {
+    let mut t = vec![
+        declare("read", "Read a file.", json!({"path": {"type": "string"}})),
+        declare(
+            "write",
+            "Write a file.",
+            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
+        ),
+    ];
+    if client_runtime {
+        t.push(declare(
+            "run_code",
+            "Run a program.",
+            json!({"code": {"type": "string"}}),
+        ));
+    }
+    t
+}
 
 /// One SSE event: its `event:` name, if any, and its data.
 #[derive(Clone, Debug)]
