@@ -13,7 +13,7 @@ use super::steps::{answer_step, is_judged_step, raw_step};
 use super::stream::InteractionsJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::{Refused, Trailing, Transcript};
+use crate::runtime::history::{stored_program, Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Unreadable};
@@ -57,10 +57,8 @@ impl Dialect for Interactions {
         let reader = StepReader::new(store, tenant);
         match minted_previous(request) {
             Some(exec_id) => {
-                let exec = store
-                    .get(tenant, &exec_id)
-                    .filter(|e| e.upstream_response.is_some())
-                    .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
+                let (exec, previous) =
+                    stored_program(store, tenant, &exec_id, PREVIOUS, "an interaction")?;
                 let foreign = reader.foreign_results(request.steps(), &exec);
                 if !foreign.is_empty() {
                     return Err(ProxyError::InvalidRequest(format!(
@@ -75,8 +73,7 @@ impl Dialect for Interactions {
                 if let Some(steps) = request.steps_mut() {
                     reader.rewrite_continued(steps, &exec, limits);
                 }
-                let previous = exec.upstream_response.clone().unwrap_or_default();
-                request.set_field("previous_interaction_id", &Value::String(previous));
+                request.set_field(PREVIOUS, &Value::String(previous));
             }
             None => {
                 if let Some(steps) = request.steps_mut() {
@@ -171,15 +168,9 @@ impl Dialect for Interactions {
 }
 
 /// The execution a minted `previous_interaction_id` names, if it names one.
+/// The field a continuation names the provider's stored answer by.
+const PREVIOUS: &str = "previous_interaction_id";
+
 fn minted_previous(request: &InteractionsRequest) -> Option<String> {
     minted_interaction(&request.previous_interaction_id()?)
-}
-
-fn lost_previous(exec_id: &str) -> String {
-    format!(
-        "`previous_interaction_id` names an interaction codemode-proxy minted for program \
-         `{exec_id}`, whose record it no longer holds (it restarted, or the record expired), or \
-         whose model turn the provider did not store; send the whole conversation as `input` \
-         (with `store: false`) instead"
-    )
 }

@@ -16,7 +16,7 @@ use super::request::ResponsesRequest;
 use super::stream::ResponsesJudge;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
-use crate::runtime::history::{Refused, Trailing, Transcript};
+use crate::runtime::history::{stored_program, Refused, Trailing, Transcript};
 use crate::runtime::{Execution, ExecutionLookup, Limits};
 use crate::tenant::Tenant;
 use crate::turn::{Dialect, Edits, JudgedCall, ModelTurn, Quiet, Unreadable};
@@ -64,15 +64,12 @@ impl Dialect for Responses {
         let reader = ItemReader::new(store, tenant);
         match minted_previous(request) {
             Some(exec_id) => {
-                let exec = store
-                    .get(tenant, &exec_id)
-                    .filter(|e| e.upstream_response.is_some())
-                    .ok_or_else(|| ProxyError::InvalidRequest(lost_previous(&exec_id)))?;
+                let (exec, previous) =
+                    stored_program(store, tenant, &exec_id, PREVIOUS, "a response")?;
                 if let Some(input) = request.input_mut() {
                     reader.rewrite_continued(input, &exec, limits);
                 }
-                let previous = exec.upstream_response.clone().unwrap_or_default();
-                request.set_field("previous_response_id", &Value::String(previous));
+                request.set_field(PREVIOUS, &Value::String(previous));
             }
             None => {
                 if let Some(input) = request.input_mut() {
@@ -190,16 +187,10 @@ impl Dialect for Responses {
 }
 
 /// The execution a minted `previous_response_id` names, if it names one.
-fn minted_previous(request: &ResponsesRequest) -> Option<String> {
-    let id: String = serde_json::from_str(request.field("previous_response_id")?.get()).ok()?;
-    super::embedded::minted_response(&id)
-}
+/// The field a continuation names the provider's stored answer by.
+const PREVIOUS: &str = "previous_response_id";
 
-fn lost_previous(exec_id: &str) -> String {
-    format!(
-        "`previous_response_id` names a response codemode-proxy minted for program `{exec_id}`, \
-         whose record it no longer holds (it restarted, or the record expired), or whose model \
-         turn the provider did not store; send the whole conversation as `input` (with \
-         `store: false`) instead"
-    )
+fn minted_previous(request: &ResponsesRequest) -> Option<String> {
+    let id: String = serde_json::from_str(request.field(PREVIOUS)?.get()).ok()?;
+    super::embedded::minted_response(&id)
 }

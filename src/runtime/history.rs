@@ -11,6 +11,7 @@
 //! walks here: [`trailing_entries`] and [`continue_entries`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -18,6 +19,7 @@ use serde_json::Value;
 use super::{
     may_name_minted, resolve_call_id, short_form, Execution, ExecutionLookup, Limits, MINTED_PREFIX,
 };
+use crate::error::ProxyError;
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
 
@@ -279,6 +281,34 @@ pub fn trailing_entries(
         results,
         calls,
     }))
+}
+
+/// The program a continuation of an answer the proxy minted goes on from,
+/// and the provider's stored answer that held its `run_code` (where the
+/// continuation is pointed back). `field` names what the client sent
+/// (`previous_response_id`), `answer` what it names ("a response"); a
+/// record lost or never stored is the 400 that says how to go on.
+pub fn stored_program(
+    store: &dyn ExecutionLookup,
+    tenant: &Tenant,
+    exec_id: &str,
+    field: &str,
+    answer: &str,
+) -> Result<(Arc<Execution>, String), ProxyError> {
+    store
+        .get(tenant, exec_id)
+        .and_then(|e| {
+            let upstream = e.upstream_response.clone()?;
+            Some((e, upstream))
+        })
+        .ok_or_else(|| {
+            ProxyError::InvalidRequest(format!(
+                "`{field}` names {answer} codemode-proxy minted for program `{exec_id}`, whose \
+                 record it no longer holds (it restarted, or the record expired), or whose model \
+                 turn the provider did not store; send the whole conversation as `input` (with \
+                 `store: false`) instead"
+            ))
+        })
 }
 
 /// The entries of a request that continues an answer the proxy minted for
