@@ -62,6 +62,8 @@ where
 
 mod idle;
 mod sse_tail;
+mod watched;
 
 pub use idle::{IdleBody, UpstreamIdle};
 pub use sse_tail::SseErrorTail;
+pub use watched::{Polled, Watch, Watched};

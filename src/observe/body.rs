@@ -1,97 +1,78 @@
 //! Body wrappers: the response body that finishes its request's ledger,
 //! and the upstream body that reads token usage on the side.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 
 use bytes::Bytes;
 use http::{header, Response};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use http_body_util::combinators::UnsyncBoxBody;
 use tracing::Span;
 
 use super::ledger::{self, RequestLedger};
 use super::usage::{Kind, Tokens, UsageScanner};
-use crate::body::{BoxedError, ProxyBody};
+use crate::body::{BoxedError, Polled, ProxyBody, Watch, Watched};
 
 // ---- ObservedBody ----
 
 /// A response body polled inside its request's span and ledger (a stream's
 /// later rounds run in these polls); its end, or its drop, finishes the
 /// ledger.
-pub struct ObservedBody {
-    inner: ProxyBody,
-    ledger: Arc<RequestLedger>,
-    span: Span,
-}
+pub type ObservedBody = Watched<ProxyBody, Observer>;
 
-impl ObservedBody {
-    /// Wraps `inner`.
-    pub fn new(inner: ProxyBody, ledger: Arc<RequestLedger>, span: Span) -> ObservedBody {
-        ObservedBody {
-            inner,
+/// Wraps `inner`.
+pub fn observed(inner: ProxyBody, ledger: Arc<RequestLedger>, span: Span) -> ObservedBody {
+    let ended = inner.is_end_stream();
+    Watched::new(
+        inner,
+        Observer {
             ledger,
             span,
+            ended,
+        },
+    )
+}
+
+/// What finishes a request's ledger with its response body.
+pub struct Observer {
+    ledger: Arc<RequestLedger>,
+    span: Span,
+    /// The body ended (a body the server never had to poll, empty, ends
+    /// before its first poll).
+    ended: bool,
+}
+
+impl Watch<BoxedError> for Observer {
+    fn around<R>(&mut self, poll: impl FnOnce(&mut Self) -> R) -> R {
+        let span = self.span.clone();
+        let _entered = span.enter();
+        let ledger = Arc::clone(&self.ledger);
+        ledger::sync_scope(&ledger, || poll(self))
+    }
+
+    fn seen(&mut self, polled: &Polled<BoxedError>, ended: bool) {
+        if let Poll::Ready(Some(Err(_))) = polled {
+            self.ledger.finish(false);
+        } else if ended {
+            self.ended = true;
+            self.ledger.finish(true);
         }
     }
 }
 
-impl Body for ObservedBody {
-    type Data = Bytes;
-    type Error = BoxedError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
-        let this = &mut *self;
-        let _entered = this.span.enter();
-        let inner = &mut this.inner;
-        ledger::sync_scope(&this.ledger, || {
-            let polled = Pin::new(&mut *inner).poll_frame(cx);
-            match &polled {
-                Poll::Ready(None) => this.ledger.finish(true),
-                Poll::Ready(Some(Err(_))) => this.ledger.finish(false),
-                Poll::Ready(Some(Ok(_))) if inner.is_end_stream() => this.ledger.finish(true),
-                _ => {}
-            }
-            polled
-        })
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-impl Drop for ObservedBody {
+impl Drop for Observer {
     fn drop(&mut self) {
-        // A body the server never had to poll (empty) ended all the same;
-        // any other dropped before its end means the client went away.
+        // Any body dropped before its end means the client went away.
         let _entered = self.span.enter();
-        let completed = self.inner.is_end_stream();
-        ledger::sync_scope(&self.ledger, || self.ledger.finish(completed));
+        ledger::sync_scope(&self.ledger, || self.ledger.finish(self.ended));
     }
 }
 
-// ---- UsageTap ----
+// ---- usage on the side ----
 
-pin_project_lite::pin_project! {
-    /// An upstream body whose usage is read as it passes; the frames are the
-    /// inner body's, untouched.
-    pub struct UsageTap<B> {
-        #[pin]
-        inner: B,
-        tap: Option<Tap>,
-    }
-}
-
-/// What a tapped body reads usage into.
+/// What reads an upstream body's usage as it passes; the frames are the
+/// body's, untouched.
 struct Tap {
     scanner: UsageScanner,
     ledger: Arc<RequestLedger>,
@@ -121,44 +102,18 @@ impl Tap {
     }
 }
 
-impl<B> Body for UsageTap<B>
-where
-    B: Body<Data = Bytes, Error = BoxedError>,
-{
-    type Data = Bytes;
-    type Error = BoxedError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
-        let mut this = self.project();
-        let polled = this.inner.as_mut().poll_frame(cx);
-        if let Some(tap) = this.tap {
-            match &polled {
-                Poll::Ready(Some(Ok(frame))) => {
-                    if let Some(data) = frame.data_ref() {
-                        if tap.scanner.push(data) {
-                            tap.report();
-                        }
-                    }
-                    if this.inner.is_end_stream() {
-                        tap.end();
-                    }
+impl Watch<BoxedError> for Tap {
+    fn seen(&mut self, polled: &Polled<BoxedError>, ended: bool) {
+        if let Poll::Ready(Some(Ok(frame))) = polled {
+            if let Some(data) = frame.data_ref() {
+                if self.scanner.push(data) {
+                    self.report();
                 }
-                Poll::Ready(None) => tap.end(),
-                _ => {}
             }
         }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        if ended {
+            self.end();
+        }
     }
 }
 
@@ -179,7 +134,10 @@ where
             done: false,
         })
     });
-    res.map(|inner| UnsyncBoxBody::new(UsageTap { inner, tap }))
+    match tap {
+        Some(tap) => res.map(|inner| UnsyncBoxBody::new(Watched::new(inner, tap))),
+        None => res.map(UnsyncBoxBody::new),
+    }
 }
 
 /// What to scan a body with these headers as, if it can be read.

@@ -91,6 +91,6 @@ pub(crate) fn respond(
             .headers
             .insert(&RESPONSE_CONTEXT_BYTES_SAVED, HeaderValue::from(saved));
     }
-    let body = UnsyncBoxBody::new(body::ObservedBody::new(body, ledger, span));
+    let body = UnsyncBoxBody::new(body::observed(body, ledger, span));
     Response::from_parts(parts, body)
 }

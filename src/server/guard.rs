@@ -16,11 +16,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+use crate::body::{Polled, Watch};
 use crate::config::ConnectionLimits;
 
 /// No read is pending an answer.
@@ -240,41 +241,18 @@ where
         let this = self.project();
         let res = std::task::ready!(this.inner.poll(cx))?;
         let token = this.token.take();
-        Poll::Ready(Ok(res.map(|inner| WatchedBody { inner, token })))
+        Poll::Ready(Ok(res.map(|inner| crate::body::Watched::new(inner, token))))
     }
 }
 
-pin_project! {
-    /// A response body that keeps its request in flight until it ends.
-    pub(crate) struct WatchedBody<B> {
-        #[pin]
-        inner: B,
-        token: Option<InFlight>,
-    }
-}
+/// A response body that keeps its request in flight until it ends.
+pub(crate) type WatchedBody<B> = crate::body::Watched<B, Option<InFlight>>;
 
-impl<B: Body<Data = Bytes>> Body for WatchedBody<B> {
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let this = self.project();
-        let res = this.inner.poll_frame(cx);
-        if matches!(res, Poll::Ready(None)) {
-            this.token.take();
+impl<E> Watch<E> for Option<InFlight> {
+    fn seen(&mut self, _polled: &Polled<E>, ended: bool) {
+        if ended {
+            self.take();
         }
-        res
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -1,18 +1,15 @@
 //! The `chat {model}` span of an upstream call, from the request that
 //! starts it to the end of the response body.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::Poll;
 
-use bytes::Bytes;
 use http::{Extensions, Request, Response, Uri};
-use http_body::{Body, Frame, SizeHint};
 use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Span;
 
 use super::TARGET;
-use crate::body::{BoxedError, ProxyBody};
+use crate::body::{Polled, ProxyBody, Watch, Watched};
 use crate::error::ProxyError;
 
 /// The `chat {model}` span of one upstream call, carried from the request
@@ -116,10 +113,7 @@ impl Round {
                     self.0.record("error.type", status.as_str());
                 }
                 let (mut parts, body) = res.into_parts();
-                let body = crate::body::boxed(SpanBody {
-                    inner: body,
-                    span: Some(self.0.clone()),
-                });
+                let body = crate::body::boxed(Watched::new(body, RoundSpan(Some(self.0.clone()))));
                 parts.extensions.insert(self);
                 Ok(Response::from_parts(parts, body))
             }
@@ -176,43 +170,26 @@ fn model_of(body: &[u8]) -> Option<String> {
     serde_json::from_slice::<Head>(body).ok()?.model
 }
 
-/// An upstream body that keeps its round's span open until it ends.
-struct SpanBody {
-    inner: ProxyBody,
-    span: Option<Span>,
-}
+/// What keeps an upstream body's round span open until the body ends,
+/// and marks it failed if the body breaks off.
+struct RoundSpan(Option<Span>);
 
-impl Body for SpanBody {
-    type Data = Bytes;
-    type Error = BoxedError;
+impl<E> Watch<E> for RoundSpan {
+    fn around<R>(&mut self, poll: impl FnOnce(&mut Self) -> R) -> R {
+        let span = self.0.clone();
+        let _entered = span.as_ref().map(Span::enter);
+        poll(self)
+    }
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxedError>>> {
-        let this = &mut *self;
-        let _entered = this.span.as_ref().map(Span::enter);
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        drop(_entered);
-        match &polled {
-            Poll::Ready(None) => this.span = None,
-            Poll::Ready(Some(Err(_))) => {
-                if let Some(span) = this.span.take() {
-                    span.record("otel.status_code", "error");
-                    span.record("error.type", "upstream_stream_broken");
-                }
+    fn seen(&mut self, polled: &Polled<E>, ended: bool) {
+        if let Poll::Ready(Some(Err(_))) = polled {
+            if let Some(span) = self.0.take() {
+                span.record("otel.status_code", "error");
+                span.record("error.type", "upstream_stream_broken");
             }
-            _ => {}
+        } else if ended {
+            self.0 = None;
         }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
