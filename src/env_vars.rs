@@ -29,7 +29,7 @@ pub const GEMINI_UPSTREAM: &str = "CODEMODE_GEMINI_UPSTREAM";
 pub const GEMINI_API_KEY: &str = "CODEMODE_GEMINI_API_KEY";
 /// Whether clients may pick preset or mode per request.
 pub const CLIENT_SELECT: &str = "CODEMODE_CLIENT_SELECT";
-/// Largest chat-completions request body the proxy reads.
+/// Largest request body the proxy reads on a judged route (every API) and a dry-run.
 pub const MAX_BODY_BYTES: &str = "CODEMODE_MAX_BODY_BYTES";
 /// Seconds to wait for upstream response headers (and a whole non-streamed body).
 pub const UPSTREAM_TIMEOUT_SECS: &str = "CODEMODE_UPSTREAM_TIMEOUT_SECS";

@@ -86,7 +86,7 @@ pub struct Config {
     pub gemini_api_key: Option<HeaderValue>,
     /// Per-request selection policy.
     pub client_select: ClientSelect,
-    /// Largest chat-completions body read.
+    /// Largest body read on a judged route (every API) and by a dry-run.
     pub max_body_bytes: usize,
     /// Upstream response timeout.
     pub upstream_timeout: Duration,

@@ -60,18 +60,22 @@ pub(crate) fn claiming(headers: &http::HeaderMap, query: Option<&str>) -> Option
         .find(|&api| (provider(api).claims)(headers, query))
 }
 
-/// The API a body sent with none named is written in (a dry-run's): the
-/// first that recognises it, else the first.
-pub(crate) fn sniff(body: &serde_json::Value) -> Api {
-    let recognises = |api: Api| match api {
+/// Whether a body sent with no API named (a dry-run's) is written in `api`.
+pub(crate) fn recognises(api: Api, body: &serde_json::Value) -> bool {
+    match api {
         Api::Chat => Chat::recognises(body),
         Api::Responses => Responses::recognises(body),
         Api::Messages => Messages::recognises(body),
         Api::Gemini => Gemini::recognises(body),
         Api::Interactions => Interactions::recognises(body),
-    };
+    }
+}
+
+/// The API a body sent with none named is written in (a dry-run's): the
+/// first that recognises it, else the first.
+pub(crate) fn sniff(body: &serde_json::Value) -> Api {
     Api::ALL
         .into_iter()
-        .find(|&api| recognises(api))
+        .find(|&api| recognises(api, body))
         .unwrap_or(Api::ALL[0])
 }

@@ -44,12 +44,7 @@ impl Round {
             error.type = Empty,
         );
         if !span.is_disabled() {
-            let model = if model_in_path {
-                model_in(uri.path())
-            } else {
-                model_of(body)
-            };
-            match model {
+            match model_named(model_in_path, uri.path(), body) {
                 Some(model) => {
                     span.record("otel.name", format!("chat {model}"));
                     span.record("gen_ai.request.model", model.as_str());
@@ -154,6 +149,17 @@ impl Round {
     }
 }
 
+/// The model a request names: in its path where its provider names it
+/// there, else (or where the path has none: Google's Interactions API, as
+/// the other APIs do) in its body.
+fn model_named(model_in_path: bool, path: &str, body: &[u8]) -> Option<String> {
+    if model_in_path {
+        model_in(path).or_else(|| model_of(body))
+    } else {
+        model_of(body)
+    }
+}
+
 /// The model a path names: `.../models/{model}:method`.
 fn model_in(path: &str) -> Option<String> {
     let (_, rest) = path.rsplit_once("/models/")?;
@@ -205,6 +211,23 @@ mod tests {
         );
         assert_eq!(model_in("/v1/chat/completions"), None);
         assert_eq!(model_in("/v1beta/models/:generateContent"), None);
+    }
+
+    #[test]
+    fn an_interaction_names_its_model_in_the_body_on_a_path_google_serves() {
+        let body = br#"{"model":"gemini-3-pro","input":"hi"}"#;
+        assert_eq!(
+            model_named(true, "/v1beta/interactions", body).as_deref(),
+            Some("gemini-3-pro")
+        );
+        assert_eq!(
+            model_named(true, "/v1beta/models/gemini-2.5-pro:generateContent", body).as_deref(),
+            Some("gemini-2.5-pro")
+        );
+        assert_eq!(
+            model_named(false, "/v1/chat/completions", body).as_deref(),
+            Some("gemini-3-pro")
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! JSON wire helpers: an ordered top-level object whose values stay raw.
 //!
-//! The proxy touches a handful of fields of a chat-completions body; the rest
+//! The proxy touches a handful of fields of a request body; the rest
 //! (and every message it does not change) is carried as the bytes the client
 //! sent, so unknown fields pass through and nothing is re-printed needlessly.
 

@@ -1,9 +1,10 @@
 //! `POST /codemode/dry-run`: what the model would see for a request, on
-//! any of the three wire APIs, without calling upstream.
+//! any of the wire APIs, without calling upstream.
 //!
-//! The dialect is the `dialect` query parameter (`chat`, `responses`,
-//! `messages`) when given; else the API a header names (an
-//! `anthropic-version` header means Messages); else the body tells (each
+//! The dialect is the `dialect` query parameter (an API's name,
+//! [`Api::as_str`]) when given; else the provider a header names (an
+//! `anthropic-version` header means Messages, `x-goog-api-key` one of
+//! Google's APIs, the body telling which); else the body tells (each
 //! dialect's `recognises`).
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use serde_json::{json, Value};
 use crate::api::Api;
 use crate::body::{full, ProxyBody};
 use crate::error::ProxyError;
+use crate::layer::dialects;
 use crate::layer::drivers::stores::RequestStores;
 use crate::layer::forward::read_client_body;
 use crate::layer::State;
@@ -136,12 +138,18 @@ fn pick(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Result<Api, Pr
                 ))
             });
     }
-    if let Some(api) = crate::layer::dialects::claiming(headers, None) {
-        return Ok(api);
-    }
     // A body that is not JSON is refused by the dialect's own reading.
     let body = serde_json::from_slice(body).unwrap_or(Value::Null);
-    Ok(crate::layer::dialects::sniff(&body))
+    if let Some(claimed) = dialects::claiming(headers, None) {
+        // A provider may serve more than one API (Google: the Gemini API
+        // and the Interactions API, one key header): the body tells which.
+        let provider = dialects::provider(claimed);
+        let theirs = Api::ALL.into_iter().find(|&api| {
+            std::ptr::eq(dialects::provider(api), provider) && dialects::recognises(api, &body)
+        });
+        return Ok(theirs.unwrap_or(claimed));
+    }
+    Ok(dialects::sniff(&body))
 }
 
 /// The tools on the wire, by name and type, in any dialect's shape (a
@@ -223,6 +231,13 @@ mod tests {
         let mut google = HeaderMap::new();
         google.insert("x-goog-api-key", HeaderValue::from_static("k"));
         assert_eq!(pick(None, &google, chat).unwrap(), Api::Gemini);
+        assert_eq!(pick(None, &google, gemini).unwrap(), Api::Gemini);
+        // Google's SDKs send their key header to both of Google's APIs.
+        let interactions = br#"{"model": "m", "input": "hi", "system_instruction": "x"}"#;
+        assert_eq!(
+            pick(None, &google, interactions).unwrap(),
+            Api::Interactions
+        );
         let mut anthropic = HeaderMap::new();
         anthropic.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
         assert_eq!(pick(None, &anthropic, chat).unwrap(), Api::Messages);
