@@ -76,11 +76,7 @@ pub fn client_turn(
     message.insert("content".into(), Value::Null);
     if first {
         message.insert("content".into(), json!(exec.assistant_content));
-        let turn = exec
-            .model_turn
-            .as_deref()
-            .map(serde_json::from_str::<Value>);
-        if let Some(Ok(Value::Object(fields))) = turn {
+        if let Some(Value::Object(fields)) = exec.kept_turn() {
             for (k, v) in fields {
                 if !matches!(
                     k.as_str(),

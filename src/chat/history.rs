@@ -331,11 +331,7 @@ fn missing_pair(exec_id: &str, content: &str) -> Vec<Value> {
 /// The assistant turn with the model's `run_code` call, as the model made
 /// it: its whole message as it arrived when the proxy kept one.
 pub fn run_code_turn(e: &Execution) -> Value {
-    if let Some(turn) = e
-        .model_turn
-        .as_deref()
-        .and_then(|t| serde_json::from_str(t).ok())
-    {
+    if let Some(turn) = e.kept_turn() {
         return turn;
     }
     let mut calls = vec![json!({"id": e.run_call_id, "type": "function",

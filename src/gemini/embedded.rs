@@ -24,11 +24,7 @@ pub fn client_answer(
     let start = range.start;
     let mut parts = Vec::new();
     if range.start == 0 && model_parts {
-        if let Some(Ok(turn)) = exec
-            .model_turn
-            .as_deref()
-            .map(serde_json::from_str::<Value>)
-        {
+        if let Some(turn) = exec.kept_turn() {
             parts.extend(
                 turn["parts"]
                     .as_array()
@@ -81,17 +77,13 @@ fn program_id<'a>(turn: &Value, run_call_id: &'a str) -> Option<&'a str> {
 /// did: by its id, or by name and place when it gave none) and the answers of calls denied beside it, then
 /// `carried` (parts the client sent beside the nested results).
 pub fn pair(e: &Execution, carried: &[Value]) -> Vec<Value> {
-    let turn = e
-        .model_turn
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<Value>(t).ok())
-        .unwrap_or_else(|| {
-            let mut parts = vec![json!({"functionCall": {"id": e.run_call_id,
+    let turn = e.kept_turn().unwrap_or_else(|| {
+        let mut parts = vec![json!({"functionCall": {"id": e.run_call_id,
                 "name": crate::mode::RUN_CODE, "args": {"code": e.code}},
                 "thoughtSignature": UNSIGNED})];
-            parts.extend(e.denied_calls.iter().cloned());
-            json!({"role": "model", "parts": parts})
-        });
+        parts.extend(e.denied_calls.iter().cloned());
+        json!({"role": "model", "parts": parts})
+    });
     let id = program_id(&turn, &e.run_call_id);
     let mut v = vec![turn];
     if let Some(outcome) = &e.outcome {

@@ -36,7 +36,7 @@ pub fn client_interaction(
 ) -> Value {
     let mut steps = Vec::new();
     if range.start == 0 && model_steps {
-        if let Some(Ok(Value::Array(turn))) = exec.model_turn.as_deref().map(serde_json::from_str) {
+        if let Some(Value::Array(turn)) = exec.kept_turn() {
             steps.extend(
                 turn.into_iter()
                     .filter(|s| !super::steps::is_judged_step(s)),

@@ -158,7 +158,7 @@ fn program_result(run_call_id: &str, outcome: Option<&str>) -> Value {
 
 /// The model's steps other than calls in a program's turn.
 fn model_steps(e: &Execution) -> Vec<Value> {
-    let Some(Ok(Value::Array(steps))) = e.model_turn.as_deref().map(serde_json::from_str) else {
+    let Some(Value::Array(steps)) = e.kept_turn() else {
         return Vec::new();
     };
     steps
@@ -182,7 +182,7 @@ pub fn pair(e: &Execution) -> Vec<Value> {
 /// included, their signatures with them), or rebuilt when the proxy kept
 /// none.
 fn run_code_turn(e: &Execution) -> Vec<Value> {
-    if let Some(Ok(Value::Array(steps))) = e.model_turn.as_deref().map(serde_json::from_str) {
+    if let Some(Value::Array(steps)) = e.kept_turn() {
         return steps;
     }
     let mut v = vec![super::steps::function_call(

@@ -73,6 +73,23 @@ pub(crate) struct State {
     pub(crate) admin_throttle: admin::Throttle,
 }
 
+impl State {
+    /// The mode and preset a request runs under (`crate::select`), by the
+    /// configured catalog and policy.
+    pub(crate) fn select(
+        &self,
+        headers: &http::HeaderMap,
+        path_preset: Option<&str>,
+    ) -> Result<crate::select::Selection, crate::error::ProxyError> {
+        crate::select::select(
+            headers,
+            path_preset,
+            &self.config.catalog,
+            self.config.client_select,
+        )
+    }
+}
+
 /// Mounts Code Mode in front of an upstream service.
 #[derive(Clone)]
 pub struct CodeModeLayer {

@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::observe::ledger::{RequestLedger, Route};
 use crate::route::{Endpoint, Routed};
-use crate::select::{select, split_preset_path};
+use crate::select::split_preset_path;
 
 /// The proxy as a tower service; built by [`super::CodeModeLayer`].
 #[derive(Clone)]
@@ -118,12 +118,7 @@ async fn route(
         } => {
             ledger.set_route(route_label(endpoint));
             ledger.set_provider(dialects::provider(endpoint.api).id);
-            let selection = select(
-                req.headers(),
-                preset,
-                &state.config.catalog,
-                state.config.client_select,
-            )?;
+            let selection = state.select(req.headers(), preset)?;
             ledger.select(&selection);
             let route = Judged {
                 path: path.to_owned(),
@@ -182,12 +177,7 @@ async fn route(
         _ if is_api => {
             ledger.set_route(Route::Passthrough);
             // Selection is checked so a mistyped preset path fails loudly here too.
-            let selection = select(
-                req.headers(),
-                path_preset,
-                &state.config.catalog,
-                state.config.client_select,
-            )?;
+            let selection = state.select(req.headers(), path_preset)?;
             ledger.select(&selection);
             let segments = crate::route::normalise(path);
             let (headers, query) = (req.headers(), req.uri().query());

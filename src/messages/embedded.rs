@@ -19,11 +19,7 @@ pub fn client_message(
 ) -> Value {
     let mut content = Vec::new();
     if range.start == 0 && model_blocks {
-        if let Some(Ok(turn)) = exec
-            .model_turn
-            .as_deref()
-            .map(serde_json::from_str::<Value>)
-        {
+        if let Some(turn) = exec.kept_turn() {
             content.extend(
                 turn["content"]
                     .as_array()
@@ -56,16 +52,12 @@ pub fn client_message(
 /// the program's output and the answers of calls denied beside it, then
 /// `carried` (blocks the client sent beside the nested results).
 pub fn pair(e: &Execution, carried: &[Value]) -> Vec<Value> {
-    let turn = e
-        .model_turn
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<Value>(t).ok())
-        .unwrap_or_else(|| {
-            let mut content = vec![json!({"type": "tool_use", "id": e.run_call_id,
+    let turn = e.kept_turn().unwrap_or_else(|| {
+        let mut content = vec![json!({"type": "tool_use", "id": e.run_call_id,
                 "name": crate::mode::RUN_CODE, "input": {"code": e.code}})];
-            content.extend(e.denied_calls.iter().cloned());
-            json!({"role": "assistant", "content": content})
-        });
+        content.extend(e.denied_calls.iter().cloned());
+        json!({"role": "assistant", "content": content})
+    });
     let mut v = vec![turn];
     if let Some(outcome) = &e.outcome {
         let error = outcome.starts_with("Error:");

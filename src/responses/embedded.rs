@@ -82,8 +82,7 @@ pub fn client_response(
     let first = range.start == 0 && model_items;
     let mut output = Vec::new();
     if first {
-        if let Some(Ok(Value::Array(items))) = exec.model_turn.as_deref().map(serde_json::from_str)
-        {
+        if let Some(Value::Array(items)) = exec.kept_turn() {
             output.extend(
                 items
                     .into_iter()

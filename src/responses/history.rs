@@ -140,7 +140,7 @@ fn is_output(item: &Value) -> bool {
 
 /// The ids of the model's items other than calls in a program's turn.
 fn model_item_ids(e: &Execution) -> Vec<String> {
-    let Some(Ok(Value::Array(items))) = e.model_turn.as_deref().map(serde_json::from_str) else {
+    let Some(Value::Array(items)) = e.kept_turn() else {
         return Vec::new();
     };
     items
@@ -203,7 +203,7 @@ pub fn pair(e: &Execution) -> Vec<Value> {
 /// The model's `run_code` turn: its output items as they arrived (reasoning
 /// items included), or rebuilt when the proxy kept none.
 fn run_code_turn(e: &Execution) -> Vec<Value> {
-    if let Some(Ok(Value::Array(items))) = e.model_turn.as_deref().map(serde_json::from_str) {
+    if let Some(Value::Array(items)) = e.kept_turn() {
         return items;
     }
     let mut v = vec![

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
-use crate::sdk::ToolSchema;
+use crate::sdk::{clip, ToolSchema};
 use crate::tools::{declared_items, Deferral, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::RawObject;
 
@@ -364,18 +364,6 @@ fn custom_description(tool: &Map<String, Value>, at: &str) -> Result<Option<Stri
         (Some(d), Some(n)) => Some(format!("{d}\n\n{n}")),
         (d, n) => d.or(n),
     })
-}
-
-/// `text` cut to at most `max` bytes on a character boundary.
-fn clip(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
 }
 
 /// The description and argument schema of a client-executed built-in: the

@@ -160,6 +160,12 @@ pub const MAX_PROGRAMS_PER_REQUEST: u32 = 8;
 pub const MINTED_PREFIX: &str = "cm_";
 
 impl Execution {
+    /// The model's `run_code` turn as the proxy kept it
+    /// ([`Execution::model_turn`]), read; `None` when none was kept.
+    pub fn kept_turn(&self) -> Option<serde_json::Value> {
+        serde_json::from_str(self.model_turn.as_deref()?).ok()
+    }
+
     /// A new execution of `code`, owned by `tenant`.
     pub fn new(
         tenant: Tenant,

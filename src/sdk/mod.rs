@@ -441,7 +441,7 @@ fn split_lines(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, and whether it was cut.
-fn clip(text: &str, max: usize) -> (&str, bool) {
+pub(crate) fn clip(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
         return (text, false);
     }

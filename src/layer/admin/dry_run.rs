@@ -21,7 +21,7 @@ use crate::layer::drivers::stores::RequestStores;
 use crate::layer::forward::read_client_body;
 use crate::layer::State;
 use crate::plan::ToolPlan;
-use crate::select::{select, Selection};
+use crate::select::Selection;
 use crate::tenant::Tenant;
 use crate::turn::Dialect;
 use crate::turn::WireRequest;
@@ -56,12 +56,7 @@ pub(crate) async fn dry_run(
     path_preset: Option<&str>,
     req: Request<ProxyBody>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    let selection = select(
-        req.headers(),
-        path_preset,
-        &state.config.catalog,
-        state.config.client_select,
-    )?;
+    let selection = state.select(req.headers(), path_preset)?;
     let (parts, body) = req.into_parts();
     let bytes = read_client_body(&parts.headers, body, state.config.max_body_bytes).await?;
     let api = pick(parts.uri.query(), &parts.headers, &bytes)?;
