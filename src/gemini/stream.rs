@@ -90,11 +90,9 @@ impl GeminiJudge {
         }
         // A chunk repeating a key is read differently by other clients: it
         // goes out written from the reading judged, never as it came.
-        let (chunk, repeated) = match parse_noting_repeats(data.as_bytes()) {
-            Ok((Value::Object(chunk), repeated)) => (chunk, repeated),
-            Ok((other, _)) => return Err(Unreadable::event(Some(&other))),
-            Err(_) => return Err(Unreadable::event(None)),
-        };
+        let parsed = parse_noting_repeats(data.as_bytes());
+        let repeated = parsed.as_ref().is_ok_and(|(_, repeated)| *repeated);
+        let chunk = Unreadable::event_object(parsed.map(|(chunk, _)| chunk))?;
         // Where a call could stand, the chunk is read whole before any of
         // it goes out: a shape the judge cannot read ends the stream.
         candidate_parts(&chunk)?;

@@ -31,8 +31,8 @@ use crate::plan::ToolPlan;
 use crate::sse::SseEvent;
 use crate::turn::shape;
 use crate::turn::{
-    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, Step, StreamTurn,
-    Unreadable,
+    self, refine, settle_end, AtEnd, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, Step,
+    StreamTurn, Unreadable,
 };
 
 mod ending;
@@ -198,11 +198,7 @@ impl InteractionsJudge {
             // after it goes out.
             return Ok(());
         }
-        let mut event = match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(event)) => event,
-            Ok(other) => return Err(Unreadable::event(Some(&other))),
-            Err(_) => return Err(Unreadable::event(None)),
-        };
+        let mut event = Unreadable::event_object(serde_json::from_str(data))?;
         check_event(&event)?;
         let kind = event
             .get("event_type")
@@ -375,21 +371,9 @@ impl InteractionsJudge {
         let judged = steps::judge_step(&whole, &self.plan);
         let slot = &mut self.turn.round.steps[pos];
         slot.done = true;
-        match (slot.client, judged) {
-            (Some(_), Some(call)) if !call.passed() => {
-                // Its start went out as something the rule lets through;
-                // the whole step is not: it never stops for the client.
-                tracing::warn!(target: "codemode::denial", "a streamed step turned into a withheld call at its end and was cut off");
-                slot.client = None;
-                slot.call = Some(call);
-            }
-            (Some(client), call) => {
-                slot.call = call;
-                event.insert("index".into(), json!(client));
-                self.emit(event, out);
-            }
-            (None, Some(call)) => slot.call = Some(refine(slot.call.take(), call)),
-            (None, None) => {}
+        if let AtEnd::Send(client) = settle_end(&mut slot.client, &mut slot.call, judged, "step") {
+            event.insert("index".into(), json!(client));
+            self.emit(event, out);
         }
     }
 

@@ -34,7 +34,8 @@ use super::{events, items, Messages};
 use crate::plan::ToolPlan;
 use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
 use crate::turn::{
-    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn, Unreadable,
+    self, refine, settle_end, AtEnd, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge,
+    StreamTurn, Unreadable,
 };
 
 // ---- one round's content blocks ----
@@ -273,15 +274,10 @@ impl MessagesJudge {
         if self.fast(&ev, data, out) {
             return Ok(());
         }
-        match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(event)) => {
-                check_event(&event)?;
-                self.on_object(event, out);
-                Ok(())
-            }
-            Ok(other) => Err(Unreadable::event(Some(&other))),
-            Err(_) => Err(Unreadable::event(None)),
-        }
+        let event = Unreadable::event_object(serde_json::from_str(data))?;
+        check_event(&event)?;
+        self.on_object(event, out);
+        Ok(())
     }
 
     fn on_object(&mut self, event: Map<String, Value>, out: &mut Vec<Bytes>) {
@@ -398,21 +394,10 @@ impl MessagesJudge {
             return;
         }
         block.done = true;
-        match (block.client, judged) {
-            (Some(_), Some(call)) if !call.passed() => {
-                // Its start went out as a call the rule lets through; the
-                // whole call is not: it never ends for the client.
-                tracing::warn!(target: "codemode::denial", "a streamed call turned into a withheld one at its end and was cut off");
-                block.client = None;
-                block.call = Some(call);
-            }
-            (Some(client), call) => {
-                block.call = call;
-                event.insert("index".into(), json!(client));
-                self.emit(event, out);
-            }
-            (None, Some(call)) => block.call = Some(refine(block.call.take(), call)),
-            (None, None) => {}
+        if let AtEnd::Send(client) = settle_end(&mut block.client, &mut block.call, judged, "block")
+        {
+            event.insert("index".into(), json!(client));
+            self.emit(event, out);
         }
     }
 

@@ -29,7 +29,8 @@ use super::{events, items, Responses};
 use crate::plan::ToolPlan;
 use crate::sse::{digits, is_event_name, named_event as frame, push_number, span_of, SseEvent};
 use crate::turn::{
-    self, refine, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge, StreamTurn, Unreadable,
+    self, refine, settle_end, AtEnd, Decision, JudgedCall, ModelTurn, RoundEnd, RoundJudge,
+    StreamTurn, Unreadable,
 };
 
 /// Event types the fast path leaves to the full judge: they open, close or
@@ -194,15 +195,10 @@ impl ResponsesJudge {
         if self.fast(data, out) {
             return Ok(());
         }
-        match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(event)) => {
-                check_event(&event)?;
-                self.on_object(event, out);
-                Ok(())
-            }
-            Ok(other) => Err(Unreadable::event(Some(&other))),
-            Err(_) => Err(Unreadable::event(None)),
-        }
+        let event = Unreadable::event_object(serde_json::from_str(data))?;
+        check_event(&event)?;
+        self.on_object(event, out);
+        Ok(())
     }
 
     fn on_object(&mut self, event: Map<String, Value>, out: &mut Vec<Bytes>) {
@@ -364,23 +360,14 @@ impl ResponsesJudge {
         let slot = &mut self.turn.round.items[pos];
         slot.item = item.clone();
         slot.done = true;
-        match (slot.client, judged) {
-            (Some(client), Some(call)) if !call.passed() => {
-                // Its start went out as something the rule lets through;
-                // the whole item is not: it never completes for the client.
-                tracing::warn!(target: "codemode::denial", "a streamed item turned into a withheld call at its end and was cut off");
-                slot.client = None;
-                slot.call = Some(call);
-                self.seen[client as usize] = None;
-            }
-            (Some(client), call) => {
-                slot.call = call;
+        match settle_end(&mut slot.client, &mut slot.call, judged, "item") {
+            AtEnd::CutOff(client) => self.seen[client as usize] = None,
+            AtEnd::Send(client) => {
                 self.seen[client as usize] = Some(item);
                 event.insert("output_index".into(), json!(client));
                 self.emit(event, out);
             }
-            (None, Some(call)) => slot.call = Some(refine(slot.call.take(), call)),
-            (None, None) => {}
+            AtEnd::Hidden => {}
         }
     }
 

@@ -111,6 +111,47 @@ pub fn refine(old: Option<JudgedCall>, new: JudgedCall) -> JudgedCall {
     }
 }
 
+/// What the end of a streamed entry (a block, an item, a step) comes to,
+/// the whole entry judged again: a client acts on the whole.
+#[derive(Debug, PartialEq)]
+pub enum AtEnd<C> {
+    /// Its end goes out, under the index the client knows it by.
+    Send(C),
+    /// Its start went out as something the rule lets through; the whole
+    /// is not: it never ends for the client.
+    CutOff(C),
+    /// The client never had it.
+    Hidden,
+}
+
+/// Settles a streamed entry at its end: `client` is the index its start
+/// went out under (`None`: withheld), `call` its judgment so far, `whole`
+/// the judgment of the whole entry, `entry` what the dialect calls one.
+pub fn settle_end<C: Copy>(
+    client: &mut Option<C>,
+    call: &mut Option<JudgedCall>,
+    whole: Option<JudgedCall>,
+    entry: &str,
+) -> AtEnd<C> {
+    match (*client, whole) {
+        (Some(c), Some(judged)) if !judged.passed() => {
+            tracing::warn!(target: "codemode::denial", entry, "a streamed {entry} turned into a withheld call at its end and was cut off");
+            *client = None;
+            *call = Some(judged);
+            AtEnd::CutOff(c)
+        }
+        (Some(c), judged) => {
+            *call = judged;
+            AtEnd::Send(c)
+        }
+        (None, Some(judged)) => {
+            *call = Some(refine(call.take(), judged));
+            AtEnd::Hidden
+        }
+        (None, None) => AtEnd::Hidden,
+    }
+}
+
 /// The turn in numbers: all [`decide`] reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {

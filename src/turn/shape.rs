@@ -59,6 +59,17 @@ impl Unreadable {
         }
     }
 
+    /// A stream event's data, read as the object it must be.
+    pub fn event_object(
+        parsed: serde_json::Result<Value>,
+    ) -> Result<serde_json::Map<String, Value>, Unreadable> {
+        match parsed {
+            Ok(Value::Object(event)) => Ok(event),
+            Ok(other) => Err(Unreadable::event(Some(&other))),
+            Err(_) => Err(Unreadable::event(None)),
+        }
+    }
+
     /// The same shape, read from further up: `at` goes before its path
     /// (a part checked on its own, then named in its answer).
     pub fn under(mut self, at: &[Step]) -> Unreadable {
