@@ -42,12 +42,7 @@ impl Respond for EchoModel {
 }
 
 async fn echo_model() -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(EchoModel)
-        .mount(&server)
-        .await;
+    let server = scripted::model_server(EchoModel).await;
     server
 }
 
