@@ -8,7 +8,7 @@
 //! signature). Claude Code is installed by tests/agents/install.sh; outside
 //! CI a missing Claude Code skips with a note.
 
-use crate::common::claude::{claude_ready, run_claude, workdir};
+use crate::common::claude::{claude_ready, run_claude, sees_run_code_and_the_sdk, workdir};
 use crate::common::messages_model::*;
 use crate::common::start;
 use serde_json::json;
@@ -80,19 +80,7 @@ async fn claude_code_runs_a_program_of_two_reads_through_the_proxy() {
     );
     for s in &turns {
         assert_eq!(s.status, 200, "{}", transcript.join("\n"));
-        let names: Vec<&str> = s.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t.get("type").is_none() || t["type"] == "custom")
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
-        let system = s.body["system"].to_string();
-        assert!(
-            system.contains("declare const tools"),
-            "the SDK is in system"
-        );
+        sees_run_code_and_the_sdk(&s.body);
     }
     let reads: Vec<_> = report["tools"]
         .as_array()

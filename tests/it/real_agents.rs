@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::common::agent_driver::{driver, summary};
-use crate::common::codex::agents_dir;
+use crate::common::codex::{agent_workdir, agents_dir, WorkDir};
 use crate::common::scripted::{model_server, openai_rules, provider_error, serve, transcript};
 use crate::common::*;
 use serde_json::{json, Value};
@@ -151,32 +151,11 @@ impl Run {
     }
 }
 
-/// A fresh directory holding `files`, removed when dropped.
-struct WorkDir(PathBuf);
-
-impl std::ops::Deref for WorkDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A fresh directory holding `files`, one per call.
 fn workdir(files: &[(&str, &str)]) -> WorkDir {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let dir = std::env::temp_dir().join(format!("cm-agents-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    WorkDir(dir)
+    agent_workdir("agents", &n.to_string(), files)
 }
 
 const FILES: [(&str, &str); 4] = [
