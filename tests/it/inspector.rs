@@ -249,15 +249,11 @@ async fn wrong_tokens_are_slowed_and_signing_out_is_a_post() {
     assert_eq!(res.status(), 303);
     let cleared = res.headers()["set-cookie"].to_str().unwrap();
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
-    let page = http
-        .get(proxy.url("/codemode/inspector"))
-        .header("cookie", &session)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = text_of(
+        http.get(proxy.url("/codemode/inspector"))
+            .header("cookie", &session),
+    )
+    .await;
     assert!(
         page.contains("method=\"post\" action=\"/codemode/inspector/logout\""),
         "{page}"

@@ -36,6 +36,11 @@ macro_rules! async_cases {
     )*};
 }
 
+/// The body of the answer to `req` (sent with a test's own client), as text.
+pub async fn text_of(req: reqwest::RequestBuilder) -> String {
+    req.send().await.unwrap().text().await.unwrap()
+}
+
 /// A client for the tests. reqwest is the one the OTLP exporter uses,
 /// whose TLS is rustls with no provider chosen: ring, as the proxy's,
 /// is installed as the process default first (whichever test comes first).
