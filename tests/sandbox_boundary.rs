@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 /// The model: runs the user's message as a program, answers with its result.
 struct EchoModel;
