@@ -382,7 +382,7 @@ async fn concurrent_resumes_with_the_same_results_get_the_same_next_step() {
         match status {
             200 => next.push(handed(&body["choices"][0]["message"])),
             409 | 503 => assert!(
-                error_message(&body).contains("again"),
+                error_message(body).contains("again"),
                 "a retryable refusal says so: {body}"
             ),
             other => panic!("unexpected {other}: {body}"),
@@ -661,7 +661,7 @@ fn redis_sent(redis: &RedisServer) -> u64 {
 fn assert_record_too_large(status: u16, body: &Value, names: &str) {
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["error"]["code"], "store_record_too_large", "{body}");
-    let text = error_message(&body);
+    let text = error_message(body);
     assert!(text.contains(names), "{text}");
 }
 
