@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 /// The model: runs the user's message as a program, answers with its result.
 struct EchoModel;
@@ -42,12 +41,7 @@ impl Respond for EchoModel {
 }
 
 async fn echo_model() -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(EchoModel)
-        .mount(&server)
-        .await;
+    let server = scripted::model_server(EchoModel).await;
     server
 }
 

@@ -6,51 +6,16 @@
 //! a `tool_use`'s `caller`). Each test checks what the scripted provider
 //! got and what the client got, JSON and SSE where an answer is judged.
 
-use crate::common::messages_model::{anthropic_usage, message_events};
-use crate::common::sse_client::payloads;
-use crate::common::{start, Proxy, Script};
+use crate::common::messages_model::{anthropic_proxy, handed, messages_provider};
+use crate::common::strs;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 const LOCKED: &[(&str, &str)] = &[
     ("CODEMODE_MODE", "code"),
     ("CODEMODE_CLIENT_SELECT", "deny"),
     ("CODEMODE_RUNTIME", "embedded"),
 ];
-
-/// A provider answering `POST /v1/messages` with `contents` in order, as
-/// JSON or as events.
-async fn provider(contents: Vec<(Vec<Value>, &str)>, stream: bool) -> MockServer {
-    let server = MockServer::start().await;
-    let answers = contents
-        .into_iter()
-        .enumerate()
-        .map(|(i, (content, stop))| {
-            let m = json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant",
-                       "model": "claude-test", "content": content, "stop_reason": stop,
-                       "stop_sequence": null, "usage": anthropic_usage(10, 2)});
-            if stream {
-                ResponseTemplate::new(200)
-                    .set_body_raw(message_events(&m).into_bytes(), "text/event-stream")
-            } else {
-                ResponseTemplate::new(200).set_body_json(m)
-            }
-        });
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(Script::new(answers.collect::<Vec<_>>()))
-        .mount(&server)
-        .await;
-    server
-}
-
-async fn proxy(server: &MockServer, vars: &[(&str, &str)]) -> Proxy {
-    let upstream = format!("{}/v1", server.uri());
-    let mut all = vars.to_vec();
-    all.push(("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()));
-    start(server, &all).await
-}
 
 /// The bodies the provider got.
 async fn bodies(server: &MockServer) -> Vec<Value> {
@@ -61,30 +26,6 @@ async fn bodies(server: &MockServer) -> Vec<Value> {
         .into_iter()
         .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
         .collect()
-}
-
-/// Every content block the client was handed, streamed or whole.
-async fn handed(proxy: &Proxy, body: &Value) -> Vec<Value> {
-    let res = proxy
-        .post(
-            "/v1/messages",
-            body,
-            &[("anthropic-version", "2023-06-01"), ("x-api-key", "k")],
-        )
-        .await;
-    let status = res.status();
-    let bytes = res.bytes().await.unwrap();
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
-    if body["stream"] == true {
-        return payloads(&bytes)
-            .into_iter()
-            .filter_map(|p| serde_json::from_str::<Value>(&p).ok())
-            .filter(|e| e["type"] == "content_block_start")
-            .map(|e| e["content_block"].clone())
-            .collect();
-    }
-    let m: Value = serde_json::from_slice(&bytes).unwrap();
-    m["content"].as_array().cloned().unwrap_or_default()
 }
 
 fn text(t: &str) -> Value {
@@ -113,7 +54,7 @@ async fn a_tool_reference_in_an_answer_reaches_the_client_only_for_a_tool_it_may
     for stream in [false, true] {
         let search = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
             "content": {"type": "tool_search_tool_search_result", "tool_references": []}});
-        let server = provider(
+        let server = messages_provider(
             vec![
                 (
                     vec![
@@ -137,7 +78,7 @@ async fn a_tool_reference_in_an_answer_reaches_the_client_only_for_a_tool_it_may
             stream,
         )
         .await;
-        let proxy = proxy(&server, LOCKED).await;
+        let proxy = anthropic_proxy(&server, LOCKED).await;
         let body = json!({"model": "claude-test", "max_tokens": 100, "stream": stream,
             "messages": [{"role": "user", "content": "fetch it"}], "tools": tools()});
         let blocks = handed(&proxy, &body).await;
@@ -186,8 +127,8 @@ fn captured(name: &str) -> Value {
 
 #[tokio::test]
 async fn claude_codes_history_after_its_tool_search_reaches_the_model_with_no_deferred_tool() {
-    let server = provider(vec![(vec![text("ok")], "end_turn")], true).await;
-    let proxy = proxy(&server, LOCKED).await;
+    let server = messages_provider(vec![(vec![text("ok")], "end_turn")], true).await;
+    let proxy = anthropic_proxy(&server, LOCKED).await;
     // ToolSearch loaded WebFetch: it is declared deferred, and ToolSearch's
     // result is a tool_reference to it.
     let body = captured("after_tool_search.json");
@@ -196,12 +137,7 @@ async fn claude_codes_history_after_its_tool_search_reaches_the_model_with_no_de
 
     let seen = bodies(&server).await;
     let sent = &seen[0];
-    let wire: Vec<&str> = sent["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let wire: Vec<&str> = strs(&sent["tools"], "name");
     assert_eq!(wire, ["run_code"]);
     let system = sent["system"].to_string();
     assert!(system.contains("WebFetch("), "the SDK shows it: {system}");
@@ -220,8 +156,8 @@ async fn claude_codes_history_after_its_tool_search_reaches_the_model_with_no_de
 
 #[tokio::test]
 async fn references_claude_code_echoes_from_the_models_turn_load_nothing_the_wire_lacks() {
-    let server = provider(vec![(vec![text("ok")], "end_turn")], true).await;
-    let proxy = proxy(&server, LOCKED).await;
+    let server = messages_provider(vec![(vec![text("ok")], "end_turn")], true).await;
+    let proxy = anthropic_proxy(&server, LOCKED).await;
     // The model's turn held a regex search's result naming WebFetch and a
     // reference to WebSearch; Claude Code sends both back as they came.
     let body = captured("after_echoed_reference_blocks.json");
@@ -243,7 +179,7 @@ async fn references_claude_code_echoes_from_the_models_turn_load_nothing_the_wir
 #[tokio::test]
 async fn a_program_that_runs_a_tool_search_reads_what_it_loaded() {
     let code = "return await tools.ToolSearch({query: 'select:WebFetch'});";
-    let server = provider(
+    let server = messages_provider(
         vec![
             (
                 vec![
@@ -257,7 +193,7 @@ async fn a_program_that_runs_a_tool_search_reads_what_it_loaded() {
         false,
     )
     .await;
-    let proxy = proxy(&server, LOCKED).await;
+    let proxy = anthropic_proxy(&server, LOCKED).await;
     let first = json!({"model": "claude-test", "max_tokens": 100, "tools": tools(),
         "messages": [{"role": "user", "content": "fetch it"}]});
     let blocks = handed(&proxy, &first).await;
@@ -311,7 +247,7 @@ async fn programmatic_tool_calling_reaches_no_collapsed_tool() {
         let programmatic = json!({"type": "tool_use", "id": "toolu_1", "name": "Read",
             "input": {"file_path": "a.txt"},
             "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}});
-        let server = provider(
+        let server = messages_provider(
             vec![
                 (
                     vec![
@@ -326,7 +262,7 @@ async fn programmatic_tool_calling_reaches_no_collapsed_tool() {
             stream,
         )
         .await;
-        let proxy = proxy(&server, LOCKED).await;
+        let proxy = anthropic_proxy(&server, LOCKED).await;
         let body = json!({"model": "claude-test", "max_tokens": 100, "stream": stream,
         "messages": [{"role": "user", "content": "read a.txt"}],
         "tools": [
@@ -347,12 +283,7 @@ async fn programmatic_tool_calling_reaches_no_collapsed_tool() {
         // client tool a program of the provider's could call.
         let wire = seen[0]["tools"].to_string();
         assert!(!wire.contains("allowed_callers"), "stream {stream}: {wire}");
-        let names: Vec<&str> = seen[0]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = strs(&seen[0]["tools"], "name");
         assert_eq!(names, ["run_code", "code_execution"], "stream {stream}");
         let answer = &seen[1]["messages"][2]["content"][0];
         assert_eq!(answer["tool_use_id"], "toolu_1", "stream {stream}");

@@ -269,14 +269,7 @@ async fn distinct_large_tool_sets_keep_memory_within_the_plan_budget_and_a_const
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
         most = most.max(resident(pid));
     }
-    let metrics = http
-        .get(format!("http://{addr}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = text_of(http.get(format!("http://{addr}/metrics"))).await;
     let plans: u64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("codemode_memory_store_bytes{store=\"plans\"} "))

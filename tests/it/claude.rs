@@ -8,10 +8,50 @@
 //! signature). Claude Code is installed by tests/agents/install.sh; outside
 //! CI a missing Claude Code skips with a note.
 
-use crate::common::claude::{claude_ready, run_claude, workdir};
+use crate::common::claude::{claude_ready, run_claude, sees_run_code_and_the_sdk, workdir};
 use crate::common::messages_model::*;
-use crate::common::start;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// How many times Claude Code ran `tool`, as its `report` lists them.
+fn times_ran(report: &Value, tool: &str) -> usize {
+    report["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["name"] == tool)
+        .count()
+}
+
+/// Claude Code, with `env`, run in `dir` on `prompts` through the proxy in
+/// code mode in front of `model`: its report, which has no error, and
+/// what the model saw (each request's status, path and refusal).
+async fn through_the_proxy(
+    model: &MessagesModel,
+    dir: &Path,
+    prompts: &[&str],
+    env: &[(&str, &str)],
+) -> (Value, Vec<String>) {
+    let server = model.serve().await;
+    let proxy = anthropic_proxy(
+        &server,
+        &[("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_MODE", "code")],
+    )
+    .await;
+    let base = proxy.url("");
+    let report = run_claude(base.trim_end_matches('/'), dir, prompts, env).await;
+    let transcript: Vec<String> = model
+        .seen()
+        .iter()
+        .map(|s| format!("{} {} {}", s.status, s.path, s.refusal))
+        .collect();
+    assert!(
+        report["error"].is_null(),
+        "claude failed: {report}\nthe model saw:\n{}",
+        transcript.join("\n")
+    );
+    (report, transcript)
+}
 
 #[tokio::test]
 async fn claude_code_runs_a_program_of_two_reads_through_the_proxy() {
@@ -33,35 +73,9 @@ async fn claude_code_runs_a_program_of_two_reads_through_the_proxy() {
         ],
         vec![json!({"type": "echo"})],
     ]);
-    let server = model.serve().await;
-    let upstream = format!("{}/v1", server.uri());
-    let proxy = start(
-        &server,
-        &[
-            ("CODEMODE_RUNTIME", "embedded"),
-            ("CODEMODE_MODE", "code"),
-            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
-        ],
-    )
-    .await;
-    let base = proxy.url("");
-    let report = run_claude(
-        base.trim_end_matches('/'),
-        &dir.0,
-        &["Show me a.txt and b.txt."],
-        &[],
-    )
-    .await;
+    let (report, transcript) =
+        through_the_proxy(&model, &dir.0, &["Show me a.txt and b.txt."], &[]).await;
     let seen = model.seen();
-    let transcript: Vec<String> = seen
-        .iter()
-        .map(|s| format!("{} {} {}", s.status, s.path, s.refusal))
-        .collect();
-    assert!(
-        report["error"].is_null(),
-        "claude failed: {report}\nthe model saw:\n{}",
-        transcript.join("\n")
-    );
     let answer = report["final"].as_str().unwrap_or("");
     assert!(
         answer.contains("alpha-1") && answer.contains("bravo-2"),
@@ -80,29 +94,10 @@ async fn claude_code_runs_a_program_of_two_reads_through_the_proxy() {
     );
     for s in &turns {
         assert_eq!(s.status, 200, "{}", transcript.join("\n"));
-        let names: Vec<&str> = s.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t.get("type").is_none() || t["type"] == "custom")
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
-        let system = s.body["system"].to_string();
-        assert!(
-            system.contains("declare const tools"),
-            "the SDK is in system"
-        );
+        sees_run_code_and_the_sdk(&s.body);
     }
-    let reads: Vec<_> = report["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t["name"] == "Read")
-        .collect();
     assert_eq!(
-        reads.len(),
+        times_ran(&report, "Read"),
         2,
         "Claude Code ran the two nested reads: {report}"
     );
@@ -132,43 +127,19 @@ async fn claude_code_with_tool_search_loads_a_tool_from_a_program() {
         ],
         vec![json!({"type": "echo"})],
     ]);
-    let server = model.serve().await;
-    let upstream = format!("{}/v1", server.uri());
-    let proxy = start(
-        &server,
-        &[
-            ("CODEMODE_RUNTIME", "embedded"),
-            ("CODEMODE_MODE", "code"),
-            ("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()),
-        ],
-    )
-    .await;
-    let base = proxy.url("");
-    let report = run_claude(
-        base.trim_end_matches('/'),
+    let (report, transcript) = through_the_proxy(
+        &model,
         &dir.0,
         &["Get ready to fetch a page."],
         &[("ENABLE_TOOL_SEARCH", "true")],
     )
     .await;
     let seen = model.seen();
-    let transcript: Vec<String> = seen
-        .iter()
-        .map(|s| format!("{} {} {}", s.status, s.path, s.refusal))
-        .collect();
-    assert!(
-        report["error"].is_null(),
-        "claude failed: {report}\nthe model saw:\n{}",
-        transcript.join("\n")
+    assert_eq!(
+        times_ran(&report, "ToolSearch"),
+        1,
+        "Claude Code ran ToolSearch: {report}"
     );
-    let searched: Vec<_> = report["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t["name"] == "ToolSearch")
-        .collect();
-    assert_eq!(searched.len(), 1, "Claude Code ran ToolSearch: {report}");
     let answer = report["final"].as_str().unwrap_or("");
     assert!(
         answer.contains("Loaded tool") && answer.contains("tools.WebFetch"),

@@ -19,12 +19,14 @@
 //! (method, path, query, headers, body) to `<dir>/claude.jsonl`, and the
 //! stream the model answers a call with to `<dir>/model_tool_use_stream.sse`.
 
+use crate::common::agent_driver::{dump_traffic, traffic};
 use crate::common::claude::{claude_ready, run_claude, workdir};
+use crate::common::mount;
+use crate::common::strs;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 // ---------------------------------------------------------- the model
 
@@ -161,63 +163,24 @@ async fn model_server(dir: &std::path::Path) -> MockServer {
 /// A model server whose model first calls ToolSearch when `search`.
 async fn server_with(dir: &std::path::Path, search: bool) -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages/count_tokens"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 1234})))
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(Model {
+    mount(
+        &server,
+        "POST",
+        "/v1/messages/count_tokens",
+        ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 1234})),
+    )
+    .await;
+    mount(
+        &server,
+        "POST",
+        "/v1/messages",
+        Model {
             file: dir.join("a.txt").display().to_string(),
             search,
-        })
-        .mount(&server)
-        .await;
+        },
+    )
+    .await;
     server
-}
-
-/// Every request the server received, as JSON lines for the dump.
-async fn requests(server: &MockServer) -> Vec<Value> {
-    let mut out = Vec::new();
-    for r in server.received_requests().await.unwrap_or_default() {
-        let mut headers = serde_json::Map::new();
-        for (k, v) in &r.headers {
-            headers.insert(
-                k.as_str().into(),
-                json!(String::from_utf8_lossy(v.as_bytes())),
-            );
-        }
-        let body = serde_json::from_slice(&r.body)
-            .unwrap_or_else(|_| json!(String::from_utf8_lossy(&r.body)));
-        out.push(json!({"method": r.method.as_str(), "path": r.url.path(),
-                        "query": r.url.query(), "headers": headers, "body": body}));
-    }
-    out
-}
-
-/// Appends `requests` to `$CLAUDE_TRAFFIC_DUMP/claude.jsonl` when set.
-fn dump(test: &str, requests: &[Value]) {
-    let Some(dir) = std::env::var_os("CLAUDE_TRAFFIC_DUMP") else {
-        return;
-    };
-    let dir = PathBuf::from(dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let text: String = requests
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r["test"] = json!(test);
-            format!("{r}\n")
-        })
-        .collect();
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("claude.jsonl"))
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .unwrap();
 }
 
 // ---------------------------------------------------------- the agent
@@ -302,8 +265,8 @@ async fn claude_code_reads_the_file_the_model_asks_for_and_answers_with_it() {
         &[],
     )
     .await;
-    let reqs = requests(&server).await;
-    dump("one_turn", &reqs);
+    let reqs = traffic(&server).await;
+    dump_traffic("claude", "one_turn", &reqs);
     if let Some(d) = std::env::var_os("CLAUDE_TRAFFIC_DUMP") {
         let (blocks, stop) = call(1, "Read", json!({"file_path": "a.txt"}));
         let sse = stream("msg_1", &json!("claude-sonnet-4-5"), &blocks, stop);
@@ -333,12 +296,7 @@ async fn claude_code_reads_the_file_the_model_asks_for_and_answers_with_it() {
 
     // With tool search on (the default) most tools are deferred: a few
     // loaded ones, ToolSearch, and a placeholder with defer_loading.
-    let names: Vec<&str> = first["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = strs(&first["tools"], "name");
     assert!(names.contains(&"ToolSearch"), "{names:?}");
     assert!(reqs[0]["headers"]["anthropic-beta"]
         .as_str()
@@ -398,8 +356,8 @@ async fn claude_code_without_tool_search_sends_every_tool_schema() {
         &[("ENABLE_TOOL_SEARCH", "false")],
     )
     .await;
-    let reqs = requests(&server).await;
-    dump("all_tools", &reqs);
+    let reqs = traffic(&server).await;
+    dump_traffic("claude", "all_tools", &reqs);
 
     assert_eq!(summary["error"], Value::Null, "{summary:#}");
     assert!(summary["final"].as_str().unwrap().contains(SECRET));
@@ -434,8 +392,8 @@ async fn claude_code_continue_resends_the_session_with_thinking_in_the_tool_loop
         &[],
     )
     .await;
-    let reqs = requests(&server).await;
-    dump("continue", &reqs);
+    let reqs = traffic(&server).await;
+    dump_traffic("claude", "continue", &reqs);
 
     assert_eq!(summary["error"], Value::Null, "{summary:#}");
     assert_eq!(summary["tools"].as_array().unwrap().len(), 2, "{summary:#}");
@@ -485,8 +443,8 @@ async fn claude_code_tool_search_answers_with_a_tool_reference_and_loads_the_too
     let dir = workdir("search", &[("a.txt", SECRET)]);
     let server = server_with(&dir.0, true).await;
     let summary = run_claude(&server.uri(), &dir.0, &["Read a.txt."], &[]).await;
-    let reqs = requests(&server).await;
-    dump("tool_search", &reqs);
+    let reqs = traffic(&server).await;
+    dump_traffic("claude", "tool_search", &reqs);
 
     assert_eq!(summary["error"], Value::Null, "{summary:#}");
     let names: Vec<&Value> = summary["tools"]

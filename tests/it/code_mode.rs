@@ -92,12 +92,7 @@ async fn undeclared_name_in_code_mode_is_unknown_without_a_route() {
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let got: Value = proxy.chat_json(&user_chat("go"), &[]).await;
     assert_eq!(got["choices"][0]["message"]["content"], "ok");
     let sent = received(&p).await;
     let denial = sent[1]["messages"].as_array().unwrap().last().unwrap()["content"]
@@ -122,12 +117,7 @@ async fn collapsed_call_with_broken_arguments_is_invalid_args() {
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let got: Value = proxy.chat_json(&user_chat("go"), &[]).await;
     assert!(call_names(&got).is_empty());
     let sent = received(&p).await;
     let denial = sent[1]["messages"].as_array().unwrap().last().unwrap()["content"]
@@ -165,12 +155,7 @@ async fn zero_repairs_means_one_upstream_request() {
     )])
     .await;
     let proxy = start(&p, &[("CODEMODE_MAX_REPAIRS", "0")]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let got: Value = proxy.chat_json(&user_chat("go"), &[]).await;
     assert!(call_names(&got).is_empty());
     assert_eq!(received(&p).await.len(), 1);
 }
@@ -189,12 +174,7 @@ async fn mixed_turn_sends_allowed_calls_and_splices_denials_into_the_next_reques
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let first: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let first: Value = proxy.chat_json(&user_chat("go"), &[]).await;
     assert_eq!(call_names(&first), vec!["run_code"]);
     assert_eq!(received(&p).await.len(), 1, "a mixed turn is not repaired");
 
@@ -206,19 +186,14 @@ async fn mixed_turn_sends_allowed_calls_and_splices_denials_into_the_next_reques
         assistant,
         {"role": "tool", "tool_call_id": "ok1", "content": "1"}
     ]));
-    let second: Value = proxy.chat(&next, &[]).await.json().await.unwrap();
+    let second: Value = proxy.chat_json(&next, &[]).await;
     assert_eq!(second["choices"][0]["message"]["content"], "done");
 
     let sent = received(&p).await;
     let m = sent[1]["messages"].as_array().unwrap();
     let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
     assert_eq!(roles, vec!["system", "user", "assistant", "tool", "tool"]);
-    let ids: Vec<&str> = m[2]["tool_calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = strs(&m[2]["tool_calls"], "id");
     assert_eq!(ids, vec!["ok1", "bad1"]);
     assert_eq!(m[3]["tool_call_id"], "ok1");
     assert_eq!(m[4]["tool_call_id"], "bad1");
@@ -236,12 +211,7 @@ async fn both_mode_presents_native_tools_and_run_code_and_passes_native_calls() 
     )])
     .await;
     let proxy = start(&p, &[("CODEMODE_MODE", "both")]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let got: Value = proxy.chat_json(&user_chat("go"), &[]).await;
     assert_eq!(call_names(&got), vec!["read"]);
     let sent = received(&p).await;
     assert_eq!(
@@ -297,11 +267,8 @@ async fn preset_deny_list_hides_a_tool_on_the_wire_and_at_the_executor() {
     .await;
     let proxy = start(&p, &[("CODEMODE_CONFIG", &file)]).await;
     let got: Value = proxy
-        .chat(&user_chat("go"), &[("x-codemode-preset", "no-shell")])
-        .await
-        .json()
-        .await
-        .unwrap();
+        .chat_json(&user_chat("go"), &[("x-codemode-preset", "no-shell")])
+        .await;
     assert_eq!(call_names(&got), vec!["read"]);
     let sent = received(&p).await;
     assert_eq!(wire_tool_names(&sent[0]), vec!["read", "write", "run_code"]);
@@ -395,9 +362,6 @@ async fn legacy_functions_are_refused_in_code_mode() {
     let res = proxy.chat(&body, &[]).await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
-    assert!(err["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("`functions`"));
+    assert!(error_message(&err).contains("`functions`"));
     assert!(received(&p).await.is_empty());
 }

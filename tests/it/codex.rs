@@ -7,10 +7,10 @@
 //! Responses API's rules on every input it gets. Codex is installed by
 //! tests/agents/install.sh; outside CI a missing Codex skips with a note.
 
-use crate::common::codex::{codex_ready, run_codex, workdir};
-use crate::common::responses_model::*;
+use crate::common::codex::{
+    codex_ready, run_codex, sees_run_code_only, two_commands_model, workdir,
+};
 use crate::common::start;
-use serde_json::json;
 
 #[tokio::test]
 async fn codex_runs_a_program_of_two_shell_commands_through_the_proxy() {
@@ -18,13 +18,7 @@ async fn codex_runs_a_program_of_two_shell_commands_through_the_proxy() {
         return;
     }
     let dir = workdir("proxy", &[("a.txt", "alpha-1"), ("b.txt", "bravo-2")]);
-    let code = "const a = await tools.exec_command({cmd: 'cat a.txt'});\n\
-                const b = await tools.exec_command({cmd: 'cat b.txt'});\n\
-                return [a, b].join('\\n---\\n');";
-    let model = ResponsesModel::new([
-        vec![reasoning("rs_1"), run_code_call("call_prog", code)],
-        vec![json!({"type": "echo"})],
-    ]);
+    let model = two_commands_model();
     let server = model.serve().await;
     let proxy = start(
         &server,
@@ -75,16 +69,7 @@ async fn codex_runs_a_program_of_two_shell_commands_through_the_proxy() {
     );
     for s in &seen {
         assert_eq!(s.status, 200, "{}", transcript.join("\n"));
-        let names: Vec<&str> = s.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| {
-                t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace"
-            })
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        sees_run_code_only(&s.body);
         let nested = s.body["input"]
             .as_array()
             .unwrap()

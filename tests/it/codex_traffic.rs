@@ -15,12 +15,12 @@
 //! `CODEX_TRAFFIC_DUMP=<dir>` appends every request Codex sent (method, path,
 //! headers, body) to `<dir>/codex.jsonl`.
 
+use crate::common::agent_driver::{dump_traffic, traffic};
 use crate::common::codex::{codex_ready, run_codex, workdir};
-use std::path::PathBuf;
+use crate::common::mount;
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 // ---------------------------------------------------------- the model
 
@@ -105,55 +105,8 @@ impl Respond for Model {
 /// recorded and answered 404.
 async fn model_server() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/responses"))
-        .respond_with(Model)
-        .mount(&server)
-        .await;
+    mount(&server, "POST", "/v1/responses", Model).await;
     server
-}
-
-/// Every request the server received, as JSON lines for the dump.
-async fn requests(server: &MockServer) -> Vec<Value> {
-    let mut out = Vec::new();
-    for r in server.received_requests().await.unwrap_or_default() {
-        let mut headers = serde_json::Map::new();
-        for (k, v) in &r.headers {
-            headers.insert(
-                k.as_str().into(),
-                json!(String::from_utf8_lossy(v.as_bytes())),
-            );
-        }
-        let body = serde_json::from_slice(&r.body)
-            .unwrap_or_else(|_| json!(String::from_utf8_lossy(&r.body)));
-        out.push(json!({"method": r.method.as_str(), "path": r.url.path(),
-                        "headers": headers, "body": body}));
-    }
-    out
-}
-
-/// Appends `requests` to `$CODEX_TRAFFIC_DUMP/codex.jsonl` when set.
-fn dump(test: &str, requests: &[Value]) {
-    let Some(dir) = std::env::var_os("CODEX_TRAFFIC_DUMP") else {
-        return;
-    };
-    let dir = PathBuf::from(dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let text: String = requests
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r["test"] = json!(test);
-            format!("{r}\n")
-        })
-        .collect();
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("codex.jsonl"))
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .unwrap();
 }
 
 // ---------------------------------------------------------- the agent
@@ -177,8 +130,8 @@ async fn codex_runs_the_models_command_and_answers_with_its_output() {
     let server = model_server().await;
     let dir = workdir("one", &[("a.txt", SECRET)]);
     let summary = codex(&server, &dir.0, &["Read a.txt and tell me what it says."]).await;
-    let reqs = requests(&server).await;
-    dump("one_turn", &reqs);
+    let reqs = traffic(&server).await;
+    dump_traffic("codex", "one_turn", &reqs);
 
     assert_eq!(summary["error"], Value::Null, "{summary:#}");
     let commands = summary["commands"].as_array().unwrap();
@@ -273,8 +226,8 @@ async fn codex_resume_continues_the_session_with_its_whole_history() {
     let server = model_server().await;
     let dir = workdir("two", &[("a.txt", SECRET)]);
     let summary = codex(&server, &dir.0, &["Read a.txt.", "Read it again."]).await;
-    let reqs = requests(&server).await;
-    dump("resume", &reqs);
+    let reqs = traffic(&server).await;
+    dump_traffic("codex", "resume", &reqs);
 
     assert_eq!(summary["error"], Value::Null, "{summary:#}");
     assert_eq!(

@@ -92,10 +92,7 @@ async fn the_parameter_or_an_anthropic_header_names_the_dialect() {
     let (status, v) = dry_run(&proxy, "?dialect=palm", &messages, &[]).await;
     assert_eq!(status, 400);
     assert_eq!(v["error"]["code"], "invalid_request");
-    assert!(v["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("chat, responses, messages, gemini"));
+    assert!(error_message(&v).contains("chat, responses, messages, gemini"));
 }
 
 #[tokio::test]

@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use wiremock::{Request, Respond, ResponseTemplate};
 
 use crate::common::inspector::{get, inspected_proxy, newest_execution, Api, TOKEN};
-use crate::common::messages_model::{fs_input_schema_tools, run_code_use, text, MessagesModel};
-use crate::common::responses_model::{fs_function_tools, run_code_call, said, ResponsesModel};
-use crate::common::{agent::fs_tools, call, scripted, sse_client, Proxy};
+use crate::common::messages_model::{run_code_use, text, MessagesModel};
+use crate::common::responses_model::{run_code_call, said, ResponsesModel};
+use crate::common::{call, scripted, sse_client, Proxy};
 
 /// Two reads at once, then one more: two batches handed out.
 const CODE: &str = "const [a, b] = await Promise.all([tools.read({path: 'a.txt'}), tools.read({path: 'b.txt'})]); const c = await tools.read({path: 'c.txt'}); return [a, b, c].join(' ');";
@@ -86,21 +86,7 @@ fn content(path: &str, nth: usize, twins: bool) -> String {
 /// One request of the agent; the status and the answer (a stream read
 /// back into the whole answer it stands for).
 async fn ask(proxy: &Proxy, api: Api, history: &[Value], stream: bool) -> (u16, Value) {
-    let (path, mut body) = match api {
-        Api::Chat => (
-            "/v1/chat/completions",
-            json!({"model": "gpt-test", "messages": history, "tools": fs_tools()}),
-        ),
-        Api::Responses => (
-            "/v1/responses",
-            json!({"model": "gpt-test", "input": history, "tools": fs_function_tools(), "store": false}),
-        ),
-        Api::Messages => (
-            "/v1/messages",
-            json!({"model": "claude-test", "max_tokens": 1024, "messages": history,
-                   "tools": fs_input_schema_tools()}),
-        ),
-    };
+    let (path, mut body) = api.request(history);
     if stream {
         body["stream"] = json!(true);
     }

@@ -2,9 +2,10 @@
 //! through `HTTPS_PROXY` (a CONNECT tunnel, TLS inside it end to end) and
 //! `HTTP_PROXY` (absolute-form), except for hosts `NO_PROXY` lists.
 
+use crate::common::binary::listening_on;
 use crate::common::forward_proxy;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -195,15 +196,7 @@ fn spawn(vars: &[(&str, &str)]) -> (Child, String) {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("the binary starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_owned();
+    let addr = listening_on(&mut child);
     (child, addr)
 }
 

@@ -336,7 +336,7 @@ async fn a_programs_parallel_calls_stream_one_call_per_chunk() {
         let proxy = proxy_for(&p, &[]).await;
         let body = json!({"model": "m", "messages": conversation("go"), "tools": fs_tools(),
                           "stream": true});
-        let bytes = proxy.chat(&body, &[]).await.bytes().await.unwrap();
+        let bytes = proxy.chat_bytes(&body, &[]).await;
         let chunks: Vec<Value> = common::sse_client::payloads(&bytes)
             .iter()
             .filter_map(|d| serde_json::from_str(d).ok())
@@ -402,7 +402,7 @@ async fn a_streamed_program_that_calls_no_tool_continues_the_same_stream() {
     let mut body =
         json!({"model": "m", "messages": conversation("go"), "tools": fs_tools(), "stream": true});
     body["stream_options"] = json!({"include_usage": true});
-    let bytes = proxy.chat(&body, &[]).await.bytes().await.unwrap();
+    let bytes = proxy.chat_bytes(&body, &[]).await;
     let view = common::sse_client::reassemble(&bytes);
     assert!(view.calls.is_empty(), "{:?}", view.calls);
     assert_eq!(
@@ -518,7 +518,7 @@ async fn native_mode_never_executes_run_code() {
     .await;
     let proxy = proxy_for(&p, &[("CODEMODE_MODE", "native")]).await;
     let body = json!({"model": "m", "messages": conversation("go"), "tools": fs_tools()});
-    let got: Value = proxy.chat(&body, &[]).await.json().await.unwrap();
+    let got: Value = proxy.chat_json(&body, &[]).await;
     assert_eq!(
         call_names(&got),
         vec!["run_code"],

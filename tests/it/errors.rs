@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 async fn error_of(res: reqwest::Response) -> (u16, Value) {
     let status = res.status().as_u16();
@@ -38,7 +37,7 @@ async fn missing_messages_is_a_400_that_says_so() {
     let proxy = start(&p, &[]).await;
     let (status, v) = error_of(proxy.chat(&json!({"model": "m"}), &[]).await).await;
     assert_eq!(status, 400);
-    assert!(v["error"]["message"].as_str().unwrap().contains("messages"));
+    assert!(error_message(&v).contains("messages"));
 }
 
 #[tokio::test]
@@ -76,19 +75,16 @@ async fn code_mode_without_a_client_run_code_is_a_400_naming_run_code() {
         (status, v["error"]["code"].as_str().unwrap()),
         (400, "run_code_missing")
     );
-    assert!(v["error"]["message"].as_str().unwrap().contains("run_code"));
+    assert!(error_message(&v).contains("run_code"));
 }
 
 #[tokio::test]
 async fn a_stream_request_answered_with_json_is_a_502_not_an_unchecked_relay() {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(calls_completion(vec![call("c", "read", "{}")], usage(1, 1))),
-        )
-        .mount(&p)
-        .await;
+    let p = scripted::model_server(
+        ResponseTemplate::new(200)
+            .set_body_json(calls_completion(vec![call("c", "read", "{}")], usage(1, 1))),
+    )
+    .await;
     let proxy = start(&p, &[]).await;
     let mut body = user_chat("hi");
     body["stream"] = json!(true);
@@ -102,11 +98,9 @@ async fn a_stream_request_answered_with_json_is_a_502_not_an_unchecked_relay() {
 #[tokio::test]
 async fn streaming_in_native_mode_passes_through() {
     let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n";
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
-        .mount(&p)
-        .await;
+    let p =
+        scripted::model_server(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+            .await;
     let proxy = start(&p, &[("CODEMODE_MODE", "native")]).await;
     let mut body = user_chat("hi");
     body["stream"] = json!(true);
@@ -119,15 +113,15 @@ async fn streaming_in_native_mode_passes_through() {
 async fn upstream_errors_reach_the_client_unchanged() {
     let p = MockServer::start().await;
     let body = r#"{"error":{"message":"slow down","type":"rate_limit","code":"rate_limited"}}"#;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "7")
-                .set_body_raw(body, "application/json"),
-        )
-        .mount(&p)
-        .await;
+    mount(
+        &p,
+        "POST",
+        "/v1/chat/completions",
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "7")
+            .set_body_raw(body, "application/json"),
+    )
+    .await;
     let proxy = start(&p, &[]).await;
     for mode in ["code", "native", "both"] {
         let res = proxy
@@ -141,16 +135,12 @@ async fn upstream_errors_reach_the_client_unchanged() {
 
 #[tokio::test]
 async fn upstream_5xx_in_a_repair_round_reaches_the_client_unchanged() {
-    let p = MockServer::start().await;
-    let script = Script::new([
+    let p = scripted::model_server(Script::new([
         ResponseTemplate::new(200)
             .set_body_json(calls_completion(vec![call("c", "read", "{}")], usage(1, 1))),
         ResponseTemplate::new(503).set_body_string("overloaded"),
-    ]);
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(script)
-        .mount(&p)
-        .await;
+    ]))
+    .await;
     let proxy = start(&p, &[]).await;
     let res = proxy.chat(&user_chat("hi"), &[]).await;
     assert_eq!(res.status(), 503);
@@ -171,19 +161,13 @@ async fn unreachable_upstream_is_a_502() {
         (status, v["error"]["code"].as_str().unwrap()),
         (502, "upstream_unreachable")
     );
-    assert!(v["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("CODEMODE_UPSTREAM"));
+    assert!(error_message(&v).contains("CODEMODE_UPSTREAM"));
 }
 
 #[tokio::test]
 async fn slow_upstream_is_a_504() {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
-        .mount(&p)
-        .await;
+    let p =
+        scripted::model_server(ResponseTemplate::new(200).set_delay(Duration::from_secs(3))).await;
     let proxy = start(&p, &[("CODEMODE_UPSTREAM_TIMEOUT_SECS", "1")]).await;
     let (status, v) = error_of(proxy.chat(&user_chat("hi"), &[]).await).await;
     assert_eq!(
@@ -194,11 +178,9 @@ async fn slow_upstream_is_a_504() {
 
 #[tokio::test]
 async fn upstream_that_answers_non_json_in_code_mode_is_a_502_and_nothing_unchecked_passes() {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("<html>gateway</html>"))
-        .mount(&p)
-        .await;
+    let p =
+        scripted::model_server(ResponseTemplate::new(200).set_body_string("<html>gateway</html>"))
+            .await;
     let proxy = start(&p, &[]).await;
     let (status, v) = error_of(proxy.chat(&user_chat("hi"), &[]).await).await;
     assert_eq!(

@@ -4,12 +4,12 @@
 //! checks what the provider got and what the client got, JSON and SSE.
 
 use crate::common;
-use crate::common::messages_model::{anthropic_usage, message_events};
+use crate::common::messages_model::{self, anthropic_proxy, messages_provider};
 use crate::common::responses_model::{
     fn_call, fs_function_tools, response, response_events, responses_usage, said,
 };
 use crate::common::sse_client::payloads;
-use crate::common::{start, Proxy, Script};
+use crate::common::{error_message, mount, start, Proxy, Script};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
@@ -215,7 +215,7 @@ async fn a_malformed_additional_tools_item_is_refused_naming_the_field() {
         let res = proxy.post("/v1/responses", &body, &[]).await;
         assert_eq!(res.status(), 400);
         let err: Value = res.json().await.unwrap();
-        let message = err["error"]["message"].as_str().unwrap();
+        let message = error_message(&err);
         assert!(message.contains("`input[1]"), "{message}");
     }
     assert!(bodies(&server, "/v1/responses").await.is_empty());
@@ -230,13 +230,7 @@ async fn a_tool_type_the_proxy_does_not_know_is_refused_in_code_mode_and_kept_in
     let res = locked.post("/v1/responses", &body, &[]).await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("`hologram`"),
-        "{err}"
-    );
+    assert!(error_message(&err).contains("`hologram`"), "{err}");
     let native = start(&server, &[("CODEMODE_MODE", "native")]).await;
     let res = native.post("/v1/responses", &body, &[]).await;
     assert_eq!(res.status(), 200);
@@ -320,61 +314,13 @@ async fn an_item_type_the_judge_does_not_know_is_withheld_and_answered() {
 }
 
 async fn messages_proxy(server: &MockServer) -> Proxy {
-    let upstream = format!("{}/v1", server.uri());
-    let mut vars = LOCKED.to_vec();
-    vars.push(("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()));
-    start(server, &vars).await
-}
-
-/// A provider answering `POST /v1/messages` with `contents` in order.
-async fn messages_provider(contents: Vec<(Vec<Value>, &str)>, stream: bool) -> MockServer {
-    let server = MockServer::start().await;
-    let answers = contents
-        .into_iter()
-        .enumerate()
-        .map(|(i, (content, stop))| {
-            let m = json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant",
-                       "model": "claude-test", "content": content, "stop_reason": stop,
-                       "stop_sequence": null, "usage": anthropic_usage(10, 2)});
-            if stream {
-                ResponseTemplate::new(200)
-                    .set_body_raw(message_events(&m).into_bytes(), "text/event-stream")
-            } else {
-                ResponseTemplate::new(200).set_body_json(m)
-            }
-        });
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(Script::new(answers.collect::<Vec<_>>()))
-        .mount(&server)
-        .await;
-    server
+    anthropic_proxy(server, LOCKED).await
 }
 
 /// Every block type and name a Messages client was handed.
 async fn messages_answer(proxy: &Proxy, body: &Value) -> Vec<String> {
-    let res = proxy
-        .post(
-            "/v1/messages",
-            body,
-            &[("anthropic-version", "2023-06-01"), ("x-api-key", "k")],
-        )
-        .await;
-    let status = res.status();
-    let bytes = res.bytes().await.unwrap();
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
-    let blocks: Vec<Value> = if body["stream"] == true {
-        payloads(&bytes)
-            .into_iter()
-            .filter_map(|p| serde_json::from_str::<Value>(&p).ok())
-            .filter(|e| e["type"] == "content_block_start")
-            .map(|e| e["content_block"].clone())
-            .collect()
-    } else {
-        let m: Value = serde_json::from_slice(&bytes).unwrap();
-        m["content"].as_array().cloned().unwrap_or_default()
-    };
-    blocks
+    messages_model::handed(proxy, body)
+        .await
         .iter()
         .map(|b| {
             format!(
@@ -460,10 +406,7 @@ async fn background_responses_are_refused_under_the_lock_and_pass_in_native_mode
     let res = locked.post("/v1/responses", &body, &[]).await;
     assert_eq!(res.status(), 400);
     let err: Value = res.json().await.unwrap();
-    assert!(err["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("background"));
+    assert!(error_message(&err).contains("background"));
     let res = locked.get("/v1/responses/resp_1", &[]).await;
     assert_eq!(res.status(), 403, "retrieval is refused too");
     let native = start(&server, &[("CODEMODE_MODE", "native")]).await;
@@ -522,10 +465,10 @@ async fn side_apis_are_refused_under_the_lock_in_their_own_shape_and_pass_in_nat
         let message = if anthropic {
             assert_eq!(err["type"], "error", "{verb} {at}: {err}");
             assert_eq!(err["error"]["type"], "permission_error");
-            err["error"]["message"].as_str().unwrap().to_owned()
+            error_message(&err).to_owned()
         } else {
             assert_eq!(err["error"]["code"], "route_locked", "{verb} {at}: {err}");
-            err["error"]["message"].as_str().unwrap().to_owned()
+            error_message(&err).to_owned()
         };
         assert!(
             message.contains("tool mode `code`") && message.contains("native"),
@@ -541,14 +484,14 @@ async fn side_apis_are_refused_under_the_lock_in_their_own_shape_and_pass_in_nat
 #[tokio::test]
 async fn input_tokens_are_counted_on_the_request_as_it_would_be_sent() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/responses/input_tokens"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"object": "response.input_tokens", "input_tokens": 42})),
-        )
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        "POST",
+        "/v1/responses/input_tokens",
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"object": "response.input_tokens", "input_tokens": 42})),
+    )
+    .await;
     let proxy = start(&server, LOCKED).await;
     let body = json!({"model": "m", "input": [user("hi"), additional_tools(json!([
         {"type": "function", "name": "grep", "parameters": {"type": "object"}}]))],
@@ -582,10 +525,7 @@ async fn reads_on_a_judged_route_carry_no_body() {
             .unwrap();
         assert_eq!(res.status(), 400, "{verb}");
         let err: Value = res.json().await.unwrap();
-        assert!(err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("takes no body"));
+        assert!(error_message(&err).contains("takes no body"));
     }
     assert!(server.received_requests().await.unwrap().is_empty());
 }
@@ -600,18 +540,14 @@ async fn a_bom_before_a_chat_stream_is_dropped_and_the_stream_judged() {
         common::sse_chunk("c2", json!({"role": "assistant", "content": "done"}), None),
         common::sse_chunk("c2", json!({}), Some("stop"))
     );
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(Script::new([
-            ResponseTemplate::new(200).set_body_raw(
-                [b"\xEF\xBB\xBF".to_vec(), first.into_bytes()].concat(),
-                "text/event-stream",
-            ),
-            ResponseTemplate::new(200).set_body_raw(second.into_bytes(), "text/event-stream"),
-        ]))
-        .mount(&server)
-        .await;
+    let server = common::scripted::model_server(Script::new([
+        ResponseTemplate::new(200).set_body_raw(
+            [b"\xEF\xBB\xBF".to_vec(), first.into_bytes()].concat(),
+            "text/event-stream",
+        ),
+        ResponseTemplate::new(200).set_body_raw(second.into_bytes(), "text/event-stream"),
+    ]))
+    .await;
     let proxy = start(&server, LOCKED).await;
     let mut body = common::chat_body(json!([{"role": "user", "content": "go"}]));
     body["stream"] = json!(true);
@@ -681,10 +617,7 @@ async fn a_transfer_coding_other_than_chunked_is_a_clean_502() {
         assert_eq!(res.status(), 502, "stream {stream}");
         let err: Value = res.json().await.unwrap();
         assert_eq!(err["error"]["code"], "upstream_invalid_response");
-        assert!(err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("transfer-encoding"));
+        assert!(error_message(&err).contains("transfer-encoding"));
     }
 }
 

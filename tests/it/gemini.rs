@@ -4,7 +4,8 @@
 //! in a header or the query, the routes it refuses, its error shape, and
 //! a program whose nested calls a client answers without echoing ids.
 
-use crate::common::{self, start, Script};
+use crate::common::gemini_model::declarations;
+use crate::common::{self, assert_event_stream, start, Script};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -117,16 +118,8 @@ async fn bodies(server: &MockServer) -> Vec<(String, Value)> {
 }
 
 fn wire_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|t| {
-            t["functionDeclarations"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
+    declarations(body)
+        .iter()
         .map(|d| d["name"].as_str().unwrap_or("").to_owned())
         .collect()
 }
@@ -193,11 +186,7 @@ async fn a_stream_hides_the_repaired_round_and_ends_with_every_rounds_usage() {
             &[("x-goog-api-key", "k")],
         )
         .await;
-    assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert_event_stream(&res);
     let text = res.text().await.unwrap();
     let chunks: Vec<Value> = text
         .replace("\r\n", "\n")

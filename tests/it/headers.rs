@@ -2,7 +2,7 @@
 
 use crate::common::*;
 use serde_json::Value;
-use wiremock::matchers::{method, path};
+use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 #[tokio::test]
@@ -116,7 +116,7 @@ async fn the_operator_key_is_spent_only_on_what_the_proxy_judges() {
         assert_eq!(res.status(), 401, "{m} {route}");
         let body: Value = res.json().await.unwrap();
         assert_eq!(body["error"]["code"], "own_credential_required", "{body}");
-        let message = body["error"]["message"].as_str().unwrap();
+        let message = error_message(&body);
         assert!(
             message.contains("CODEMODE_UPSTREAM_API_KEY") && message.contains("your own"),
             "{message}"
@@ -146,27 +146,26 @@ async fn the_operator_key_is_spent_only_on_what_the_proxy_judges() {
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["type"], "error", "{body}");
     assert_eq!(body["error"]["type"], "authentication_error");
-    assert!(body["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("CODEMODE_ANTHROPIC_API_KEY"));
+    assert!(error_message(&body).contains("CODEMODE_ANTHROPIC_API_KEY"));
 }
 
 #[tokio::test]
 async fn other_v1_endpoints_pass_through_with_query_method_and_body() {
     let p = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/v1/models"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_raw(r#"{"data":[{"id":"m"}]}"#, "application/json"),
-        )
-        .mount(&p)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/embeddings"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(r#"{"data":[]}"#, "application/json"))
-        .mount(&p)
-        .await;
+    mount(
+        &p,
+        "GET",
+        "/v1/models",
+        ResponseTemplate::new(200).set_body_raw(r#"{"data":[{"id":"m"}]}"#, "application/json"),
+    )
+    .await;
+    mount(
+        &p,
+        "POST",
+        "/v1/embeddings",
+        ResponseTemplate::new(200).set_body_raw(r#"{"data":[]}"#, "application/json"),
+    )
+    .await;
     let proxy = start(&p, &[]).await;
     let res = proxy.get("/v1/models?limit=2", &[]).await;
     assert_eq!(res.status(), 200);

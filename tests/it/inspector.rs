@@ -28,10 +28,7 @@ async fn without_the_admin_token_the_inspector_is_not_there() {
         assert_eq!(status, 404, "{path}: {body}");
         assert_eq!(body["error"]["code"], "not_found", "{path}");
         assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("CODEMODE_ADMIN_TOKEN"),
+            error_message(&body).contains("CODEMODE_ADMIN_TOKEN"),
             "the message says how to turn it on: {body}"
         );
     }
@@ -66,10 +63,7 @@ async fn the_api_refuses_a_missing_or_wrong_token_with_a_401_that_says_what_to_s
             let body: Value = res.json().await.unwrap();
             assert_eq!(body["error"]["code"], code, "{body}");
             assert_eq!(body["error"]["type"], "authentication_error");
-            assert!(body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("Authorization: Bearer"));
+            assert!(error_message(&body).contains("Authorization: Bearer"));
         }
     }
     let (status, _) = get(&proxy, "/codemode/api/executions", Some(TOKEN)).await;
@@ -255,15 +249,11 @@ async fn wrong_tokens_are_slowed_and_signing_out_is_a_post() {
     assert_eq!(res.status(), 303);
     let cleared = res.headers()["set-cookie"].to_str().unwrap();
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
-    let page = http
-        .get(proxy.url("/codemode/inspector"))
-        .header("cookie", &session)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = text_of(
+        http.get(proxy.url("/codemode/inspector"))
+            .header("cookie", &session),
+    )
+    .await;
     assert!(
         page.contains("method=\"post\" action=\"/codemode/inspector/logout\""),
         "{page}"
@@ -505,10 +495,7 @@ async fn an_execution_the_inspector_does_not_keep_is_a_404_that_says_why() {
     let proxy = inspected_proxy(&p, &[]).await;
     let (status, body) = get(&proxy, "/codemode/api/executions/99", Some(TOKEN)).await;
     assert_eq!(status, 404);
-    assert!(body["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("CODEMODE_INSPECTOR_MB"));
+    assert!(error_message(&body).contains("CODEMODE_INSPECTOR_MB"));
 }
 
 /// The first answer of a program of two reads: the proxy hands out `read a.txt`.

@@ -5,10 +5,9 @@
 //! it refuses, its error shapes and its route label.
 
 use crate::common::all_bodies;
-use crate::common::{self, start, Script};
+use crate::common::{self, error_message, mount, start, Script};
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 const ROUTE: &str = "/v1/interactions";
 
@@ -21,11 +20,7 @@ async fn provider(answers: Vec<Value>) -> MockServer {
             .into_iter()
             .map(|a| ResponseTemplate::new(200).set_body_json(a)),
     );
-    Mock::given(method("POST"))
-        .and(path(ROUTE))
-        .respond_with(json)
-        .mount(&server)
-        .await;
+    mount(&server, "POST", ROUTE, json).await;
     server
 }
 
@@ -243,13 +238,7 @@ async fn background_agents_and_bad_bodies_are_refused_in_googles_shape() {
         let (status, err) = post(&proxy, body.clone()).await;
         assert_eq!(status, 400, "{body}: {err}");
         assert_eq!(err["error"]["status"], "INVALID_ARGUMENT", "{err}");
-        assert!(
-            err["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("native mode"),
-            "{err}"
-        );
+        assert!(error_message(&err).contains("native mode"), "{err}");
     }
     let res = proxy
         .post_raw(ROUTE, "{not json", &[("x-goog-api-key", "g-key")])
@@ -310,11 +299,13 @@ async fn a_streamed_program_hands_its_call_out_as_step_events() {
         "data: {\"event_type\":\"interaction.completed\",\"interaction\":{\"id\":\"v1_u1\",\"status\":\"requires_action\",\"usage\":{\"total_input_tokens\":10,\"total_output_tokens\":3,\"total_tokens\":13}}}\n\n",
         "data: [DONE]\n\n",
     );
-    Mock::given(method("POST"))
-        .and(path(ROUTE))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(stream, "text/event-stream"))
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        "POST",
+        ROUTE,
+        ResponseTemplate::new(200).set_body_raw(stream, "text/event-stream"),
+    )
+    .await;
     let proxy = code_proxy(&server).await;
     let text = proxy
         .post(
@@ -382,13 +373,7 @@ async fn a_result_under_a_changed_id_is_refused_with_the_id_named() {
     let (status, err) = post(&proxy, result("my_own_id_1")).await;
     assert_eq!(status, 400, "{err}");
     assert_eq!(err["error"]["status"], "INVALID_ARGUMENT");
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("my_own_id_1"),
-        "{err}"
-    );
+    assert!(error_message(&err).contains("my_own_id_1"), "{err}");
     assert_eq!(
         all_bodies(&server).await.len(),
         1,

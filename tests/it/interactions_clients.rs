@@ -21,7 +21,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::agent_driver::{driver, ran_tools, summary};
+use crate::common::agent_driver::{driver, ran_tools, summary, without_callers_env};
 use crate::common::codex::{agents_dir, workdir};
 use crate::common::interactions_model::{self as im, InteractionsModel, Seen};
 use crate::common::{is_minted_shape, minted_ids_in, start, Proxy};
@@ -150,21 +150,10 @@ async fn drive(run: Run, base: &str, prompts: &[&str]) -> Value {
         .env("CODEMODE_AGENTS_DIR", agents_dir())
         .current_dir(&dir.0)
         .kill_on_drop(true);
-    // The caller's own keys, endpoints and models must not leak in.
-    for k in [
-        "GOOGLE_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-        "GOOGLE_GEMINI_BASE_URL",
-        "AGENT_MODEL",
-        "AGENT_STREAM",
-        "AGENT_STATELESS",
-        "AGENT_API_VERSION",
-    ] {
-        cmd.env_remove(k);
-    }
+    without_callers_env(
+        &mut cmd,
+        &["AGENT_STREAM", "AGENT_STATELESS", "AGENT_API_VERSION"],
+    );
     if run.stream {
         cmd.env("AGENT_STREAM", "1");
     }

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::common::{config, start_with, Proxy};
+use crate::common::{config, error_message, start_with, Proxy};
 
 const LOCKED: &[(&str, &str)] = &[
     ("CODEMODE_MODE", "code"),
@@ -531,7 +531,7 @@ async fn refusal_any_status(res: reqwest::Response, what: &str) -> String {
             "{what}: {err}"
         );
     }
-    err["error"]["message"].as_str().unwrap().to_owned()
+    error_message(&err).to_owned()
 }
 
 /// A Google client whose key rides in `?key=` (no `x-goog-api-key`) reads

@@ -5,7 +5,7 @@
 
 use crate::common::messages_model::*;
 use crate::common::sse_client::payloads;
-use crate::common::{start, Proxy};
+use crate::common::{error_message, start, Proxy};
 use serde_json::{json, Value};
 
 async fn proxy_for(server: &wiremock::MockServer, mode: &str) -> Proxy {
@@ -310,7 +310,7 @@ async fn proxy_errors_on_messages_routes_are_anthropic_shaped() {
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["type"], "error", "{err}");
     assert_eq!(err["error"]["type"], "invalid_request_error", "{err}");
-    assert!(err["error"]["message"].as_str().unwrap().len() > 10);
+    assert!(error_message(&err).len() > 10);
 }
 
 #[tokio::test]

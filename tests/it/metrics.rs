@@ -5,8 +5,7 @@
 use crate::common::agent::conversation;
 use crate::common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 /// The metrics text.
 pub(crate) async fn scrape(proxy: &Proxy) -> String {
@@ -180,14 +179,10 @@ async fn tokens_are_counted_on_a_native_streaming_passthrough_and_the_bytes_stay
     sse += &sse_chunk("s1", json!({"content": "lo"}), Some("stop"));
     sse += &sse_usage_chunk("s1", 17, 9);
     sse += "data: [DONE]\n\n";
-    let p = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_raw(sse.clone().into_bytes(), "text/event-stream"),
-        )
-        .mount(&p)
-        .await;
+    let p = scripted::model_server(
+        ResponseTemplate::new(200).set_body_raw(sse.clone().into_bytes(), "text/event-stream"),
+    )
+    .await;
     let proxy = start(&p, &[("CODEMODE_MODE", "native")]).await;
     let before = scrape(&proxy).await;
     let mut body = user_chat("hi");
@@ -217,13 +212,13 @@ async fn messages_stream_tokens_take_input_from_message_start_and_output_from_th
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
         .collect();
     let p = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_raw(sse.clone().into_bytes(), "text/event-stream"),
-        )
-        .mount(&p)
-        .await;
+    mount(
+        &p,
+        "POST",
+        "/v1/messages",
+        ResponseTemplate::new(200).set_body_raw(sse.clone().into_bytes(), "text/event-stream"),
+    )
+    .await;
     let anthropic = format!("{}/v1", p.uri());
     let proxy = start(
         &p,
@@ -267,11 +262,7 @@ async fn a_streamed_repair_counts_one_repair_one_denial_and_both_rounds_tokens()
     second += &sse_chunk("r2", json!({}), Some("stop"));
     second += &sse_usage_chunk("r2", 6, 2);
     second += "data: [DONE]\n\n";
-    let p = scripted::model_server(Script::new([
-        ResponseTemplate::new(200).set_body_raw(first.into_bytes(), "text/event-stream"),
-        ResponseTemplate::new(200).set_body_raw(second.into_bytes(), "text/event-stream"),
-    ]))
-    .await;
+    let p = scripted::streams([first, second]).await;
     let proxy = start(&p, &[]).await;
     let before = scrape(&proxy).await;
     let mut body = user_chat("read x");

@@ -3,11 +3,11 @@
 //! events, and never a byte of arguments, results, prompts or credentials.
 #![cfg(feature = "otel")]
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::agent::fs_tools;
+use crate::common::binary::listening_on;
 use crate::common::*;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -16,7 +16,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// Text that only arguments, results, prompts or credentials carry.
@@ -69,15 +69,7 @@ fn spawn(vars: &[(&str, &str)]) -> Binary {
     ));
     cmd.stderr(std::fs::File::create(&stderr).expect("a file for the binary's stderr"));
     let mut child = cmd.spawn().expect("the binary starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("no listening line, got {line:?}"))
-        .to_owned();
+    let addr = listening_on(&mut child);
     Binary {
         child,
         addr,
@@ -88,11 +80,7 @@ fn spawn(vars: &[(&str, &str)]) -> Binary {
 /// An OTLP/HTTP receiver: accepts `POST /v1/traces`.
 async fn receiver() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/traces"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&server)
-        .await;
+    mount(&server, "POST", "/v1/traces", ResponseTemplate::new(200)).await;
     server
 }
 

@@ -4,19 +4,20 @@
 //! (docs/security.md, "Routes").
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 use crate::common::all_bodies;
-use crate::common::start;
+use crate::common::{error_message, mount, start};
 
 async fn provider(at: &str, answer: Value) -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(at))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        "POST",
+        at,
+        ResponseTemplate::new(200).set_body_json(answer),
+    )
+    .await;
     server
 }
 
@@ -68,10 +69,7 @@ async fn a_message_thread_is_refused_with_the_code_clients_resend_whole_on() {
             err["error"]["details"]["error_code"],
             "thread_unsupported_request"
         );
-        assert!(err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("resend the whole conversation"));
+        assert!(error_message(&err).contains("resend the whole conversation"));
     }
     assert!(
         all_bodies(&server).await.is_empty(),
@@ -116,7 +114,7 @@ async fn a_conversation_or_stored_prompt_the_provider_keeps_is_refused_naming_th
         let res = locked.post("/v1/responses", &body, &[]).await;
         assert_eq!(res.status(), 400, "{field}");
         let err: Value = res.json().await.unwrap();
-        let message = err["error"]["message"].as_str().unwrap();
+        let message = error_message(&err);
         assert!(message.contains(&format!("`{field}`")), "{message}");
         assert!(message.contains("native mode"), "{message}");
     }
@@ -133,13 +131,13 @@ async fn a_compaction_is_judged_as_the_model_turn_it_is() {
             {"type":"compaction","id":"cmp_1","encrypted_content":"gAAA"}],
   "usage":{"input_tokens":10,"output_tokens":2,"total_tokens":12}}"#;
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/responses/compact"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_raw(compacted.as_bytes(), "application/json"),
-        )
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        "POST",
+        "/v1/responses/compact",
+        ResponseTemplate::new(200).set_body_raw(compacted.as_bytes(), "application/json"),
+    )
+    .await;
     let locked = start(
         &server,
         &[("CODEMODE_MODE", "code"), ("CODEMODE_RUNTIME", "embedded")],

@@ -138,6 +138,23 @@ async fn openai_python_agent_with_its_own_tools_gets_the_answer_through_run_code
     );
 }
 
+/// The program both agents' models write: c.txt from a.txt and b.txt.
+const COPY: &str = "const a = await tools.read({path: 'a.txt'});\n\
+                    const b = await tools.read({path: 'b.txt'});\n\
+                    await tools.write({path: 'c.txt', content: a + b});\n\
+                    return 'copied';";
+
+/// Asserts the agent's report of the copying program: its answer, the
+/// reads and the write it ran, and c.txt holding both files.
+fn assert_copied(report: &Value) {
+    assert_eq!(report["answer"], "c.txt now holds alphabravo.");
+    assert_eq!(
+        report["executed"],
+        serde_json::json!(["read", "read", "write"])
+    );
+    assert_eq!(report["files"]["c.txt"], "alphabravo");
+}
+
 /// The Python client's Responses API (`client.responses.create`, and
 /// `client.responses.stream`) with its own tool loop, stateless as Codex
 /// is: a program copies two files; the agent never sees `run_code`.
@@ -146,27 +163,18 @@ async fn responses_agent(stream: bool) {
     if !openai_ready() {
         return;
     }
-    let code = "const a = await tools.read({path: 'a.txt'});\n\
-                const b = await tools.read({path: 'b.txt'});\n\
-                await tools.write({path: 'c.txt', content: a + b});\n\
-                return 'copied';";
     let model = ResponsesModel::new([
         vec![
             reasoning("rs_1"),
             said("Copying."),
-            run_code_call("call_p", code),
+            run_code_call("call_p", COPY),
         ],
         vec![said("c.txt now holds alphabravo.")],
     ]);
     let server = model.serve().await;
     let proxy = start(&server, &[("CODEMODE_RUNTIME", "embedded")]).await;
     let report = run_python(&proxy, "responses_agent.py", stream).await;
-    assert_eq!(report["answer"], "c.txt now holds alphabravo.");
-    assert_eq!(
-        report["executed"],
-        serde_json::json!(["read", "read", "write"])
-    );
-    assert_eq!(report["files"]["c.txt"], "alphabravo");
+    assert_copied(&report);
     let seen = model.seen();
     assert_eq!(seen.len(), 2);
     assert!(seen.iter().all(|s| s.status == 200), "{seen:?}");
@@ -209,15 +217,11 @@ async fn anthropic_agent(stream: bool) {
     ) {
         return;
     }
-    let code = "const a = await tools.read({path: 'a.txt'});\n\
-                const b = await tools.read({path: 'b.txt'});\n\
-                await tools.write({path: 'c.txt', content: a + b});\n\
-                return 'copied';";
     let model = MessagesModel::new([
         vec![
             thinking("One program.", "sig-PY="),
             text("Copying."),
-            run_code_use("toolu_p", code),
+            run_code_use("toolu_p", COPY),
         ],
         vec![text("c.txt now holds alphabravo.")],
     ]);
@@ -245,12 +249,7 @@ async fn anthropic_agent(stream: bool) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "anthropic_agent.py failed: {stderr}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["answer"], "c.txt now holds alphabravo.");
-    assert_eq!(
-        report["executed"],
-        serde_json::json!(["read", "read", "write"])
-    );
-    assert_eq!(report["files"]["c.txt"], "alphabravo");
+    assert_copied(&report);
     let seen = model.seen();
     assert_eq!(seen.len(), 2);
     assert!(seen.iter().all(|s| s.status == 200), "{seen:?}");

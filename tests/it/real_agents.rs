@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::common::agent_driver::{driver, summary};
-use crate::common::codex::agents_dir;
+use crate::common::codex::{agent_workdir, agents_dir, WorkDir};
 use crate::common::scripted::{model_server, openai_rules, provider_error, serve, transcript};
 use crate::common::*;
 use serde_json::{json, Value};
@@ -151,32 +151,11 @@ impl Run {
     }
 }
 
-/// A fresh directory holding `files`, removed when dropped.
-struct WorkDir(PathBuf);
-
-impl std::ops::Deref for WorkDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A fresh directory holding `files`, one per call.
 fn workdir(files: &[(&str, &str)]) -> WorkDir {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let dir = std::env::temp_dir().join(format!("cm-agents-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    WorkDir(dir)
+    agent_workdir("agents", &n.to_string(), files)
 }
 
 const FILES: [(&str, &str); 4] = [
@@ -395,6 +374,18 @@ impl Model {
     }
 
     /// The provider's refusals, for assertion messages.
+    /// Asserts the agent's `report` has no error; the message shows the
+    /// provider's refusals and what the model saw.
+    fn assert_ran_without_error(&self, report: &Value) {
+        assert!(
+            report["error"].is_null(),
+            "{}\nprovider refusals: {:?}\nthe model saw:{}",
+            report["error"],
+            self.refusals(),
+            self.transcript()
+        );
+    }
+
     fn refusals(&self) -> Vec<String> {
         self.log()
             .into_iter()
@@ -451,24 +442,35 @@ async fn proxy_for(p: &MockServer) -> Proxy {
 
 // ---------------------------------------------------------- happy paths
 
+/// What a four-read program on `agent` starts from: a work directory with
+/// [`FILES`], the program reading a.txt to d.txt, the run's label (`what`,
+/// the agent, json or stream) and a run streaming as asked; none where the
+/// agent is not installed.
+fn four_reads(agent: Agent, stream: bool, what: &str) -> Option<(WorkDir, String, String, Run)> {
+    if !agent.ready() {
+        return None;
+    }
+    let dir = workdir(&FILES);
+    let code = sequential_reads(agent, &dir, &["a.txt", "b.txt", "c.txt", "d.txt"]);
+    let label = format!(
+        "{what}-{}-{}",
+        agent.name(),
+        if stream { "stream" } else { "json" }
+    );
+    let mut run = Run::new(agent);
+    run.stream = stream;
+    Some((dir, code, label, run))
+}
+
 /// A program with four sequential nested calls; the answer holds every file.
 async fn happy_path(agent: Agent, stream: bool) {
     happy_path_with(agent, stream, false).await;
 }
 
 async fn happy_path_with(agent: Agent, stream: bool, openai_provider: bool) {
-    if !agent.ready() {
+    let Some((dir, code, label, mut run)) = four_reads(agent, stream, "happy") else {
         return;
-    }
-    let dir = workdir(&FILES);
-    let code = sequential_reads(agent, &dir, &["a.txt", "b.txt", "c.txt", "d.txt"]);
-    let label = format!(
-        "happy-{}-{}",
-        agent.name(),
-        if stream { "stream" } else { "json" }
-    );
-    let mut run = Run::new(agent);
-    run.stream = stream;
+    };
     run.openai_provider = openai_provider;
     let (report, m) = run.go(&label, [run_code(code), Turn::Echo], &dir).await;
     assert!(
@@ -508,18 +510,9 @@ crate::async_cases! {
 /// user message must go on, and the model must see `run_code` with a result
 /// that says the program was interrupted.
 async fn step_limit_mid_program(agent: Agent, stream: bool) {
-    if !agent.ready() {
+    let Some((dir, code, label, mut run)) = four_reads(agent, stream, "step-limit") else {
         return;
-    }
-    let dir = workdir(&FILES);
-    let code = sequential_reads(agent, &dir, &["a.txt", "b.txt", "c.txt", "d.txt"]);
-    let label = format!(
-        "step-limit-{}-{}",
-        agent.name(),
-        if stream { "stream" } else { "json" }
-    );
-    let mut run = Run::new(agent);
-    run.stream = stream;
+    };
     run.max_steps = Some(2);
     run.prompts = vec![
         "Read the files a.txt to d.txt and tell me what they say.",
@@ -663,13 +656,7 @@ async fn mistral_program(parallel: bool) {
     let mut run = Run::new(agent);
     run.model = "mistral-large-latest";
     let (report, m) = run.go(&label, [run_code(code), Turn::Echo], &dir).await;
-    assert!(
-        report["error"].is_null(),
-        "{}\nprovider refusals: {:?}\nthe model saw:{}",
-        report["error"],
-        m.refusals(),
-        m.transcript()
-    );
+    m.assert_ran_without_error(&report);
     m.assert_saw_only_its_calls();
     let text = report["final"].as_str().unwrap_or("");
     for (_, content) in &FILES[..3] {
@@ -706,13 +693,7 @@ async fn opencode_program_resumes_after_an_image_result() {
     let (report, m) = run
         .go("image-opencode", [run_code(code), Turn::Echo], &dir)
         .await;
-    assert!(
-        report["error"].is_null(),
-        "{}\nprovider refusals: {:?}\nthe model saw:{}",
-        report["error"],
-        m.refusals(),
-        m.transcript()
-    );
+    m.assert_ran_without_error(&report);
     let text = report["final"].as_str().unwrap_or("");
     assert!(
         text.contains("alpha-1") && text.contains("bravo-2"),

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::common::agent::{conversation, fs_body, tool_result};
 use crate::common::binary::{spawn_proxy, Running};
-use crate::common::replica_turns::{self, ask_with_retry, started_on_a_continued_on_b, turn};
+use crate::common::replica_turns::{
+    self, ask_with_retry, native_answers, started_on_a_continued_on_b, turn,
+};
 use crate::common::responses_model::*;
 use crate::common::*;
 use redis_server::RedisServer;
@@ -218,7 +220,7 @@ async fn a_mixed_turn_answered_on_one_replica_is_continued_on_the_other() {
     ];
     let a = start(&p, &vars).await;
     let b = start(&p, &vars).await;
-    let first: Value = a.chat(&user_chat("go"), &[]).await.json().await.unwrap();
+    let first: Value = a.chat_json(&user_chat("go"), &[]).await;
     assert_eq!(call_names(&first), vec!["run_code"], "{first}");
     let assistant = first["choices"][0]["message"].clone();
     let messages = vec![
@@ -380,7 +382,7 @@ async fn concurrent_resumes_with_the_same_results_get_the_same_next_step() {
         match status {
             200 => next.push(handed(&body["choices"][0]["message"])),
             409 | 503 => assert!(
-                body["error"]["message"].as_str().unwrap().contains("again"),
+                error_message(body).contains("again"),
                 "a retryable refusal says so: {body}"
             ),
             other => panic!("unexpected {other}: {body}"),
@@ -494,32 +496,20 @@ async fn a_redis_outage_is_a_clear_503_and_heals_without_a_restart() {
     assert_eq!(res.headers()["retry-after"], "1");
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["code"], "store_unavailable", "{body}");
-    let text = body["error"]["message"].as_str().unwrap();
+    let text = error_message(&body);
     assert!(
         text.contains("Redis at redis://127.0.0.1") && text.contains("send the same request again"),
         "{text}"
     );
     // Native traffic and requests that need no record keep flowing.
-    let native = a
-        .chat(
-            &fs_body(&conversation("hi")),
-            &[("x-codemode-mode", "native")],
-        )
-        .await;
-    assert_eq!(native.status(), 200);
+    native_answers(&a).await;
     let (status, _) = ask(&a, &conversation("no program here")).await;
     assert_eq!(status, 200);
     // Alive, not ready.
     assert_eq!(get(&a, "/healthz").await.0, 200);
     let (status, retry, body) = get(&a, "/readyz").await;
     assert_eq!((status, retry.as_deref()), (503, Some("1")), "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Redis at"),
-        "{body}"
-    );
+    assert!(error_message(&body).contains("Redis at"), "{body}");
     // A replica started while Redis is down starts, and is not ready.
     let b = replica(&p, &redis, &[]).await;
     assert_eq!(get(&b, "/healthz").await.0, 200);
@@ -637,10 +627,7 @@ async fn a_rediss_url_to_a_server_without_tls_is_not_ready_and_does_not_crash() 
     let (status, retry, body) = get(&a, "/readyz").await;
     assert_eq!((status, retry.as_deref()), (503, Some("1")), "{body}");
     assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("rediss://127.0.0.1"),
+        error_message(&body).contains("rediss://127.0.0.1"),
         "{body}"
     );
     assert_eq!(get(&a, "/healthz").await.0, 200);
@@ -674,7 +661,7 @@ fn redis_sent(redis: &RedisServer) -> u64 {
 fn assert_record_too_large(status: u16, body: &Value, names: &str) {
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["error"]["code"], "store_record_too_large", "{body}");
-    let text = body["error"]["message"].as_str().unwrap();
+    let text = error_message(body);
     assert!(text.contains(names), "{text}");
 }
 

@@ -12,9 +12,9 @@ use crate::common::redis_ha;
 
 use std::time::{Duration, Instant};
 
-use crate::common::agent::{conversation, fs_body, tool_result};
+use crate::common::agent::{conversation, tool_result};
 use crate::common::replica_turns::{
-    ask_with_retry as ask, handed, retry_after, started_on_a_continued_on_b, turn,
+    ask_with_retry as ask, handed, native_answers, retry_after, started_on_a_continued_on_b, turn,
 };
 use crate::common::*;
 use redis_ha::RedisHa;
@@ -88,13 +88,7 @@ async fn failover_mid_conversation(mut ha: RedisHa) {
     let (status, retry) = readyz(&a).await;
     assert_eq!((status, retry.as_deref()), (503, Some("1")));
     // What does not need the store keeps flowing.
-    let native = a
-        .chat(
-            &fs_body(&conversation("hi")),
-            &[("x-codemode-mode", "native")],
-        )
-        .await;
-    assert_eq!(native.status(), 200);
+    native_answers(&a).await;
     // What needs it is a retryable 503, until the new master answers.
     let (status, retry, body) = ask(&b, &messages).await;
     let mut answer = None;

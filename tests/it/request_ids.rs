@@ -3,8 +3,7 @@
 
 use crate::common::*;
 use serde_json::json;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 /// The `x-request-id` of every request the provider received, in order.
 async fn upstream_ids(p: &MockServer) -> Vec<Option<String>> {
@@ -59,11 +58,7 @@ async fn a_streamed_repair_sends_the_id_on_the_later_round_too() {
     let mut second = sse_chunk("r2", json!({"role": "assistant", "content": "done"}), None);
     second += &sse_chunk("r2", json!({}), Some("stop"));
     second += "data: [DONE]\n\n";
-    let p = scripted::model_server(Script::new([
-        ResponseTemplate::new(200).set_body_raw(first.into_bytes(), "text/event-stream"),
-        ResponseTemplate::new(200).set_body_raw(second.into_bytes(), "text/event-stream"),
-    ]))
-    .await;
+    let p = scripted::streams([first, second]).await;
     let proxy = start(&p, &[]).await;
     let mut body = user_chat("read x");
     body["stream"] = json!(true);
@@ -163,15 +158,15 @@ async fn errors_carry_the_id() {
 #[tokio::test]
 async fn passthrough_sends_and_returns_the_id_and_keeps_the_providers_own() {
     let p = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/v1/models"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("x-request-id", "req_provider_9")
-                .set_body_json(json!({"data": []})),
-        )
-        .mount(&p)
-        .await;
+    mount(
+        &p,
+        "GET",
+        "/v1/models",
+        ResponseTemplate::new(200)
+            .insert_header("x-request-id", "req_provider_9")
+            .set_body_json(json!({"data": []})),
+    )
+    .await;
     let proxy = start(&p, &[]).await;
     let res = proxy
         .get("/v1/models", &[("x-request-id", "models-1")])

@@ -7,8 +7,7 @@ use crate::common::agent::fs_tools;
 use crate::common::sse_client::reassemble;
 use crate::common::*;
 use serde_json::{json, Value};
-use wiremock::matchers::path;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 const NATIVE: [&str; 4] = ["read", "write", "bash", "list"];
 
@@ -17,12 +16,46 @@ fn sse(body: impl Into<Vec<u8>>) -> ResponseTemplate {
 }
 
 async fn scripted(rounds: Vec<ResponseTemplate>) -> MockServer {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(Script::new(rounds))
-        .mount(&p)
-        .await;
-    p
+    scripted::model_server(Script::new(rounds)).await
+}
+
+/// The proxy (with `vars`) in front of a provider streaming `rounds`,
+/// asked for a stream of `user_chat("go")` with `headers`: the provider,
+/// and every byte the client received.
+async fn stream_go(
+    rounds: Vec<ResponseTemplate>,
+    vars: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> (MockServer, bytes::Bytes) {
+    let p = scripted(rounds).await;
+    let proxy = start(&p, vars).await;
+    let bytes = proxy.chat_bytes(&streamed(user_chat("go")), headers).await;
+    (p, bytes)
+}
+
+/// [`stream_go`], where no byte the client received could be read as a
+/// call to a native tool: the provider, and those bytes.
+async fn stream_judged(
+    rounds: Vec<ResponseTemplate>,
+    vars: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> (MockServer, bytes::Bytes) {
+    let (p, bytes) = stream_go(rounds, vars, headers).await;
+    assert_no_native(&lenient_stream_names(&bytes));
+    (p, bytes)
+}
+
+/// [`stream_go`] with whole `completions`: the provider, and the completion
+/// the client received.
+async fn ask_go(
+    completions: Vec<Value>,
+    vars: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> (MockServer, Value) {
+    let p = provider(completions).await;
+    let proxy = start(&p, vars).await;
+    let got = proxy.chat_json(&user_chat("go"), headers).await;
+    (p, got)
 }
 
 fn streamed(mut body: Value) -> Value {
@@ -35,10 +68,30 @@ fn chunk(id: &str, choices: Value) -> String {
     format!("data: {c}\n\n")
 }
 
-fn text_turn(id: &str, text: &str) -> String {
-    let mut s = sse_chunk(id, json!({"role": "assistant", "content": text}), None);
-    s += &sse_chunk(id, json!({}), Some("stop"));
+/// A chunk of stream `id` carrying `delta`.
+fn delta(id: &str, delta: Value) -> String {
+    sse_chunk(id, delta, None)
+}
+
+/// The chunk opening the assistant's message, with `content`.
+fn opening(id: &str, content: Value) -> String {
+    delta(id, json!({"role": "assistant", "content": content}))
+}
+
+/// A line written by hand (one no serializer writes), as an event.
+fn raw(line: &str) -> String {
+    format!("{line}\n\n")
+}
+
+/// A streamed turn: `events`, the chunk finishing it with `finish`, `[DONE]`.
+fn turn(id: &str, events: Vec<String>, finish: &str) -> String {
+    let mut s = events.concat();
+    s += &sse_chunk(id, json!({}), Some(finish));
     s + "data: [DONE]\n\n"
+}
+
+fn text_turn(id: &str, text: &str) -> String {
+    turn(id, vec![opening(id, json!(text))], "stop")
 }
 
 /// Every tool name a lenient client could read out of the bytes of a
@@ -118,6 +171,15 @@ fn last_message(body: &Value) -> Value {
 
 // ---- legacy function_call ----
 
+/// The content of the last message the model was re-asked with, which
+/// answers the legacy call to bash as a function message.
+fn function_answer(body: &Value) -> String {
+    let answer = last_message(body);
+    assert_eq!(answer["role"], "function");
+    assert_eq!(answer["name"], "bash");
+    answer["content"].as_str().unwrap().to_owned()
+}
+
 fn legacy_completion(name: &str, args: &str) -> Value {
     json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
            "choices": [{"index": 0, "finish_reason": "function_call",
@@ -128,18 +190,15 @@ fn legacy_completion(name: &str, args: &str) -> Value {
 
 #[tokio::test]
 async fn legacy_function_call_in_a_completion_is_withheld_and_answered_by_a_function_message() {
-    let p = provider([
-        legacy_completion("bash", r#"{"command":"ls"}"#),
-        text_completion("done", usage(1, 1)),
-    ])
+    let (p, got) = ask_go(
+        vec![
+            legacy_completion("bash", r#"{"command":"ls"}"#),
+            text_completion("done", usage(1, 1)),
+        ],
+        &[],
+        &[],
+    )
     .await;
-    let proxy = start(&p, &[]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
     assert_no_native(&lenient_json_names(&got));
     assert_eq!(got["choices"][0]["message"]["content"], "done");
     let sent = received(&p).await;
@@ -147,67 +206,49 @@ async fn legacy_function_call_in_a_completion_is_withheld_and_answered_by_a_func
     let msgs = sent[1]["messages"].as_array().unwrap();
     let assistant = &msgs[msgs.len() - 2];
     assert_eq!(assistant["function_call"]["name"], "bash");
-    let answer = last_message(&sent[1]);
-    assert_eq!(answer["role"], "function");
-    assert_eq!(answer["name"], "bash");
-    let content = answer["content"].as_str().unwrap();
+    let content = function_answer(&sent[1]);
     assert!(content.starts_with("UNKNOWN_TOOL:") && content.contains("await tools.bash"));
 }
 
 #[tokio::test]
 async fn legacy_function_call_in_a_stream_is_withheld_and_answered_by_a_function_message() {
-    let mut turn = sse_chunk("s1", json!({"role": "assistant", "content": null}), None);
-    turn += &sse_chunk(
+    let turn = turn(
         "s1",
-        json!({"function_call": {"name": "bash", "arguments": ""}}),
-        None,
+        vec![
+            opening("s1", json!(null)),
+            delta(
+                "s1",
+                json!({"function_call": {"name": "bash", "arguments": ""}}),
+            ),
+            delta(
+                "s1",
+                json!({"function_call": {"arguments": "{\"command\":\"ls\"}"}}),
+            ),
+        ],
+        "function_call",
     );
-    turn += &sse_chunk(
-        "s1",
-        json!({"function_call": {"arguments": "{\"command\":\"ls\"}"}}),
-        None,
-    );
-    turn += &sse_chunk("s1", json!({}), Some("function_call"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn), sse(text_turn("s2", "done"))]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let (p, bytes) = stream_judged(vec![sse(turn), sse(text_turn("s2", "done"))], &[], &[]).await;
     assert_eq!(reassemble(&bytes).text, "done");
     let sent = received(&p).await;
     assert_eq!(sent.len(), 2);
-    let answer = last_message(&sent[1]);
-    assert_eq!(answer["role"], "function");
-    assert_eq!(answer["name"], "bash");
-    assert!(answer["content"]
-        .as_str()
-        .unwrap()
-        .starts_with("UNKNOWN_TOOL:"));
+    assert!(function_answer(&sent[1]).starts_with("UNKNOWN_TOOL:"));
 }
 
 // ---- escaped keys ----
 
 #[tokio::test]
 async fn an_escaped_tool_calls_key_is_judged_like_the_plain_one() {
-    let mut turn = sse_chunk("e1", json!({"role": "assistant", "content": ""}), None);
-    turn += r#"data: {"id":"e1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool\u005fcalls":[{"index":0,"id":"call_e","type":"function","function":{"name":"bash","arguments":"{\"command\":\"id\"}"}}]},"finish_reason":null}]}"#;
-    turn += "\n\n";
-    turn += &sse_chunk("e1", json!({}), Some("tool_calls"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn), sse(text_turn("e2", "done"))]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let turn = turn(
+        "e1",
+        vec![
+            opening("e1", json!("")),
+            raw(
+                r#"data: {"id":"e1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool\u005fcalls":[{"index":0,"id":"call_e","type":"function","function":{"name":"bash","arguments":"{\"command\":\"id\"}"}}]},"finish_reason":null}]}"#,
+            ),
+        ],
+        "tool_calls",
+    );
+    let (p, bytes) = stream_judged(vec![sse(turn), sse(text_turn("e2", "done"))], &[], &[]).await;
     assert_eq!(reassemble(&bytes).text, "done");
     let sent = received(&p).await;
     assert_eq!(sent.len(), 2, "the model was asked again");
@@ -216,20 +257,17 @@ async fn an_escaped_tool_calls_key_is_judged_like_the_plain_one() {
 
 #[tokio::test]
 async fn an_escaped_function_call_key_is_judged_too() {
-    let mut turn = sse_chunk("e1", json!({"role": "assistant", "content": ""}), None);
-    turn += r#"data: {"id":"e1","choices":[{"index":0,"delta":{"\u0066unction_call":{"name":"bash","arguments":"{}"}},"finish_reason":null}]}"#;
-    turn += "\n\n";
-    turn += &sse_chunk("e1", json!({}), Some("function_call"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn), sse(text_turn("e2", "done"))]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let turn = turn(
+        "e1",
+        vec![
+            opening("e1", json!("")),
+            raw(
+                r#"data: {"id":"e1","choices":[{"index":0,"delta":{"\u0066unction_call":{"name":"bash","arguments":"{}"}},"finish_reason":null}]}"#,
+            ),
+        ],
+        "function_call",
+    );
+    let (p, _) = stream_judged(vec![sse(turn), sse(text_turn("e2", "done"))], &[], &[]).await;
     assert_eq!(received(&p).await.len(), 2);
 }
 
@@ -237,27 +275,23 @@ async fn an_escaped_function_call_key_is_judged_too() {
 
 #[tokio::test]
 async fn a_second_choice_in_a_chunk_never_reaches_the_client() {
-    let mut turn = chunk(
+    let turn = turn(
         "c1",
-        json!([{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": null},
-               {"index": 1, "delta": {"tool_calls": [{"index": 0, "id": "call_x", "type": "function",
-                   "function": {"name": "bash", "arguments": "{}"}}]}, "finish_reason": null}]),
+        vec![
+            chunk(
+                "c1",
+                json!([{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": null},
+                       {"index": 1, "delta": {"tool_calls": [{"index": 0, "id": "call_x", "type": "function",
+                           "function": {"name": "bash", "arguments": "{}"}}]}, "finish_reason": null}]),
+            ),
+            chunk(
+                "c1",
+                json!([{"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"name": "write", "arguments": "{}"}}]}, "finish_reason": null}]),
+            ),
+        ],
+        "stop",
     );
-    turn += &chunk(
-        "c1",
-        json!([{"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"name": "write", "arguments": "{}"}}]}, "finish_reason": null}]),
-    );
-    turn += &sse_chunk("c1", json!({}), Some("stop"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn), sse(text_turn("c2", "done"))]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let (_, bytes) = stream_judged(vec![sse(turn), sse(text_turn("c2", "done"))], &[], &[]).await;
     assert!(reassemble(&bytes).text.starts_with("hi"));
 }
 
@@ -270,14 +304,7 @@ async fn a_second_choice_in_a_completion_never_reaches_the_client() {
         .push(json!({"index": 1, "finish_reason": "tool_calls",
         "message": {"role": "assistant", "content": null,
                     "tool_calls": [call("call_x", "bash", "{}")]}}));
-    let p = provider([two]).await;
-    let proxy = start(&p, &[]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let (_, got) = ask_go(vec![two], &[], &[]).await;
     assert_no_native(&lenient_json_names(&got));
     assert_eq!(got["choices"].as_array().unwrap().len(), 1);
     assert_eq!(got["choices"][0]["message"]["content"], "hi");
@@ -317,10 +344,7 @@ async fn assert_refused_as_compressed(res: reqwest::Response) {
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["error"]["code"], "upstream_invalid_response");
     assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("content-encoding: gzip"),
+        error_message(&err).contains("content-encoding: gzip"),
         "{err}"
     );
 }
@@ -360,6 +384,9 @@ async fn a_gzip_completion_is_refused_and_identity_is_asked_for() {
 const NO_SHELL: &str =
     "[[preset]]\nname = \"no-shell\"\ntool_mode = \"native\"\ndeny = [\"bash\"]\n";
 
+/// The header choosing [`NO_SHELL`]'s preset.
+const NO_SHELL_PRESET: &[(&str, &str)] = &[("x-codemode-preset", "no-shell")];
+
 fn custom_call(id: &str, name: &str, input: &str) -> Value {
     json!({"id": id, "type": "custom", "custom": {"name": name, "input": input}})
 }
@@ -367,18 +394,15 @@ fn custom_call(id: &str, name: &str, input: &str) -> Value {
 #[tokio::test]
 async fn a_custom_call_to_a_hidden_tool_in_a_completion_is_denied() {
     let file = config_file("custom-json", NO_SHELL);
-    let p = provider([
-        calls_completion(vec![custom_call("c1", "bash", "ls")], usage(1, 1)),
-        calls_completion(vec![call("c2", "read", r#"{"path":"a"}"#)], usage(1, 1)),
-    ])
+    let (p, got) = ask_go(
+        vec![
+            calls_completion(vec![custom_call("c1", "bash", "ls")], usage(1, 1)),
+            calls_completion(vec![call("c2", "read", r#"{"path":"a"}"#)], usage(1, 1)),
+        ],
+        &[("CODEMODE_CONFIG", &file)],
+        NO_SHELL_PRESET,
+    )
     .await;
-    let proxy = start(&p, &[("CODEMODE_CONFIG", &file)]).await;
-    let got: Value = proxy
-        .chat(&user_chat("go"), &[("x-codemode-preset", "no-shell")])
-        .await
-        .json()
-        .await
-        .unwrap();
     assert_eq!(lenient_json_names(&got), vec!["read"]);
     let sent = received(&p).await;
     let answer = last_message(&sent[1]);
@@ -392,31 +416,27 @@ async fn a_custom_call_to_a_hidden_tool_in_a_completion_is_denied() {
 #[tokio::test]
 async fn a_custom_call_to_a_hidden_tool_in_a_stream_is_denied() {
     let file = config_file("custom-sse", NO_SHELL);
-    let mut turn = sse_chunk("u1", json!({"role": "assistant", "content": null}), None);
-    turn += &sse_chunk(
+    let turn = turn(
         "u1",
-        json!({"tool_calls": [{"index": 0, "id": "c1", "type": "custom", "custom": {"name": "bash", "input": ""}}]}),
-        None,
+        vec![
+            opening("u1", json!(null)),
+            delta(
+                "u1",
+                json!({"tool_calls": [{"index": 0, "id": "c1", "type": "custom", "custom": {"name": "bash", "input": ""}}]}),
+            ),
+            delta(
+                "u1",
+                json!({"tool_calls": [{"index": 0, "custom": {"input": "rm -rf /"}}]}),
+            ),
+        ],
+        "tool_calls",
     );
-    turn += &sse_chunk(
-        "u1",
-        json!({"tool_calls": [{"index": 0, "custom": {"input": "rm -rf /"}}]}),
-        None,
-    );
-    turn += &sse_chunk("u1", json!({}), Some("tool_calls"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn), sse(text_turn("u2", "done"))]).await;
-    let proxy = start(&p, &[("CODEMODE_CONFIG", &file)]).await;
-    let bytes = proxy
-        .chat(
-            &streamed(user_chat("go")),
-            &[("x-codemode-preset", "no-shell")],
-        )
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let (p, bytes) = stream_judged(
+        vec![sse(turn), sse(text_turn("u2", "done"))],
+        &[("CODEMODE_CONFIG", &file)],
+        NO_SHELL_PRESET,
+    )
+    .await;
     assert!(!String::from_utf8_lossy(&bytes).contains("rm -rf"));
     let sent = received(&p).await;
     assert_eq!(sent.len(), 2);
@@ -432,75 +452,59 @@ async fn a_custom_call_to_a_hidden_tool_in_a_stream_is_denied() {
 
 #[tokio::test]
 async fn a_later_delta_cannot_rename_an_allowed_call() {
-    let mut turn = sse_chunk(
+    let turn = turn(
         "r1",
-        json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "run_code", "arguments": ""}}]}),
-        None,
+        vec![
+            delta(
+                "r1",
+                json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "run_code", "arguments": ""}}]}),
+            ),
+            delta(
+                "r1",
+                json!({"tool_calls": [{"index": 0, "function": {"name": "bash", "arguments": "{}"}}]}),
+            ),
+            delta(
+                "r1",
+                json!({"tool_calls": [{"index": 0, "type": "custom", "custom": {"name": "bash", "input": ""}}]}),
+            ),
+        ],
+        "tool_calls",
     );
-    turn += &sse_chunk(
-        "r1",
-        json!({"tool_calls": [{"index": 0, "function": {"name": "bash", "arguments": "{}"}}]}),
-        None,
-    );
-    turn += &sse_chunk(
-        "r1",
-        json!({"tool_calls": [{"index": 0, "type": "custom", "custom": {"name": "bash", "input": ""}}]}),
-        None,
-    );
-    turn += &sse_chunk("r1", json!({}), Some("tool_calls"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn)]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let (_, bytes) = stream_judged(vec![sse(turn)], &[], &[]).await;
     assert_eq!(reassemble(&bytes).call_names(), vec!["run_code"]);
 }
 
 #[tokio::test]
 async fn a_whole_message_in_a_chunk_does_not_carry_calls_out() {
-    let mut turn = sse_chunk("m1", json!({"role": "assistant", "content": "a"}), None);
-    turn += &chunk(
+    let turn = turn(
         "m1",
-        json!([{"index": 0, "delta": {"tool_calls": []}, "finish_reason": null,
-                "message": {"role": "assistant", "tool_calls": [call("c1", "bash", "{}")]}}]),
+        vec![
+            opening("m1", json!("a")),
+            chunk(
+                "m1",
+                json!([{"index": 0, "delta": {"tool_calls": []}, "finish_reason": null,
+                        "message": {"role": "assistant", "tool_calls": [call("c1", "bash", "{}")]}}]),
+            ),
+        ],
+        "stop",
     );
-    turn += &sse_chunk("m1", json!({}), Some("stop"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn)]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    stream_judged(vec![sse(turn)], &[], &[]).await;
 }
 
 #[tokio::test]
 async fn nothing_after_an_upstream_error_event_carries_a_call() {
-    let mut turn = sse_chunk("x1", json!({"role": "assistant", "content": "a"}), None);
-    turn += "event: error\ndata: {\"message\": \"overloaded\"}\n\n";
-    turn += &sse_chunk(
-        "x1",
-        json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}),
-        None,
-    );
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn)]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    // No chunk finishes this turn: the stream ends at [DONE].
+    let turn = [
+        opening("x1", json!("a")),
+        raw("event: error\ndata: {\"message\": \"overloaded\"}"),
+        delta(
+            "x1",
+            json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}),
+        ),
+    ]
+    .concat()
+        + "data: [DONE]\n\n";
+    let (_, bytes) = stream_judged(vec![sse(turn)], &[], &[]).await;
     assert!(String::from_utf8_lossy(&bytes).contains("overloaded"));
 }
 
@@ -513,34 +517,24 @@ async fn an_error_chunk_loses_the_choices_it_carries() {
     )
     .replacen("{\"id\"", "{\"error\":{\"message\":\"boom\"},\"id\"", 1)
         + "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn)]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_no_native(&lenient_stream_names(&bytes));
+    let (_, bytes) = stream_judged(vec![sse(turn)], &[], &[]).await;
     assert!(String::from_utf8_lossy(&bytes).contains("boom"));
 }
 
 #[tokio::test]
 async fn a_chunk_only_a_lenient_parser_reads_is_not_forwarded() {
     // Python's json module reads NaN; serde does not.
-    let mut turn = sse_chunk("n1", json!({"role": "assistant", "content": "a"}), None);
-    turn += r#"data: {"id":"n1","x":NaN,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":null}]}"#;
-    turn += "\n\n";
-    turn += &sse_chunk("n1", json!({}), Some("stop"));
-    turn += "data: [DONE]\n\n";
-    let p = scripted(vec![sse(turn)]).await;
-    let proxy = start(&p, &[]).await;
-    let bytes = proxy
-        .chat(&streamed(user_chat("go")), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
+    let turn = turn(
+        "n1",
+        vec![
+            opening("n1", json!("a")),
+            raw(
+                r#"data: {"id":"n1","x":NaN,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":null}]}"#,
+            ),
+        ],
+        "stop",
+    );
+    let (_, bytes) = stream_go(vec![sse(turn)], &[], &[]).await;
     assert!(!String::from_utf8_lossy(&bytes).contains("bash"));
 }
 
@@ -549,44 +543,51 @@ async fn a_chunk_only_a_lenient_parser_reads_is_not_forwarded() {
 fn both_mode_turn(order: &[(&str, &str, &str)]) -> (Value, String) {
     let calls: Vec<Value> = order.iter().map(|(id, n, a)| call(id, n, a)).collect();
     let json = calls_completion(calls, usage(10, 5));
-    let mut sse = sse_chunk("b1", json!({"role": "assistant", "content": null}), None);
+    let mut events = vec![opening("b1", json!(null))];
     for (i, (id, name, args)) in order.iter().enumerate() {
-        sse += &sse_chunk(
+        events.push(delta(
             "b1",
             json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
-            None,
-        );
-        sse += &sse_chunk(
+        ));
+        events.push(delta(
             "b1",
             json!({"tool_calls": [{"index": i, "function": {"arguments": args}}]}),
-            None,
-        );
+        ));
     }
-    sse += &sse_chunk("b1", json!({}), Some("tool_calls"));
-    sse += "data: [DONE]\n\n";
-    (json, sse)
+    (json, turn("b1", events, "tool_calls"))
+}
+
+/// A provider answering `first`, then `text` in the same dialect: a
+/// stream's turn, or a whole completion.
+async fn first_then_text(first: ResponseTemplate, stream: bool, text: &str) -> MockServer {
+    let answer = if stream {
+        sse(text_turn("b2", text))
+    } else {
+        ResponseTemplate::new(200).set_body_json(text_completion(text, usage(1, 1)))
+    };
+    scripted(vec![first, answer]).await
+}
+
+/// A body of `messages` with the file tools, asking for a stream if `stream`.
+fn fs_chat(messages: &[Value], stream: bool) -> Value {
+    let mut body = json!({"model": "m", "messages": messages, "tools": fs_tools()});
+    if stream {
+        body["stream"] = json!(true);
+    }
+    body
 }
 
 /// The client's turn (calls, finish) and the next upstream request's
 /// messages and tools, for one dialect.
 async fn both_mode_round_trip(first: ResponseTemplate, stream: bool) -> (Value, Value) {
-    let answer = if stream {
-        sse(text_turn("b2", "read it"))
-    } else {
-        ResponseTemplate::new(200).set_body_json(text_completion("read it", usage(1, 1)))
-    };
-    let p = scripted(vec![first, answer]).await;
+    let p = first_then_text(first, stream, "read it").await;
     let proxy = start(
         &p,
         &[("CODEMODE_RUNTIME", "embedded"), ("CODEMODE_MODE", "both")],
     )
     .await;
     let mut messages = vec![json!({"role": "user", "content": "go"})];
-    let mut body = json!({"model": "m", "messages": messages, "tools": fs_tools()});
-    if stream {
-        body["stream"] = json!(true);
-    }
-    let res = proxy.chat(&body, &[]).await;
+    let res = proxy.chat(&fs_chat(&messages, stream), &[]).await;
     assert_eq!(res.status(), 200);
     let (calls, finish) = if stream {
         let bytes = res.bytes().await.unwrap();
@@ -609,11 +610,7 @@ async fn both_mode_round_trip(first: ResponseTemplate, stream: bool) -> (Value, 
     for c in &calls {
         messages.push(json!({"role": "tool", "tool_call_id": c["id"], "content": "file text"}));
     }
-    let mut body = json!({"model": "m", "messages": messages, "tools": fs_tools()});
-    if stream {
-        body["stream"] = json!(true);
-    }
-    let res = proxy.chat(&body, &[]).await;
+    let res = proxy.chat(&fs_chat(&messages, stream), &[]).await;
     assert_eq!(res.status(), 200);
     res.bytes().await.unwrap();
     let sent = received(&p).await;
@@ -672,18 +669,10 @@ async fn two_programs_in_one_turn_are_refused_alike_in_json_and_sse() {
         (ResponseTemplate::new(200).set_body_json(json_turn), false),
         (sse(sse_turn), true),
     ] {
-        let answer = if stream {
-            sse(text_turn("b2", "ok"))
-        } else {
-            ResponseTemplate::new(200).set_body_json(text_completion("ok", usage(1, 1)))
-        };
-        let p = scripted(vec![first, answer]).await;
+        let p = first_then_text(first, stream, "ok").await;
         let proxy = start(&p, &[("CODEMODE_RUNTIME", "embedded")]).await;
-        let mut body = json!({"model": "m", "messages": [{"role": "user", "content": "go"}], "tools": fs_tools()});
-        if stream {
-            body["stream"] = json!(true);
-        }
-        let res = proxy.chat(&body, &[]).await;
+        let go = [json!({"role": "user", "content": "go"})];
+        let res = proxy.chat(&fs_chat(&go, stream), &[]).await;
         assert_eq!(res.status(), 200);
         // A stream's repair runs while its body is read.
         res.bytes().await.unwrap();

@@ -5,7 +5,7 @@
 
 use crate::common::responses_model::*;
 use crate::common::sse_client::payloads;
-use crate::common::{start, Proxy};
+use crate::common::{error_message, start, Proxy};
 use serde_json::{json, Value};
 
 async fn proxy_for(server: &wiremock::MockServer, mode: &str) -> Proxy {
@@ -255,13 +255,7 @@ async fn a_minted_response_id_is_a_clear_404() {
     let res = proxy.get("/v1/responses/resp_cm_1a2bx00x00_0", &[]).await;
     assert_eq!(res.status(), 404);
     let err: Value = res.json().await.unwrap();
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("codemode-proxy"),
-        "{err}"
-    );
+    assert!(error_message(&err).contains("codemode-proxy"), "{err}");
 }
 
 /// A client that keeps its conversation at the provider (`store: true`,

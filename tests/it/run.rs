@@ -97,7 +97,7 @@ fn the_child_sees_none_of_the_proxys_secrets() {
     let home = Temp::new("secrets");
     let file = home.0.join("env");
     let script = format!("env > {}", file.display());
-    let out = run_cmd(
+    run_ok(
         &home.0,
         &["--", "sh", "-c", &script],
         &[
@@ -107,10 +107,7 @@ fn the_child_sees_none_of_the_proxys_secrets() {
             ("CODEMODE_MODE", "code"),
             ("OPENAI_API_KEY", "sk-user"),
         ],
-    )
-    .output()
-    .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    );
     let env = std::fs::read_to_string(&file).unwrap();
     for secret in [
         "sk-operator",
@@ -161,14 +158,11 @@ fn gemini_gets_the_proxys_root_and_a_home_of_its_own_with_the_users_settings() {
     std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
     let gemini = gemini.to_str().unwrap();
 
-    let out = run_cmd(
+    run_ok(
         &home.0,
         &["--", gemini],
         &[("CODEMODE_GEMINI_API_KEY", "operator-gemini-key")],
-    )
-    .output()
-    .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    );
     let got = std::fs::read_to_string(&seen).unwrap();
     let lines: Vec<&str> = got.lines().collect();
     assert_eq!(lines.len(), 7, "{got}");
@@ -209,17 +203,14 @@ fn gemini_gets_the_proxys_root_and_a_home_of_its_own_with_the_users_settings() {
     assert!(home.0.join(".gemini/trustedFolders.json").is_file());
 
     // The user's own key is theirs to send.
-    let out = run_cmd(
+    run_ok(
         &home.0,
         &["--", gemini],
         &[
             ("CODEMODE_GEMINI_API_KEY", "operator-gemini-key"),
             ("GEMINI_API_KEY", "user-gemini-key"),
         ],
-    )
-    .output()
-    .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    );
     let got = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(got.lines().nth(2), Some("user-gemini-key"), "{got}");
 }
@@ -243,8 +234,7 @@ fn claude_tool_search(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Stri
     std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut all = args.to_vec();
     all.extend(["--", claude.to_str().unwrap()]);
-    let out = run_cmd(home, &all, vars).output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    run_ok(home, &all, vars);
     std::fs::read_to_string(&seen).unwrap().trim().to_owned()
 }
 
@@ -373,20 +363,50 @@ fn sigterm_to_run_reaches_the_child() {
     );
 }
 
+/// `run` with `args` and `vars` to its end, which must be a success.
+fn run_ok(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let out = run_cmd(home, args, vars).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+/// A provider refusing every POST with `status` and `error`.
+async fn refusing(status: u16, error: serde_json::Value) -> wiremock::MockServer {
+    let provider = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(status).set_body_json(error))
+        .mount(&provider)
+        .await;
+    provider
+}
+
+/// The line of `run`'s stderr saying a provider refused the credential,
+/// when `script` (run by `sh -c` under `run` in `home`, the proxy with
+/// `vars`) sends a request with a wrong key; the run itself succeeds.
+async fn refusal_hint(home: &Path, script: &str, vars: &[(&str, &str)]) -> String {
+    let mut cmd = tokio::process::Command::from(run_cmd(home, &["--", "sh", "-c", script], vars));
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let hint = err
+        .lines()
+        .find(|l| l.contains("refused the credential"))
+        .unwrap_or_else(|| panic!("no hint: {err}"));
+    hint.to_owned()
+}
+
 /// A Gemini request the provider refuses (403, as Google answers one
 /// without a key): the hint names gemini-cli's variable and the proxy's.
 #[tokio::test]
 async fn a_refused_gemini_key_ends_the_run_with_the_variable_to_set() {
-    use wiremock::matchers::method;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
-    let provider = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(403).set_body_json(serde_json::json!({
+    let provider = refusing(
+        403,
+        serde_json::json!({
             "error": {"code": 403, "message": "Method doesn't allow unregistered callers.",
                       "status": "PERMISSION_DENIED"}
-        })))
-        .mount(&provider)
-        .await;
+        }),
+    )
+    .await;
     // The child is a shell script that calls the proxy with curl.
     if !crate::common::needs::programs(&["curl"], "apt-get install curl") {
         return;
@@ -395,18 +415,12 @@ async fn a_refused_gemini_key_ends_the_run_with_the_variable_to_set() {
     let script = "curl -s -o /dev/null -X POST \"$GOOGLE_GEMINI_BASE_URL/v1beta/models/gemini-2.5-pro:generateContent\" \
                   -H 'content-type: application/json' -H 'x-goog-api-key: wrong' \
                   -d '{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]}]}'";
-    let mut cmd = tokio::process::Command::from(run_cmd(
+    let hint = refusal_hint(
         &home.0,
-        &["--", "sh", "-c", script],
+        script,
         &[("CODEMODE_GEMINI_UPSTREAM", provider.uri().as_str())],
-    ));
-    let out = cmd.output().await.unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    let hint = err
-        .lines()
-        .find(|l| l.contains("refused the credential"))
-        .unwrap_or_else(|| panic!("no hint: {err}"));
+    )
+    .await;
     assert!(
         hint.contains("Gemini") && hint.contains("GEMINI_API_KEY"),
         "{hint}"
@@ -476,16 +490,14 @@ async fn a_refusal_names_the_provider_the_request_went_to_on_every_route() {
 
 #[tokio::test]
 async fn a_refused_credential_ends_the_run_with_the_variable_to_set() {
-    use wiremock::matchers::method;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
-    let provider = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(401).set_body_json(serde_json::json!({
+    let provider = refusing(
+        401,
+        serde_json::json!({
             "type": "error",
             "error": {"type": "authentication_error", "message": "invalid x-api-key"}
-        })))
-        .mount(&provider)
-        .await;
+        }),
+    )
+    .await;
     // The child is a shell script that calls the proxy with curl.
     if !crate::common::needs::programs(&["curl"], "apt-get install curl") {
         return;
@@ -495,18 +507,12 @@ async fn a_refused_credential_ends_the_run_with_the_variable_to_set() {
     let script = "curl -s -o /dev/null -X POST \"$ANTHROPIC_BASE_URL/v1/messages\" \
                   -H 'content-type: application/json' -H 'x-api-key: wrong' \
                   -d '{\"model\":\"m\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'";
-    let mut cmd = tokio::process::Command::from(run_cmd(
+    let hint = refusal_hint(
         &home.0,
-        &["--", "sh", "-c", script],
+        script,
         &[("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str())],
-    ));
-    let out = cmd.output().await.unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    let hint = err
-        .lines()
-        .find(|l| l.contains("refused the credential"))
-        .unwrap_or_else(|| panic!("no hint: {err}"));
+    )
+    .await;
     assert!(
         hint.contains("Anthropic") && hint.contains("ANTHROPIC_API_KEY"),
         "{hint}"

@@ -14,8 +14,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::claude::{claude_bin, claude_ready};
-use crate::common::codex::{agents_dir, codex_ready, WorkDir};
+use crate::common::claude::{claude_bin, claude_ready, sees_run_code_and_the_sdk};
+use crate::common::codex::{
+    agents_dir, codex_ready, sees_run_code_only, two_commands_model, WorkDir,
+};
 use serde_json::{json, Value};
 
 fn workdir(test: &str, files: &[(&str, &str)]) -> WorkDir {
@@ -188,16 +190,7 @@ async fn claude_under_run_completes_a_program_of_two_reads() {
         .iter()
         .filter(|s| s.path.starts_with("/v1/messages?"))
     {
-        let names: Vec<&str> = s.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t.get("type").is_none() || t["type"] == "custom")
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
-        let system = s.body["system"].to_string();
-        assert!(system.contains("declare const tools"));
+        let system = sees_run_code_and_the_sdk(&s.body);
         // `run` turns Claude Code's tool search off in code mode: the SDK
         // shows every tool from the first request on, no ToolSearch.
         assert!(
@@ -228,19 +221,12 @@ async fn codex_on_its_default_model_under_run_gets_the_proxys_code_mode() {
 /// `codex exec` under `run` with `model_args`: a program of two shell
 /// commands, run by the proxy, its calls executed by Codex.
 async fn codex_runs_a_program_under_run(test: &str, model_args: &[&str]) {
-    use common::responses_model::*;
     if !codex_ready() {
         return;
     }
     let dir = workdir(test, &[("a.txt", "alpha-1"), ("b.txt", "bravo-2")]);
     let (home, work) = (dir.0.join("home"), dir.0.join("work"));
-    let code = "const a = await tools.exec_command({cmd: 'cat a.txt'});\n\
-                const b = await tools.exec_command({cmd: 'cat b.txt'});\n\
-                return [a, b].join('\\n---\\n');";
-    let model = ResponsesModel::new([
-        vec![reasoning("rs_1"), run_code_call("call_prog", code)],
-        vec![json!({"type": "echo"})],
-    ]);
+    let model = two_commands_model();
     let server = model.serve().await;
     let upstream = format!("{}/v1", server.uri());
     let codex = agents_dir().join("node/node_modules/.bin/codex");
@@ -285,16 +271,7 @@ async fn codex_runs_a_program_under_run(test: &str, model_args: &[&str]) {
     assert_eq!(seen.len(), 2, "the model was asked twice");
     for s in &seen {
         assert_eq!(s.status, 200);
-        let names: Vec<&str> = s.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| {
-                t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace"
-            })
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+        sees_run_code_only(&s.body);
         assert_eq!(
             s.body["model"] == "gpt-5.5",
             !model_args.is_empty(),

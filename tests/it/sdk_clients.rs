@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::agent_driver::{driver, ran_tools, summary};
+use crate::common::agent_driver::{driver, ran_tools, summary, without_callers_env};
 use crate::common::codex::{agents_dir, workdir};
 use crate::common::gemini_model::GeminiModel;
 use crate::common::messages_model::{self, MessagesModel};
@@ -295,23 +295,16 @@ async fn run(client: Client, base: &str, dir: &std::path::Path, stream: bool) ->
         .env("DO_NOT_TRACK", "1")
         .current_dir(dir)
         .kill_on_drop(true);
-    // The caller's own keys, endpoints and models must not leak in.
-    for k in [
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_AUTH_TOKEN",
-        "GOOGLE_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-        "GOOGLE_GEMINI_BASE_URL",
-        "AGENT_MODEL",
-    ] {
-        cmd.env_remove(k);
-    }
+    without_callers_env(
+        &mut cmd,
+        &[
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_AUTH_TOKEN",
+        ],
+    );
     if stream {
         cmd.env("AGENT_STREAM", "1");
     }

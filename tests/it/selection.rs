@@ -107,10 +107,7 @@ async fn unknown_preset_is_a_400_listing_the_known_ones() {
         assert_eq!(res.status(), 400);
         let err: Value = res.json().await.unwrap();
         assert_eq!(err["error"]["code"], "unknown_preset");
-        assert!(err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("standard, code"));
+        assert!(error_message(&err).contains("standard, code"));
     }
     assert!(received(&p).await.is_empty());
 }
@@ -205,12 +202,7 @@ async fn dry_run_shows_selection_sections_and_the_rewritten_request_without_call
     assert_eq!(v["scope"], "team-a");
     assert_eq!(v["preset"], "standard");
     assert_eq!(v["mode"], "code");
-    let ids: Vec<&str> = v["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = strs(&v["sections"], "id");
     assert_eq!(ids, vec!["tools:code-only", "tools:sdk"]);
     assert_eq!(wire_tool_names(&v["request"]), vec!["run_code"]);
     assert!(p.received_requests().await.unwrap().is_empty());

@@ -88,7 +88,7 @@ async fn another_credential_naming_an_execution_gets_the_unknown_id_400_and_the_
         let (status, body) = ask(&proxy, history, headers).await;
         assert_eq!(status, 400, "{body}");
         assert_eq!(body["error"]["type"], "invalid_request_error");
-        let text = body["error"]["message"].as_str().unwrap().to_owned();
+        let text = error_message(&body).to_owned();
         let (id, never_id) = (id.as_str().unwrap(), never_id.as_str().unwrap());
         messages.push(text.replace(id, "ID").replace(never_id, "ID"));
     }
@@ -191,25 +191,10 @@ async fn conversations_reusing_call_1_in_mixed_turns_keep_their_own_denials() {
     ])
     .await;
     let proxy = start(&p, &[]).await;
-    let a: Value = proxy
-        .chat(&user_chat("go"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let m: Value = proxy
-        .chat(&user_chat("go"), MALLORY)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let a: Value = proxy.chat_json(&user_chat("go"), ALICE).await;
+    let m: Value = proxy.chat_json(&user_chat("go"), MALLORY).await;
     // Alice's second conversation, reusing the same ids.
-    let s: Value = proxy
-        .chat(&user_chat("go"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let s: Value = proxy.chat_json(&user_chat("go"), ALICE).await;
     assert_eq!(call_names(&a), vec!["run_code"]);
 
     for (first, headers, own) in [
@@ -249,19 +234,9 @@ async fn storing_a_turn_again_evicts_no_other_stored_turn() {
     ])
     .await;
     let proxy = start(&p, &[("CODEMODE_SPLICE_CAPACITY", "2")]).await;
-    let x: Value = proxy
-        .chat(&user_chat("go"), &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let x: Value = proxy.chat_json(&user_chat("go"), &[]).await;
     for _ in 0..3 {
-        proxy
-            .chat(&user_chat("go"), &[])
-            .await
-            .bytes()
-            .await
-            .unwrap();
+        proxy.chat_bytes(&user_chat("go"), &[]).await;
     }
     let res = proxy.chat(&follow_up(&x), &[]).await;
     assert_eq!(res.status(), 200);
@@ -392,13 +367,7 @@ async fn results_that_differ_from_the_recorded_ones_after_the_program_ended_are_
     changed[3]["content"] = json!("goodbye");
     let (status, body) = ask(&proxy, &changed, &[]).await;
     assert_eq!(status, 400, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("differs"),
-        "{body}"
-    );
+    assert!(error_message(&body).contains("differs"), "{body}");
     assert_eq!(
         received(&p).await.len(),
         3,
@@ -513,7 +482,7 @@ async fn a_streamed_mixed_turn_splices_only_into_its_own_tenants_history() {
     let proxy = start(&p, &[]).await;
     let mut body = user_chat("go");
     body["stream"] = json!(true);
-    proxy.chat(&body, ALICE).await.bytes().await.unwrap();
+    proxy.chat_bytes(&body, ALICE).await;
 
     let mut next = chat_body(json!([
         {"role": "user", "content": "go"},
@@ -521,8 +490,8 @@ async fn a_streamed_mixed_turn_splices_only_into_its_own_tenants_history() {
         {"role": "tool", "tool_call_id": "call_1", "content": "done"}
     ]));
     next["stream"] = json!(true);
-    proxy.chat(&next, MALLORY).await.bytes().await.unwrap();
-    proxy.chat(&next, ALICE).await.bytes().await.unwrap();
+    proxy.chat_bytes(&next, MALLORY).await;
+    proxy.chat_bytes(&next, ALICE).await;
     let sent = received(&p).await;
     assert!(
         !sent[1].to_string().contains("rm ALICE"),

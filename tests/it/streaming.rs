@@ -5,13 +5,12 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::common::raw_provider::{RawProvider, Step};
+use crate::common::raw_provider::{quiet_provider, RawProvider, Step};
 use crate::common::sse_client::reassemble;
 use crate::common::*;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use wiremock::matchers::path;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 fn sse(body: impl Into<Vec<u8>>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.into(), "text/event-stream")
@@ -26,16 +25,11 @@ fn stream_body(text: &str) -> Value {
 
 /// What a streaming client makes of the proxy's answer to `body`.
 async fn stream_view(proxy: &Proxy, body: &Value) -> common::sse_client::ClientView {
-    reassemble(&proxy.chat(body, &[]).await.bytes().await.unwrap())
+    reassemble(&proxy.chat_bytes(body, &[]).await)
 }
 
 async fn scripted(rounds: Vec<Vec<u8>>) -> MockServer {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(Script::new(rounds.into_iter().map(sse)))
-        .mount(&p)
-        .await;
-    p
+    scripted::streams(rounds).await
 }
 
 #[tokio::test]
@@ -54,11 +48,7 @@ async fn repair_happens_inside_one_continuous_stream() {
     .await;
     let proxy = start(&p, &[]).await;
     let res = proxy.chat(&stream_body("go"), &[]).await;
-    assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert_event_stream(&res);
     let bytes = res.bytes().await.unwrap();
     let view = reassemble(&bytes);
     assert_eq!(view.call_names(), vec!["run_code"]);
@@ -93,12 +83,7 @@ async fn the_repair_bound_ends_the_stream_without_a_denied_call() {
     let turn = || sse_call_turn("x", "", "bash", r#"{"command":"ls"}"#, 10).into_bytes();
     let p = scripted(vec![turn(), turn(), turn(), turn()]).await;
     let proxy = start(&p, &[("CODEMODE_MAX_REPAIRS", "1")]).await;
-    let bytes = proxy
-        .chat(&stream_body("go"), &[])
-        .await
-        .bytes()
-        .await
-        .unwrap();
+    let bytes = proxy.chat_bytes(&stream_body("go"), &[]).await;
     let view = reassemble(&bytes);
     assert!(view.calls.is_empty(), "{:?}", view.calls);
     assert_eq!(view.finish_reasons, vec!["stop"]);
@@ -141,15 +126,10 @@ async fn a_mixed_streamed_turn_splices_its_denials_into_the_next_request() {
         {"role": "tool", "tool_call_id": "keep", "content": "done"}
     ]));
     next["stream"] = json!(true);
-    proxy.chat(&next, &[]).await.bytes().await.unwrap();
+    proxy.chat_bytes(&next, &[]).await;
     let sent = received(&p).await;
     let m = sent[1]["messages"].as_array().unwrap();
-    let ids: Vec<&str> = m[2]["tool_calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = strs(&m[2]["tool_calls"], "id");
     assert_eq!(ids, vec!["keep", "drop"]);
     assert_eq!(m[4]["tool_call_id"], "drop");
 }
@@ -206,32 +186,14 @@ async fn every_fixture_passes_through_native_mode_byte_for_byte() {
     for (name, bytes, _) in fixtures() {
         let p = scripted(vec![bytes.clone()]).await;
         let proxy = start(&p, &[("CODEMODE_MODE", "native")]).await;
-        let got = proxy
-            .chat(&stream_body("go"), &[])
-            .await
-            .bytes()
-            .await
-            .unwrap();
+        let got = proxy.chat_bytes(&stream_body("go"), &[]).await;
         assert_eq!(got.to_vec(), bytes, "{name}");
     }
 }
 
 #[tokio::test]
 async fn text_is_forwarded_as_it_arrives_and_a_client_that_leaves_cancels_the_upstream() {
-    let mut provider = RawProvider::start(|_| {
-        vec![
-            Step::Send(
-                sse_chunk(
-                    "c",
-                    json!({"role": "assistant", "content": "first words"}),
-                    None,
-                )
-                .into_bytes(),
-            ),
-            Step::HoldUntilClosed,
-        ]
-    })
-    .await;
+    let mut provider = quiet_provider().await;
     let proxy = start_with(config(&provider.base(), &[])).await;
     let res = proxy.chat(&stream_body("go"), &[]).await;
     let mut body = res.bytes_stream();
@@ -315,15 +277,12 @@ async fn a_slow_client_slows_the_upstream_read() {
 
 #[tokio::test]
 async fn an_upstream_error_answer_to_a_stream_request_reaches_the_client_unchanged() {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "3")
-                .set_body_string("{\"error\":{\"message\":\"slow\"}}"),
-        )
-        .mount(&p)
-        .await;
+    let p = scripted::model_server(
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "3")
+            .set_body_string("{\"error\":{\"message\":\"slow\"}}"),
+    )
+    .await;
     let proxy = start(&p, &[]).await;
     let res = proxy.chat(&stream_body("go"), &[]).await;
     assert_eq!(res.status(), 429);
@@ -336,15 +295,11 @@ async fn an_upstream_error_answer_to_a_stream_request_reaches_the_client_unchang
 
 #[tokio::test]
 async fn a_repair_round_the_upstream_refuses_ends_the_stream_with_its_error() {
-    let p = MockServer::start().await;
-    let script = Script::new([
+    let p = scripted::model_server(Script::new([
         sse(sse_call_turn("a", "", "read", "{}", 1)),
         ResponseTemplate::new(503).set_body_string("overloaded"),
-    ]);
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(script)
-        .mount(&p)
-        .await;
+    ]))
+    .await;
     let proxy = start(&p, &[]).await;
     let view = stream_view(&proxy, &stream_body("go")).await;
     assert!(view.calls.is_empty());
@@ -405,13 +360,7 @@ async fn a_relayed_stream_that_breaks_ends_with_its_apis_error_event() {
                 assert!(last.starts_with("event: error\n"), "{text}");
                 assert_eq!(data["type"], "error", "{text}");
                 assert_eq!(data["error"]["type"], "api_error", "{text}");
-                assert!(
-                    data["error"]["message"]
-                        .as_str()
-                        .unwrap()
-                        .contains("broke off"),
-                    "{text}"
-                );
+                assert!(error_message(&data).contains("broke off"), "{text}");
             }
         }
     }

@@ -5,36 +5,17 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::raw_provider::{RawProvider, Step};
+use crate::common::raw_provider::{quiet_provider, RawProvider, Step};
 use crate::common::*;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 fn stream_body(text: &str) -> Value {
     let mut body = user_chat(text);
     body["stream"] = json!(true);
     body
-}
-
-/// A provider that sends its headers and one chunk, then nothing.
-async fn quiet_provider() -> RawProvider {
-    RawProvider::start(|_| {
-        vec![
-            Step::Send(
-                sse_chunk(
-                    "c",
-                    json!({"role": "assistant", "content": "first words"}),
-                    None,
-                )
-                .into_bytes(),
-            ),
-            Step::HoldUntilClosed,
-        ]
-    })
-    .await
 }
 
 async fn quiet_stream_ends_with_an_idle_error(mode: &str) {
@@ -66,10 +47,7 @@ async fn quiet_stream_ends_with_an_idle_error(mode: &str) {
         .unwrap_or_else(|e| panic!("the last event is JSON ({e}): {last}"));
     assert_eq!(event["error"]["code"], "upstream_stream_idle", "{text}");
     assert!(
-        event["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("CODEMODE_UPSTREAM_IDLE_SECS"),
+        error_message(&event).contains("CODEMODE_UPSTREAM_IDLE_SECS"),
         "{event}"
     );
     assert!(
@@ -127,11 +105,13 @@ async fn a_slow_but_live_provider_stream_is_never_cut() {
 async fn an_upstream_body_over_the_cap_is_a_502_not_a_buffer() {
     let provider = MockServer::start().await;
     let huge = "x".repeat(300_000);
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(text_completion(&huge, usage(1, 1))))
-        .mount(&provider)
-        .await;
+    mount(
+        &provider,
+        "POST",
+        "/v1/chat/completions",
+        ResponseTemplate::new(200).set_body_json(text_completion(&huge, usage(1, 1))),
+    )
+    .await;
     let proxy = start(
         &provider,
         &[
@@ -147,10 +127,7 @@ async fn an_upstream_body_over_the_cap_is_a_502_not_a_buffer() {
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["error"]["code"], "upstream_invalid_response");
     assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("CODEMODE_MAX_UPSTREAM_BODY_BYTES"),
+        error_message(&err).contains("CODEMODE_MAX_UPSTREAM_BODY_BYTES"),
         "{err}"
     );
 }
@@ -216,13 +193,13 @@ async fn a_judged_stream_over_the_state_cap_ends_with_an_error_event() {
     ];
     for (route, stream, error) in cases {
         let provider = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(route))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw(stream.into_bytes(), "text/event-stream"),
-            )
-            .mount(&provider)
-            .await;
+        mount(
+            &provider,
+            "POST",
+            route,
+            ResponseTemplate::new(200).set_body_raw(stream.into_bytes(), "text/event-stream"),
+        )
+        .await;
         let proxy = start(
             &provider,
             &[

@@ -13,11 +13,7 @@ fn raw(body: &str) -> ResponseTemplate {
 }
 
 async fn chat_provider(answers: Vec<ResponseTemplate>) -> MockServer {
-    let p = MockServer::start().await;
-    Mock::given(path("/v1/chat/completions"))
-        .respond_with(Script::new(answers))
-        .mount(&p)
-        .await;
+    let p = scripted::model_server(Script::new(answers)).await;
     p
 }
 

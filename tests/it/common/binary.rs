@@ -27,13 +27,19 @@ pub fn spawn_proxy(vars: &[(&str, &str)], stderr: Stdio) -> (Running, String) {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("the binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_owned();
+    let addr = listening_on(&mut child);
     (Running(child), addr)
+}
+
+/// The address a started binary's first stdout line (`listening on ADDR`)
+/// names.
+pub fn listening_on(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("no listening line, got {line:?}"))
+        .to_owned()
 }

@@ -49,3 +49,23 @@ pub async fn run_claude(
 pub fn claude_bin() -> PathBuf {
     agents_dir().join("node/node_modules/.bin/claude")
 }
+
+/// Asserts a code-mode request Claude Code made (through the proxy)
+/// offers the model run_code alone and carries the SDK in its system
+/// prompt; that system prompt, as JSON text.
+pub fn sees_run_code_and_the_sdk(body: &Value) -> String {
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t.get("type").is_none() || t["type"] == "custom")
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+    let system = body["system"].to_string();
+    assert!(
+        system.contains("declare const tools"),
+        "the SDK is in system"
+    );
+    system
+}

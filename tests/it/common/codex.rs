@@ -23,6 +23,13 @@ pub fn codex_ready() -> bool {
 /// A fresh directory holding `files`, removed when dropped.
 pub struct WorkDir(pub PathBuf);
 
+impl std::ops::Deref for WorkDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
 impl Drop for WorkDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -62,4 +69,30 @@ pub async fn run_codex(base_url: &str, dir: &Path, prompts: &[&str]) -> Value {
         .current_dir(dir)
         .kill_on_drop(true);
     summary(&mut cmd, "codex", 60).await
+}
+
+/// Asserts a code-mode request Codex made (through the proxy) offers the
+/// model run_code alone among its functions, custom tools and namespaces.
+pub fn sees_run_code_only(body: &Value) {
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["type"] == "function" || t["type"] == "custom" || t["type"] == "namespace")
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["run_code"], "the model sees run_code only");
+}
+
+/// A model whose program runs `cat a.txt` and `cat b.txt` through Codex's
+/// exec_command and returns both outputs, then echoes what it is given.
+pub fn two_commands_model() -> super::responses_model::ResponsesModel {
+    use super::responses_model::{reasoning, run_code_call, ResponsesModel};
+    let code = "const a = await tools.exec_command({cmd: 'cat a.txt'});\n\
+                const b = await tools.exec_command({cmd: 'cat b.txt'});\n\
+                return [a, b].join('\\n---\\n');";
+    ResponsesModel::new([
+        vec![reasoning("rs_1"), run_code_call("call_prog", code)],
+        vec![json!({"type": "echo"})],
+    ])
 }

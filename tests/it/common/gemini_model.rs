@@ -139,3 +139,18 @@ impl ScriptedApi for Gemini {
         ResponseTemplate::new(200).set_body_raw(events.into_bytes(), "text/event-stream")
     }
 }
+
+/// Every function declaration the tools of a Gemini request carry.
+pub fn declarations(body: &Value) -> Vec<Value> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| {
+            t["functionDeclarations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}

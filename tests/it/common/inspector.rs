@@ -7,7 +7,7 @@ use wiremock::MockServer;
 
 use super::messages_model::{fs_input_schema_tools, run_code_use, text, MessagesModel};
 use super::responses_model::{fs_function_tools, run_code_call, said, ResponsesModel};
-use super::{call, calls_completion, provider, start, text_completion, usage, Proxy};
+use super::{call, calls_completion, mount, provider, start, text_completion, usage, Proxy};
 
 /// The admin token the tests run with.
 pub const TOKEN: &str = "inspector-test-token-0123456789";
@@ -35,6 +35,26 @@ pub enum Api {
 
 impl Api {
     pub const ALL: [Api; 3] = [Api::Chat, Api::Responses, Api::Messages];
+
+    /// The route and body of an agent's request on this API: `history`
+    /// so far, the agent's file tools in the API's own shape.
+    pub fn request(self, history: &[Value]) -> (&'static str, Value) {
+        match self {
+            Api::Chat => (
+                "/v1/chat/completions",
+                json!({"model": "gpt-test", "messages": history, "tools": super::agent::fs_tools()}),
+            ),
+            Api::Responses => (
+                "/v1/responses",
+                json!({"model": "gpt-test", "input": history, "tools": fs_function_tools(), "store": false}),
+            ),
+            Api::Messages => (
+                "/v1/messages",
+                json!({"model": "claude-test", "max_tokens": 1024, "messages": history,
+                       "tools": fs_input_schema_tools()}),
+            ),
+        }
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -112,21 +132,7 @@ pub async fn inspected_proxy(server: &MockServer, vars: &[(&str, &str)]) -> Prox
 pub async fn run_program(proxy: &Proxy, api: Api, headers: &[(&str, &str)]) -> usize {
     let mut history: Vec<Value> = vec![json!({"role": "user", "content": "Read a.txt and b.txt"})];
     for turn in 1..=6 {
-        let (path, body) = match api {
-            Api::Chat => (
-                "/v1/chat/completions",
-                json!({"model": "gpt-test", "messages": history, "tools": super::agent::fs_tools()}),
-            ),
-            Api::Responses => (
-                "/v1/responses",
-                json!({"model": "gpt-test", "input": history, "tools": fs_function_tools(), "store": false}),
-            ),
-            Api::Messages => (
-                "/v1/messages",
-                json!({"model": "claude-test", "max_tokens": 1024, "messages": history,
-                       "tools": fs_input_schema_tools()}),
-            ),
-        };
+        let (path, body) = api.request(&history);
         let mut all = headers.to_vec();
         if api == Api::Messages {
             all.push(("anthropic-version", "2023-06-01"));
@@ -261,8 +267,6 @@ pub async fn newest_execution(proxy: &Proxy) -> Value {
 /// denial the proxy repairs) and answers; the Messages model runs
 /// [`CODE`] and the Responses model [`LOG_CODE`].
 pub async fn all_models() -> MockServer {
-    use wiremock::matchers::{method, path};
-    use wiremock::Mock;
     let server = provider([
         runs_code(usage(100, 20)),
         text_completion("The files say alpha and bravo.", usage(150, 10)),
@@ -280,11 +284,7 @@ pub async fn all_models() -> MockServer {
         ],
         vec![said("The files say alpha and bravo.")],
     ]);
-    Mock::given(method("POST"))
-        .and(path("/v1/responses"))
-        .respond_with(responses)
-        .mount(&server)
-        .await;
+    mount(&server, "POST", "/v1/responses", responses).await;
     let code = CODE.replace("tools.read({path:", "tools.Read({file_path:");
     let messages = MessagesModel::new([
         vec![
@@ -293,10 +293,6 @@ pub async fn all_models() -> MockServer {
         ],
         vec![text("The files say alpha and bravo.")],
     ]);
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(messages)
-        .mount(&server)
-        .await;
+    mount(&server, "POST", "/v1/messages", messages).await;
     server
 }

@@ -347,3 +347,63 @@ pub fn fs_input_schema_tools() -> Vec<Value> {
                "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}, "required": ["file_path", "content"]}}),
     ]
 }
+
+/// A provider answering `POST /v1/messages` with `contents` (each a
+/// message's blocks and its stop reason) in order, as JSON or as events.
+pub async fn messages_provider(
+    contents: Vec<(Vec<Value>, &str)>,
+    stream: bool,
+) -> wiremock::MockServer {
+    let answers = contents
+        .into_iter()
+        .enumerate()
+        .map(|(i, (content, stop))| {
+            let m = json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant",
+                       "model": "claude-test", "content": content, "stop_reason": stop,
+                       "stop_sequence": null, "usage": anthropic_usage(10, 2)});
+            if stream {
+                ResponseTemplate::new(200)
+                    .set_body_raw(message_events(&m).into_bytes(), "text/event-stream")
+            } else {
+                ResponseTemplate::new(200).set_body_json(m)
+            }
+        });
+    super::mounted(
+        "/v1/messages",
+        super::Script::new(answers.collect::<Vec<_>>()),
+    )
+    .await
+}
+
+/// The proxy with `vars`, its Anthropic upstream `server`'s `/v1`.
+pub async fn anthropic_proxy(server: &wiremock::MockServer, vars: &[(&str, &str)]) -> super::Proxy {
+    let upstream = format!("{}/v1", server.uri());
+    let mut all = vars.to_vec();
+    all.push(("CODEMODE_ANTHROPIC_UPSTREAM", upstream.as_str()));
+    super::start(server, &all).await
+}
+
+/// Every content block a Messages client was handed for `body` (a 200),
+/// streamed or whole.
+pub async fn handed(proxy: &super::Proxy, body: &Value) -> Vec<Value> {
+    let res = proxy
+        .post(
+            "/v1/messages",
+            body,
+            &[("anthropic-version", "2023-06-01"), ("x-api-key", "k")],
+        )
+        .await;
+    let status = res.status();
+    let bytes = res.bytes().await.unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    if body["stream"] == true {
+        return super::sse_client::payloads(&bytes)
+            .into_iter()
+            .filter_map(|p| serde_json::from_str::<Value>(&p).ok())
+            .filter(|e| e["type"] == "content_block_start")
+            .map(|e| e["content_block"].clone())
+            .collect();
+    }
+    let m: Value = serde_json::from_slice(&bytes).unwrap();
+    m["content"].as_array().cloned().unwrap_or_default()
+}

@@ -36,6 +36,11 @@ macro_rules! async_cases {
     )*};
 }
 
+/// The body of the answer to `req` (sent with a test's own client), as text.
+pub async fn text_of(req: reqwest::RequestBuilder) -> String {
+    req.send().await.unwrap().text().await.unwrap()
+}
+
 /// A client for the tests. reqwest is the one the OTLP exporter uses,
 /// whose TLS is rustls with no provider chosen: ring, as the proxy's,
 /// is installed as the process default first (whichever test comes first).
@@ -138,6 +143,17 @@ impl Proxy {
     /// POSTs `body` to /v1/chat/completions with extra headers.
     pub async fn chat(&self, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
         self.post("/v1/chat/completions", body, headers).await
+    }
+
+    /// The JSON the proxy answers `body` on /v1/chat/completions with.
+    pub async fn chat_json(&self, body: &Value, headers: &[(&str, &str)]) -> Value {
+        self.chat(body, headers).await.json().await.unwrap()
+    }
+
+    /// The bytes of the proxy's answer to `body` on /v1/chat/completions,
+    /// a stream read to its end.
+    pub async fn chat_bytes(&self, body: &Value, headers: &[(&str, &str)]) -> bytes::Bytes {
+        self.chat(body, headers).await.bytes().await.unwrap()
     }
 
     pub async fn post(
@@ -346,6 +362,46 @@ pub fn wire_tool_names(body: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// `key` of every entry of the array `list` (tools' names, calls' ids):
+/// each entry has it as a string.
+pub fn strs<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry[key].as_str().unwrap())
+        .collect()
+}
+
+/// Asserts `res` is a 200 whose body is an event stream.
+pub fn assert_event_stream(res: &reqwest::Response) {
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+}
+
+/// The message of an error body (`{"error": {"message": ...}}`).
+pub fn error_message(body: &Value) -> &str {
+    body["error"]["message"].as_str().unwrap()
+}
+
+/// A provider answering POSTs to `path` with `answer`.
+pub async fn mounted(path: &str, answer: impl Respond + 'static) -> MockServer {
+    let server = MockServer::start().await;
+    mount(&server, "POST", path, answer).await;
+    server
+}
+
+/// Has `server` answer `method` requests to `path` with `answer`.
+pub async fn mount(server: &MockServer, method: &str, path: &str, answer: impl Respond + 'static) {
+    wiremock::Mock::given(wiremock::matchers::method(method))
+        .and(wiremock::matchers::path(path))
+        .respond_with(answer)
+        .mount(server)
+        .await;
 }
 
 /// Names of the tool calls in a completion the client received.

@@ -9,6 +9,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use serde_json::json;
+
+use super::sse_chunk;
+
 #[derive(Clone, Debug)]
 pub enum Step {
     /// Writes one chunk of the SSE body.
@@ -159,4 +163,23 @@ async fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
         buf.extend_from_slice(&tmp[..n]);
     }
     Some(buf[header_end..].to_vec())
+}
+
+/// A provider that sends its headers and one chunk ("first words"), then
+/// nothing until the connection is closed.
+pub async fn quiet_provider() -> RawProvider {
+    RawProvider::start(|_| {
+        vec![
+            Step::Send(
+                sse_chunk(
+                    "c",
+                    json!({"role": "assistant", "content": "first words"}),
+                    None,
+                )
+                .into_bytes(),
+            ),
+            Step::HoldUntilClosed,
+        ]
+    })
+    .await
 }

@@ -63,3 +63,15 @@ pub async fn started_on_a_continued_on_b(
     messages.push(tool_result(&id, "bravo"));
     messages
 }
+
+/// Asserts `proxy` answers a native-mode request (one that needs no
+/// record in the store) with a 200.
+pub async fn native_answers(proxy: &Proxy) {
+    let native = proxy
+        .chat(
+            &fs_body(&conversation("hi")),
+            &[("x-codemode-mode", "native")],
+        )
+        .await;
+    assert_eq!(native.status(), 200);
+}

@@ -4,20 +4,21 @@
 //! transcript of the requests for assertion messages.
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+use wiremock::{MockServer, Respond, ResponseTemplate};
 
 use super::usage;
 
 /// A provider whose chat completions `model` answers.
 pub async fn model_server(model: impl Respond + 'static) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(model)
-        .mount(&server)
-        .await;
-    server
+    super::mounted("/v1/chat/completions", model).await
+}
+
+/// A provider whose chat completions stream `rounds` in order.
+pub async fn streams(rounds: impl IntoIterator<Item = impl Into<Vec<u8>>>) -> MockServer {
+    model_server(super::Script::new(rounds.into_iter().map(|round| {
+        ResponseTemplate::new(200).set_body_raw(round.into(), "text/event-stream")
+    })))
+    .await
 }
 
 /// OpenAI's rules on tool messages; the first one broken, as OpenAI says it.

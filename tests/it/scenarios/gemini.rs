@@ -10,6 +10,7 @@
 
 use serde_json::{json, Value};
 
+use crate::common::gemini_model::declarations;
 use crate::scenarios::harness::google_status;
 use crate::scenarios::model::{
     ClientView, Dialect, ErrorView, ProviderView, ToolResult, Turn, ViewCall,
@@ -346,16 +347,8 @@ fn response_text(response: &Value) -> String {
 }
 
 pub fn reduce_request(body: &Value) -> ProviderView {
-    let tools = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|t| {
-            t["functionDeclarations"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
+    let tools = declarations(body)
+        .iter()
         .map(|d| d["name"].as_str().unwrap_or("?").to_owned())
         .collect();
     let mut calls = Vec::new();
