@@ -242,7 +242,11 @@ async fn a_worker_serves_one_tenant_and_another_tenant_gets_another_process() {
         text_completion("a3", usage(1, 1)),
     ])
     .await;
-    let proxy = proxy_with(&p, &worker, &[("CODEMODE_RUN_CONCURRENCY", "2")]).await;
+    // Room for both tenants' workers and the fresh one kept ready: with
+    // less, a full pool lets the first tenant's worker go to make room for
+    // the second's (by design), and whether it is full when the second
+    // tenant's run ends depends on how fast the fresh worker starts.
+    let proxy = proxy_with(&p, &worker, &[("CODEMODE_RUN_CONCURRENCY", "3")]).await;
     let alice = [("authorization", "Bearer sk-alice")];
     let bob = [("authorization", "Bearer sk-bob")];
     for who in [&alice, &alice, &bob, &alice] {
@@ -255,6 +259,7 @@ async fn a_worker_serves_one_tenant_and_another_tenant_gets_another_process() {
     assert!(a1.parse::<u32>().is_ok(), "{a1}");
     assert_eq!(a1, a2, "one tenant's runs share its warm worker");
     assert_ne!(b1, a1, "another tenant's run never reaches that worker");
+    assert_ne!(a3, b1, "the first tenant's run never reaches the second's worker");
     assert_eq!(a3, a1, "the first tenant's worker is still its own");
     let _ = std::fs::remove_dir_all(worker.parent().unwrap());
 }
