@@ -50,6 +50,7 @@ mod quiet_props;
 pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;
+pub mod rounds;
 mod unchanged_props;
 mod unreadable_props;
 
@@ -79,26 +80,28 @@ pub fn agent_tools() -> Vec<Value> {
     ]
 }
 
-fn plan(
+/// The plan of `tools`, as `reader`'s dialect declares them, under the
+/// built-in `standard` preset.
+pub fn standard_plan(
     reader: &crate::tools::ToolReader,
-    tools: Value,
+    tools: &Value,
     mode: Mode,
     runtime: Runtime,
-) -> Arc<ToolPlan> {
-    let raw = serde_json::value::to_raw_value(&tools).expect("tools serialise");
+) -> ToolPlan {
+    let raw = serde_json::value::to_raw_value(tools).expect("tools serialise");
     let catalog = Catalog::builtin(mode);
     let preset = catalog.get("standard").expect("the built-in preset");
-    Arc::new(ToolPlan::build_for(reader, Some(&raw), preset, mode, runtime).expect("a valid plan"))
+    ToolPlan::build_for(reader, Some(&raw), preset, mode, runtime).expect("a valid plan")
 }
 
 /// The plan of [`agent_tools`] in `mode` on the client runtime.
 pub fn agent_plan(mode: Mode) -> Arc<ToolPlan> {
-    plan(
+    Arc::new(standard_plan(
         &crate::chat::tools::TOOLS,
-        json!(agent_tools()),
+        &json!(agent_tools()),
         mode,
         Runtime::Client,
-    )
+    ))
 }
 
 /// A Codex-like agent on the Responses API: `exec_command`, its own
@@ -114,7 +117,12 @@ pub fn responses_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
          "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}},
         {"type": "web_search"}
     ]);
-    plan(&crate::responses::tools::TOOLS, tools, mode, runtime)
+    Arc::new(standard_plan(
+        &crate::responses::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 /// A Claude Code-like agent on the Messages API: `Read`, `Bash`, its own
@@ -127,7 +135,12 @@ pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         tool("run_code", "code"),
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     ]);
-    plan(&crate::messages::tools::TOOLS, tools, mode, runtime)
+    Arc::new(standard_plan(
+        &crate::messages::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 /// A gemini-cli-like agent on the Gemini API: `read_file`,
@@ -145,7 +158,12 @@ pub fn gemini_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         ]},
         {"googleSearch": {}}
     ]);
-    plan(&crate::gemini::tools::TOOLS, tools, mode, runtime)
+    Arc::new(standard_plan(
+        &crate::gemini::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 // ---- driving a judge as the body does ----
