@@ -8,7 +8,6 @@
 //! The client views are written independently of the proxy's SSE parser
 //! on purpose: they read the bytes the way the providers' SDKs do.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -26,6 +25,11 @@ use crate::plan::ToolPlan;
 use crate::preset::Catalog;
 use crate::splice::{MemorySpliceStore, TenantSplices};
 use crate::tenant::Tenant;
+
+pub use recorded::{
+    error_outcome_holds, expected_calls, expected_denials, fixture, fixtures, repair_fixtures,
+    Fixture,
+};
 
 // The judges, by the names the tests use (one place to follow them).
 pub use crate::chat::StreamJudge;
@@ -47,6 +51,7 @@ pub mod messages_client;
 mod messages_fixtures;
 mod messages_props;
 mod quiet_props;
+mod recorded;
 pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;
@@ -408,86 +413,6 @@ pub fn same_at_every_cut<J: Judge>(name: &str, bytes: &[u8], judge: impl Fn() ->
     let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
     same(judge_pieces(judge(), &bytewise), "byte by byte");
     whole
-}
-
-// ---- recorded streams ----
-
-/// A recorded stream and what it is expected to give.
-pub struct Fixture {
-    /// The file's stem: the quirk it shows.
-    pub name: String,
-    /// The upstream's bytes, as recorded.
-    pub bytes: Vec<u8>,
-    /// Its `.json`: `provider`, `behaviour`, `evidence`, `expect`.
-    pub meta: Value,
-}
-
-/// Every `.sse` file under `fixtures/streams/<dir>` (`""` for chat's) with
-/// its `.json`, sorted by name.
-pub fn fixtures(dir: &str) -> Vec<Fixture> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/streams")
-        .join(dir);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sse"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(p.with_extension("json"))
-                .unwrap_or_else(|e| panic!("{}: its .json: {e}", p.display()));
-            let meta: Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{}: its .json: {e}", p.display()));
-            for key in ["provider", "behaviour", "evidence", "expect"] {
-                assert!(meta.get(key).is_some(), "{} lacks {key}", p.display());
-            }
-            Fixture {
-                name: p
-                    .file_stem()
-                    .expect("a file name")
-                    .to_string_lossy()
-                    .into_owned(),
-                bytes: std::fs::read(&p).expect("a readable fixture"),
-                meta,
-            }
-        })
-        .collect()
-}
-
-/// The `(name, arguments)` pairs of `expect.calls`.
-pub fn expected_calls(expect: &Value) -> Vec<(String, String)> {
-    expect["calls"]
-        .as_array()
-        .expect("expect.calls")
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().expect("a call's name").to_owned(),
-                c["arguments"]
-                    .as_str()
-                    .expect("a call's arguments")
-                    .to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// The `(name, code)` pairs of `expect.denied`.
-pub fn expected_denials(expect: &Value) -> Vec<(String, String)> {
-    expect["denied"]
-        .as_array()
-        .expect("expect.denied")
-        .iter()
-        .map(|d| {
-            (
-                d["name"].as_str().expect("a denied call's name").to_owned(),
-                d["code"].as_str().expect("a denial's code").to_owned(),
-            )
-        })
-        .collect()
 }
 
 // ---- the client's events ----
