@@ -56,6 +56,7 @@ pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;
 pub mod rounds;
+mod stream_props;
 mod unchanged_props;
 mod unreadable_props;
 
@@ -382,6 +383,13 @@ pub fn pieces_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
         last = p;
     }
     pieces
+}
+
+/// `judge`'s run over `bytes` cut at `cuts` (as [`pieces_at`] cuts).
+pub fn judge_at_cuts<J: Judge>(judge: J, bytes: &[u8], cuts: &[usize]) -> Judged {
+    let pieces = pieces_at(bytes, cuts);
+    let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+    judge_pieces(judge, &pieces)
 }
 
 /// Judges `bytes` whole, then cut in two at every offset and byte by
