@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use super::{fixtures, Judged};
+use super::{fixtures, Judged, RoundEnd};
 
 /// A text block's or message's text, in deltas.
 pub fn text_deltas() -> impl Strategy<Value = Vec<String>> {
@@ -65,4 +65,31 @@ pub fn a_fixture_cut_gives_what_it_gives_whole(
     let all = fixtures(dir);
     let f = &all[pick.index(all.len())];
     same(&judge(&f.bytes, cuts), &judge(&f.bytes, &[]))
+}
+
+/// Of a turn whose calls were `calls` (each name with its input as the
+/// model wrote it), the client got `got`: `run_code`'s calls alone,
+/// exactly as written; the round is repaired when every call was denied,
+/// and the denials are spliced when only some were. Whether it was
+/// repaired.
+pub fn only_run_code_got_through(
+    calls: &[(&str, &str)],
+    got: &[(String, String)],
+    end: &RoundEnd,
+) -> Result<bool, TestCaseError> {
+    let allowed: Vec<(String, String)> = calls
+        .iter()
+        .filter(|(n, _)| *n == "run_code")
+        .map(|(n, i)| (n.to_string(), i.to_string()))
+        .collect();
+    prop_assert_eq!(got, &allowed[..]);
+    let repaired = matches!(end, RoundEnd::Repair { .. });
+    prop_assert_eq!(repaired, !calls.is_empty() && allowed.is_empty());
+    if let RoundEnd::Done { splice } = end {
+        prop_assert_eq!(
+            splice.is_some(),
+            !allowed.is_empty() && allowed.len() < calls.len()
+        );
+    }
+    Ok(repaired)
 }
