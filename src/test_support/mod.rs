@@ -172,6 +172,12 @@ pub fn gemini_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
     ))
 }
 
+/// A fresh splice store's view for the default tenant.
+pub fn splices() -> TenantSplices {
+    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+    TenantSplices::new(store, Tenant::anonymous("default"))
+}
+
 // ---- driving a judge as the body does ----
 
 /// A stream judge of any dialect.
@@ -244,12 +250,11 @@ pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
         keepalive: None,
         ..StreamLimits::default()
     };
-    let splices = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
     let res = intercept_stream(
         http::Response::new(upstream.boxed_unsync()),
         judge,
         Box::new(NoNextRound),
-        TenantSplices::new(splices, Tenant::anonymous("default")),
+        splices(),
         limits,
     );
     let client = drain(res.into_body());

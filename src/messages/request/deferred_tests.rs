@@ -3,9 +3,6 @@
 //! `tool_reference` blocks a history carries (Claude Code's `ToolSearch`
 //! results, and what it echoes of the model's turns).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -13,7 +10,7 @@ use super::MessagesRequest;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::preset::{Catalog, ConfigFile};
-use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::test_support::splices;
 
 /// Claude Code's tools with tool search on, after its `ToolSearch` loaded
 /// WebFetch (tests/fixtures/claude/after_tool_search.json, trimmed), and
@@ -53,16 +50,11 @@ fn plan_in(tools: &Value, mode: Mode, preset: &str) -> ToolPlan {
     .unwrap()
 }
 
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
-}
-
 fn rewritten(messages: Value, tools: &Value, plan: &ToolPlan) -> Value {
     let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": tools,
                       "messages": messages});
     let mut r = MessagesRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap();
-    r.rewrite(plan, &store()).unwrap();
+    r.rewrite(plan, &splices()).unwrap();
     serde_json::from_slice(&r.to_bytes()).unwrap()
 }
 
@@ -131,7 +123,7 @@ fn a_forced_tool_search_the_wire_lost_is_forced_no_more() {
                       "tool_choice": {"type": "tool", "name": "tool_search_tool_regex"},
                       "messages": [{"role": "user", "content": "hi"}]});
     let mut r = MessagesRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap();
-    r.rewrite(&plan_in(&tools(), Mode::Code, "standard"), &store())
+    r.rewrite(&plan_in(&tools(), Mode::Code, "standard"), &splices())
         .unwrap();
     let v: Value = serde_json::from_slice(&r.to_bytes()).unwrap();
     assert_eq!(
@@ -211,7 +203,7 @@ fn a_message_without_a_reference_the_wire_lacks_keeps_its_bytes() {
         tools()
     );
     let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    r.rewrite(&plan, &store()).unwrap();
+    r.rewrite(&plan, &splices()).unwrap();
     let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
     assert!(
         out.contains(r#"{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]}"#),
@@ -270,7 +262,7 @@ fn a_reference_hidden_behind_a_repeated_key_is_read_as_the_provider_reads_it() {
         tools()
     );
     let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    r.rewrite(&plan, &store()).unwrap();
+    r.rewrite(&plan, &splices()).unwrap();
     let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
     assert!(!out.contains("tool_reference"), "{out}");
     // A message with two `content`s has no single reading: refused.
@@ -280,7 +272,7 @@ fn a_reference_hidden_behind_a_repeated_key_is_read_as_the_provider_reads_it() {
         tools()
     );
     let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    let err = r.rewrite(&plan, &store()).unwrap_err();
+    let err = r.rewrite(&plan, &splices()).unwrap_err();
     assert!(
         err.to_string().contains("`content` more than once"),
         "{err}"
