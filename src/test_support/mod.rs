@@ -273,6 +273,36 @@ pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
     }
 }
 
+/// `judge` over `bytes`, where an event in a shape no judge reads stands
+/// between the texts "Before." and "After.": the body refused it as `why`,
+/// and the client got what came before and `error_mark` (its dialect's
+/// error event), but neither `withheld` nor what came after. The client's
+/// bytes, as text.
+pub fn refused_mid_stream<J: Judge>(
+    judge: J,
+    bytes: &[u8],
+    why: &str,
+    withheld: &str,
+    error_mark: &str,
+) -> String {
+    let run = judge_pieces(judge, &[bytes]);
+    let text = String::from_utf8_lossy(&run.client).into_owned();
+    assert_eq!(
+        run.refused.map(|e| e.to_string()).as_deref(),
+        Some(why),
+        "{text}"
+    );
+    assert!(
+        !text.contains(withheld) && !text.contains("After."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Before.") && text.contains(error_mark),
+        "{text}"
+    );
+    text
+}
+
 /// An upstream body that yields each piece as one frame, at once.
 struct Pieces(std::collections::VecDeque<Bytes>);
 
