@@ -194,17 +194,27 @@ fn references_to_tools_the_wire_lacks_are_rewritten_where_a_history_holds_them()
     assert_eq!(m[1], history()[1]);
 }
 
+/// A request of [`tools`] whose `messages` are `history`, as JSON text.
+fn with_history(history: &str) -> Vec<u8> {
+    format!(
+        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
+        tools()
+    )
+    .into_bytes()
+}
+
+/// The request [`with_history`] gives, rewritten under `plan`, as text.
+fn rewritten_text(history: &str, plan: &ToolPlan) -> String {
+    let mut r = MessagesRequest::parse(&with_history(history)).unwrap();
+    r.rewrite(plan, &splices()).unwrap();
+    String::from_utf8(r.to_bytes().to_vec()).unwrap()
+}
+
 #[test]
 fn a_message_without_a_reference_the_wire_lacks_keeps_its_bytes() {
     let plan = plan_in(&tools(), Mode::Code, "standard");
     let history = r#"[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]},{"role":"user","content":[{"type":"tool_r\u0065ference","tool_name":"WebFetch"}]}]"#;
-    let body = format!(
-        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
-        tools()
-    );
-    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    r.rewrite(&plan, &splices()).unwrap();
-    let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
+    let out = rewritten_text(history, &plan);
     assert!(
         out.contains(r#"{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]}"#),
         "{out}"
@@ -257,21 +267,11 @@ fn a_reference_hidden_behind_a_repeated_key_is_read_as_the_provider_reads_it() {
     // A block whose second `type` makes it a reference (serde and most
     // providers read the last): written anew from that reading.
     let history = r#"[{"role":"user","content":[{"type":"text","text":"x","type":"tool_reference","tool_name":"WebFetch"}]}]"#;
-    let body = format!(
-        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
-        tools()
-    );
-    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    r.rewrite(&plan, &splices()).unwrap();
-    let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
+    let out = rewritten_text(history, &plan);
     assert!(!out.contains("tool_reference"), "{out}");
     // A message with two `content`s has no single reading: refused.
     let history = r#"[{"role":"user","content":"hi","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]"#;
-    let body = format!(
-        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
-        tools()
-    );
-    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
+    let mut r = MessagesRequest::parse(&with_history(history)).unwrap();
     let err = r.rewrite(&plan, &splices()).unwrap_err();
     assert!(
         err.to_string().contains("`content` more than once"),
