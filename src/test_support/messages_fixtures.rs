@@ -12,8 +12,9 @@ use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::test_support::messages_client::reassemble;
 use crate::test_support::{
-    error_outcome_holds, expected_calls, expected_denials, fixture, fixtures, judge_pieces,
-    messages_plan, repair_fixtures, same_at_every_cut, Fixture, MessagesJudge, RoundEnd,
+    error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
+    judge_pieces, messages_plan, repair_fixtures, same_at_every_cut, Fixture, MessagesJudge,
+    RoundEnd,
 };
 
 fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
@@ -48,18 +49,7 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
     );
     match expect["outcome"].as_str().unwrap() {
         "final" => {
-            let RoundEnd::Done { splice } = &judged.end else {
-                panic!("{name}: expected the end, got {:?}", judged.end)
-            };
-            assert!(!judged.errored, "{name}");
-            assert_eq!(
-                splice.is_some(),
-                expect
-                    .get("splice")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                "{name}: a mixed turn stores its denials"
-            );
+            final_outcome_holds(name, &judged, expect);
             // A message_delta when the upstream sent one.
             let delta = usize::from(!expect["stop_reason"].is_null());
             assert_eq!(

@@ -27,8 +27,8 @@ use crate::splice::{MemorySpliceStore, TenantSplices};
 use crate::tenant::Tenant;
 
 pub use recorded::{
-    error_outcome_holds, expected_calls, expected_denials, fixture, fixtures, repair_fixtures,
-    Fixture,
+    error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
+    repair_fixtures, Fixture,
 };
 
 // The judges, by the names the tests use (one place to follow them).

@@ -115,3 +115,21 @@ pub fn error_outcome_holds(name: &str, judged: &Judged, errors_seen: usize, expe
         "{name}: the error events reach the client"
     );
 }
+
+/// A fixture whose outcome is `final`: the stream ended without an error,
+/// and a splice was kept exactly where `expect.splice` says the turn mixed
+/// passed and denied calls.
+pub fn final_outcome_holds(name: &str, judged: &Judged, expect: &Value) {
+    let RoundEnd::Done { splice } = &judged.end else {
+        panic!("{name}: expected the end, got {:?}", judged.end)
+    };
+    assert!(!judged.errored, "{name}");
+    assert_eq!(
+        splice.is_some(),
+        expect
+            .get("splice")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        "{name}: a mixed turn stores its denials"
+    );
+}

@@ -12,8 +12,9 @@ use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::test_support::responses_client::reassemble;
 use crate::test_support::{
-    error_outcome_holds, expected_calls, expected_denials, fixture, fixtures, judge_pieces,
-    repair_fixtures, responses_plan, same_at_every_cut, Fixture, ResponsesJudge, RoundEnd,
+    error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
+    judge_pieces, repair_fixtures, responses_plan, same_at_every_cut, Fixture, ResponsesJudge,
+    RoundEnd,
 };
 
 fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
@@ -52,18 +53,7 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
     );
     match expect["outcome"].as_str().unwrap() {
         "final" => {
-            let RoundEnd::Done { splice } = &judged.end else {
-                panic!("{name}: expected the end, got {:?}", judged.end)
-            };
-            assert!(!judged.errored, "{name}");
-            assert_eq!(
-                splice.is_some(),
-                expect
-                    .get("splice")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                "{name}: a mixed turn stores its denials"
-            );
+            final_outcome_holds(name, &judged, expect);
         }
         "repair" => {
             let RoundEnd::Repair { messages } = &judged.end else {
