@@ -2,12 +2,18 @@
 //! its tools and the rewrite the upstream gets, in code mode and the others
 //! (the HTTP route is tested with the handler).
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::ResponsesRequest;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
-use crate::test_support::{splices, standard_plan};
+use crate::preset::Catalog;
+use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::tenant::Tenant;
 
 const GRAMMAR: &str = "start: begin_patch hunk+ end_patch\nbegin_patch: \"*** Begin Patch\" LF\nend_patch: \"*** End Patch\" LF?\n";
 
@@ -63,7 +69,23 @@ fn codex_request(tools: &Value, tool_choice: Value) -> Vec<u8> {
 }
 
 fn plan(tools: &Value, mode: Mode, runtime: Runtime) -> ToolPlan {
-    standard_plan(&crate::responses::tools::TOOLS, tools, mode, runtime)
+    let catalog = Catalog::builtin(Mode::Code);
+    let raw = RawValue::from_string(tools.to_string()).unwrap();
+    ToolPlan::build_for(
+        &crate::responses::tools::TOOLS,
+        Some(&raw),
+        catalog.get("standard").unwrap(),
+        mode,
+        runtime,
+    )
+    .unwrap()
+}
+
+fn splices() -> TenantSplices {
+    TenantSplices::new(
+        Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
+        Tenant::anonymous("default"),
+    )
 }
 
 fn rewrite(body: &[u8], plan: &ToolPlan) -> bytes::Bytes {
