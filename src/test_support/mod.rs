@@ -10,7 +10,6 @@
 
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::Body;
@@ -22,10 +21,9 @@ use crate::layer::drivers::stream_body::{
 };
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
-use crate::preset::Catalog;
-use crate::splice::{MemorySpliceStore, TenantSplices};
-use crate::tenant::Tenant;
 
+pub(crate) use crate::plan::standard_plan;
+pub(crate) use crate::splice::fresh_splices;
 pub use recorded::{
     error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
     repair_fixtures, Fixture,
@@ -84,20 +82,6 @@ pub fn agent_tools() -> Vec<Value> {
         chat_tool("bash", "Run a shell command.", object("command")),
         chat_tool("run_code", "Run a JavaScript program.", object("code")),
     ]
-}
-
-/// The plan of `tools`, as `reader`'s dialect declares them, under the
-/// built-in `standard` preset.
-pub fn standard_plan(
-    reader: &crate::tools::ToolReader,
-    tools: &Value,
-    mode: Mode,
-    runtime: Runtime,
-) -> ToolPlan {
-    let raw = serde_json::value::to_raw_value(tools).expect("tools serialise");
-    let catalog = Catalog::builtin(mode);
-    let preset = catalog.get("standard").expect("the built-in preset");
-    ToolPlan::build_for(reader, Some(&raw), preset, mode, runtime).expect("a valid plan")
 }
 
 /// The plan of [`agent_tools`] in `mode` on the client runtime.
@@ -170,12 +154,6 @@ pub fn gemini_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         mode,
         runtime,
     ))
-}
-
-/// A fresh splice store's view for the default tenant.
-pub fn splices() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, Tenant::anonymous("default"))
 }
 
 // ---- driving a judge as the body does ----
@@ -254,7 +232,7 @@ pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
         http::Response::new(upstream.boxed_unsync()),
         judge,
         Box::new(NoNextRound),
-        splices(),
+        fresh_splices(),
         limits,
     );
     let client = drain(res.into_body());

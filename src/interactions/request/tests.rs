@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::interactions::test_plan::plan;
 use crate::mode::{Mode, Runtime};
-use crate::test_support::splices;
+use crate::test_support::fresh_splices;
 
 fn parse(v: Value) -> InteractionsRequest {
     InteractionsRequest::parse(v.to_string().as_bytes()).unwrap()
@@ -57,7 +57,7 @@ fn code_mode_puts_run_code_on_the_wire_and_the_sdk_in_the_system_instruction() {
                              "generation_config": {"tool_choice": {"allowed_tools":
                                  {"mode": "any", "tools": ["read"]}}}}),
     );
-    r.rewrite(&plan, &splices()).unwrap();
+    r.rewrite(&plan, &fresh_splices()).unwrap();
     let got = body(&r);
     let names: Vec<&str> = got["tools"]
         .as_array()

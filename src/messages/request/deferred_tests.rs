@@ -3,9 +3,6 @@
 //! `tool_reference` blocks a history carries (Claude Code's `ToolSearch`
 //! results, and what it echoes of the model's turns).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -13,7 +10,7 @@ use super::MessagesRequest;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::preset::{Catalog, ConfigFile};
-use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::splice::fresh_splices;
 
 /// Claude Code's tools with tool search on, after its `ToolSearch` loaded
 /// WebFetch (tests/fixtures/claude/after_tool_search.json, trimmed), and
@@ -53,16 +50,11 @@ fn plan_in(tools: &Value, mode: Mode, preset: &str) -> ToolPlan {
     .unwrap()
 }
 
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
-}
-
 fn rewritten(messages: Value, tools: &Value, plan: &ToolPlan) -> Value {
     let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": tools,
                       "messages": messages});
     let mut r = MessagesRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap();
-    r.rewrite(plan, &store()).unwrap();
+    r.rewrite(plan, &fresh_splices()).unwrap();
     serde_json::from_slice(&r.to_bytes()).unwrap()
 }
 
@@ -131,7 +123,7 @@ fn a_forced_tool_search_the_wire_lost_is_forced_no_more() {
                       "tool_choice": {"type": "tool", "name": "tool_search_tool_regex"},
                       "messages": [{"role": "user", "content": "hi"}]});
     let mut r = MessagesRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap();
-    r.rewrite(&plan_in(&tools(), Mode::Code, "standard"), &store())
+    r.rewrite(&plan_in(&tools(), Mode::Code, "standard"), &fresh_splices())
         .unwrap();
     let v: Value = serde_json::from_slice(&r.to_bytes()).unwrap();
     assert_eq!(
@@ -214,7 +206,7 @@ fn with_history(history: &str) -> Vec<u8> {
 /// The request [`with_history`] gives, rewritten under `plan`, as text.
 fn rewritten_text(history: &str, plan: &ToolPlan) -> String {
     let mut r = MessagesRequest::parse(&with_history(history)).unwrap();
-    r.rewrite(plan, &store()).unwrap();
+    r.rewrite(plan, &fresh_splices()).unwrap();
     String::from_utf8(r.to_bytes().to_vec()).unwrap()
 }
 
@@ -280,7 +272,7 @@ fn a_reference_hidden_behind_a_repeated_key_is_read_as_the_provider_reads_it() {
     // A message with two `content`s has no single reading: refused.
     let history = r#"[{"role":"user","content":"hi","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]"#;
     let mut r = MessagesRequest::parse(&with_history(history)).unwrap();
-    let err = r.rewrite(&plan, &store()).unwrap_err();
+    let err = r.rewrite(&plan, &fresh_splices()).unwrap_err();
     assert!(
         err.to_string().contains("`content` more than once"),
         "{err}"
