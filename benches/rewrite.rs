@@ -11,7 +11,7 @@ use codemode_proxy::internals::messages::request::MessagesRequest;
 use codemode_proxy::internals::plan::{PlanCache, ToolPlan};
 use codemode_proxy::internals::preset::Catalog;
 use codemode_proxy::internals::responses::request::ResponsesRequest;
-use codemode_proxy::internals::rewrite::ChatRequest;
+use codemode_proxy::internals::rewrite::{ChatRequest, WireRequest};
 use codemode_proxy::internals::splice::MemorySpliceStore;
 use codemode_proxy::Mode;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -126,6 +126,7 @@ pub mod internals {
     }
     pub mod rewrite {
         pub use crate::chat::ChatRequest;
+        pub use crate::turn::WireRequest;
     }
     pub mod runtime {
         pub use crate::runtime::program::prepare;

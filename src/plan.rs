@@ -444,6 +444,21 @@ fn cached_bytes(c: &CachedPlan) -> usize {
         + p.hidden.iter().map(|n| n.len() + 48).sum::<usize>()
 }
 
+/// The plan of `tools`, as `reader`'s dialect declares them, under the
+/// built-in `standard` preset: what most tests of every dialect plan with.
+#[cfg(test)]
+pub(crate) fn standard_plan(
+    reader: &ToolReader,
+    tools: &serde_json::Value,
+    mode: Mode,
+    runtime: Runtime,
+) -> ToolPlan {
+    let raw = serde_json::value::to_raw_value(tools).expect("tools serialise");
+    let catalog = crate::preset::Catalog::builtin(mode);
+    let preset = catalog.get("standard").expect("the built-in preset");
+    ToolPlan::build_for(reader, Some(&raw), preset, mode, runtime).expect("a valid plan")
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::Value;

@@ -271,6 +271,14 @@ impl TenantSplices {
     }
 }
 
+/// A fresh in-memory store's view for the default tenant: what every
+/// dialect's tests splice into.
+#[cfg(test)]
+pub(crate) fn fresh_splices() -> TenantSplices {
+    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
+    TenantSplices::new(store, Tenant::anonymous("default"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

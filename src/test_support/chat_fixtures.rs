@@ -6,7 +6,8 @@ use serde_json::Value;
 use crate::mode::Mode;
 use crate::test_support::chat_client::reassemble;
 use crate::test_support::{
-    agent_plan, fixtures, judge_pieces, same_at_every_cut, Fixture, RoundEnd, StreamJudge,
+    agent_plan, expected_calls, fixtures, judge_pieces, repair_fixtures, same_at_every_cut,
+    Fixture, RoundEnd, StreamJudge,
 };
 
 #[test]
@@ -26,17 +27,7 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
             "{name}: client saw {:?}",
             view.call_names()
         );
-        let want: Vec<(String, String)> = expect["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["name"].as_str().unwrap().to_owned(),
-                    c["arguments"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect();
+        let want = expected_calls(expect);
         let got: Vec<(String, String)> = view
             .calls
             .iter()
@@ -117,10 +108,7 @@ fn every_fixture_holds_in_code_mode_at_every_cut() {
 #[test]
 fn repair_fixtures_give_up_at_the_bound_without_a_denied_call() {
     let code = agent_plan(Mode::Code);
-    for Fixture { name, bytes, meta } in fixtures("") {
-        if meta["expect"]["outcome"] != "repair" {
-            continue;
-        }
+    for Fixture { name, bytes, meta } in repair_fixtures("") {
         let judged = judge_pieces(StreamJudge::new(code.clone(), 0), &[&bytes]);
         let (out, end) = (judged.client, judged.end);
         assert!(matches!(end, RoundEnd::Done { splice: None }), "{name}");

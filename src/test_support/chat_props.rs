@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::mode::Mode;
 use crate::test_support::chat_client::reassemble;
-use crate::test_support::{agent_plan, judge_pieces, pieces_at, RoundEnd, StreamJudge};
+use crate::test_support::{agent_plan, judge_at_cuts, RoundEnd, StreamJudge};
 
 #[derive(Clone, Debug)]
 enum Item {
@@ -102,9 +102,7 @@ proptest! {
         cuts in proptest::collection::vec(0usize..4096, 0..12),
     ) {
         let bytes = stream(&items, style);
-        let pieces = pieces_at(&bytes, &cuts);
-        let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
-        let judged = judge_pieces(StreamJudge::new(agent_plan(Mode::Code), 2), &pieces);
+        let judged = judge_at_cuts(StreamJudge::new(agent_plan(Mode::Code), 2), &bytes, &cuts);
         let (client, end) = (judged.client, judged.end);
         let view = reassemble(&client);
 
@@ -236,9 +234,7 @@ proptest! {
         cuts in proptest::collection::vec(0usize..4096, 0..12),
     ) {
         let bytes = shaped_stream(&items);
-        let pieces = pieces_at(&bytes, &cuts);
-        let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
-        let judged = judge_pieces(StreamJudge::new(agent_plan(Mode::Code), 2), &pieces);
+        let judged = judge_at_cuts(StreamJudge::new(agent_plan(Mode::Code), 2), &bytes, &cuts);
         let (client, end) = (judged.client, judged.end);
         for name in lenient_names(&client) {
             prop_assert!(name == "run_code", "the client could read a call to {}", name);

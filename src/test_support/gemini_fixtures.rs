@@ -15,7 +15,8 @@ use crate::gemini::stream::GeminiJudge;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::test_support::{
-    expected_denials, fixtures, gemini_plan, same_at_every_cut, Fixture, RoundEnd,
+    error_outcome_holds, expected_denials, fixtures, gemini_plan, same_at_every_cut, Fixture,
+    RoundEnd,
 };
 
 /// What a Gemini client reads out of a stream.
@@ -138,18 +139,7 @@ fn check_code_mode(f: &Fixture, plan: &Arc<ToolPlan>) {
                 "{name}: a signature was lost"
             );
         }
-        "error" => {
-            assert!(judged.errored, "{name}: the provider's error is recognised");
-            assert!(
-                matches!(judged.end, RoundEnd::Done { splice: None }),
-                "{name}"
-            );
-            assert_eq!(
-                got.errors as u64,
-                expect["errors"].as_u64().unwrap(),
-                "{name}"
-            );
-        }
+        "error" => error_outcome_holds(name, &judged, got.errors, expect),
         other => panic!("{name}: unknown outcome {other}"),
     }
 }

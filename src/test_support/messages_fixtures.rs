@@ -12,8 +12,9 @@ use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::test_support::messages_client::reassemble;
 use crate::test_support::{
-    expected_calls, expected_denials, fixtures, judge_pieces, messages_plan, same_at_every_cut,
-    Fixture, MessagesJudge, RoundEnd,
+    error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
+    judge_pieces, messages_plan, repair_fixtures, same_at_every_cut, Fixture, MessagesJudge,
+    RoundEnd,
 };
 
 fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
@@ -48,18 +49,7 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
     );
     match expect["outcome"].as_str().unwrap() {
         "final" => {
-            let RoundEnd::Done { splice } = &judged.end else {
-                panic!("{name}: expected the end, got {:?}", judged.end)
-            };
-            assert!(!judged.errored, "{name}");
-            assert_eq!(
-                splice.is_some(),
-                expect
-                    .get("splice")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                "{name}: a mixed turn stores its denials"
-            );
+            final_outcome_holds(name, &judged, expect);
             // A message_delta when the upstream sent one.
             let delta = usize::from(!expect["stop_reason"].is_null());
             assert_eq!(
@@ -105,18 +95,7 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
                 );
             }
         }
-        "error" => {
-            assert!(judged.errored, "{name}: the upstream's error is recognised");
-            assert!(
-                matches!(judged.end, RoundEnd::Done { splice: None }),
-                "{name}: no repair after an error"
-            );
-            assert_eq!(
-                view.errors.len() as u64,
-                expect["errors"].as_u64().unwrap(),
-                "{name}: the error event reaches the client"
-            );
-        }
+        "error" => error_outcome_holds(name, &judged, view.errors.len(), expect),
         other => panic!("{name}: unknown outcome {other}"),
     }
 }
@@ -138,20 +117,13 @@ fn every_messages_fixture_gives_the_client_its_expectation_at_every_cut() {
 #[test]
 fn a_message_start_with_content_is_judged_block_by_block() {
     let plan = messages_plan(Mode::Code, Runtime::Client);
-    let f = fixtures("messages")
-        .into_iter()
-        .find(|f| f.name == "message_start_with_content")
-        .expect("the fixture");
-    check(&f, &plan);
+    check(&fixture("messages", "message_start_with_content"), &plan);
 }
 
 #[test]
 fn repair_fixtures_give_up_at_the_bound_and_end_the_turn() {
     let plan = messages_plan(Mode::Code, Runtime::Client);
-    for Fixture { name, bytes, meta } in fixtures("messages") {
-        if meta["expect"]["outcome"] != "repair" {
-            continue;
-        }
+    for Fixture { name, bytes, meta } in repair_fixtures("messages") {
         let judged = judge_pieces(MessagesJudge::new(plan.clone(), 0), &[&bytes]);
         assert!(
             matches!(judged.end, RoundEnd::Done { splice: None }),

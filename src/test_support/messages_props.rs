@@ -8,12 +8,15 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+use super::stream_props::{
+    a_fixture_cut_gives_what_it_gives_whole, call_cuts, call_input, only_run_code_got_through,
+    same, split, summary, text_deltas,
+};
 use crate::messages::Messages;
 use crate::mode::{Mode, Runtime};
 use crate::test_support::messages_client::reassemble;
 use crate::test_support::{
-    fixtures, judge_pieces, messages_plan, pieces_at, same_at_every_cut, Judged, MessagesJudge,
-    RoundEnd,
+    judge_at_cuts, messages_plan, same_at_every_cut, Judged, MessagesJudge, RoundEnd,
 };
 use crate::turn::repair_history;
 
@@ -36,8 +39,8 @@ enum Block {
 
 fn block() -> impl Strategy<Value = Block> {
     prop_oneof![
-        proptest::collection::vec("[a-zA-Z .,`\u{e9}]{1,8}", 1..4).prop_map(Block::Text),
-        "[a-z ]{1,16}".prop_map(Block::Thinking),
+        text_deltas().prop_map(Block::Text),
+        summary().prop_map(Block::Thinking),
         (
             prop_oneof![
                 Just("run_code"),
@@ -46,8 +49,8 @@ fn block() -> impl Strategy<Value = Block> {
                 Just("nope"),
                 Just("web_search"),
             ],
-            proptest::collection::btree_map("[a-z]{1,6}", "[a-zA-Z0-9 \"\\\\{}\n]{0,12}", 0..4),
-            proptest::collection::vec(0usize..64, 0..5),
+            call_input(),
+            call_cuts(),
         )
             .prop_map(|(name, map, cuts)| Block::ToolUse {
                 name,
@@ -75,21 +78,6 @@ struct Quirks {
 fn quirks() -> impl Strategy<Value = Quirks> {
     (0usize..4, prop::bool::weighted(0.2))
         .prop_map(|(ping_every, no_end)| Quirks { ping_every, no_end })
-}
-
-/// `text` in pieces at `cuts` (each a byte offset, kept on char boundaries).
-fn split(text: &str, cuts: &[usize]) -> Vec<String> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
-    points.sort_unstable();
-    let mut pieces = Vec::new();
-    let mut last = 0;
-    for p in points.into_iter().chain([text.len()]) {
-        if p > last && text.is_char_boundary(p) {
-            pieces.push(text[last..p].to_owned());
-            last = p;
-        }
-    }
-    pieces
 }
 
 /// The turn's stream and the same turn as one JSON message.
@@ -172,22 +160,9 @@ fn turn(blocks: &[Block], q: Quirks) -> (Vec<u8>, Value) {
     (out.into_bytes(), message)
 }
 
-fn same(a: &Judged, b: &Judged) -> Result<(), TestCaseError> {
-    prop_assert!(
-        a.client == b.client,
-        "the client's bytes differ:\n{}\nagainst\n{}",
-        String::from_utf8_lossy(&a.client),
-        String::from_utf8_lossy(&b.client)
-    );
-    prop_assert_eq!(a.end_text(), b.end_text());
-    Ok(())
-}
-
 fn judge(bytes: &[u8], cuts: &[usize]) -> Judged {
     let plan = messages_plan(Mode::Code, Runtime::Client);
-    let pieces = pieces_at(bytes, cuts);
-    let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
-    judge_pieces(MessagesJudge::new(plan, 2), &pieces)
+    judge_at_cuts(MessagesJudge::new(plan, 2), bytes, cuts)
 }
 
 /// A call as the client (or the JSON path) holds it: name and input.
@@ -204,9 +179,7 @@ proptest! {
         pick in any::<prop::sample::Index>(),
         cuts in proptest::collection::vec(any::<usize>(), 1..24),
     ) {
-        let all = fixtures("messages");
-        let f = &all[pick.index(all.len())];
-        same(&judge(&f.bytes, &cuts), &judge(&f.bytes, &[]))?;
+        a_fixture_cut_gives_what_it_gives_whole("messages", pick, &cuts, judge)?;
     }
 }
 
@@ -228,12 +201,8 @@ proptest! {
             Block::ToolUse { name, input, .. } => Some((*name, input.as_str())),
             _ => None,
         }).collect();
-        let allowed: Vec<(String, String)> = calls.iter()
-            .filter(|(n, _)| *n == "run_code")
-            .map(|(n, i)| (n.to_string(), i.to_string()))
-            .collect();
         let got: Vec<(String, String)> = view.calls.iter().map(|c| (c.name.clone(), c.input.clone())).collect();
-        prop_assert_eq!(&got, &allowed);
+        only_run_code_got_through(&calls, &got, &whole.end)?;
         let text: String = blocks.iter().filter_map(|b| match b {
             Block::Text(p) => Some(p.concat()),
             _ => None,
@@ -243,11 +212,6 @@ proptest! {
         // tool would: in code mode, `run_code`'s alone.
         let references = blocks.iter().filter(|b| matches!(b, Block::Reference("run_code"))).count();
         prop_assert_eq!(view.blocks.iter().filter(|b| *b == "tool_reference").count(), references);
-        let repaired = matches!(whole.end, RoundEnd::Repair { .. });
-        prop_assert_eq!(repaired, !calls.is_empty() && allowed.is_empty());
-        if let RoundEnd::Done { splice } = &whole.end {
-            prop_assert_eq!(splice.is_some(), !allowed.is_empty() && allowed.len() < calls.len());
-        }
     }
 
     #[test]

@@ -8,10 +8,8 @@
 //! The client views are written independently of the proxy's SSE parser
 //! on purpose: they read the bytes the way the providers' SDKs do.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::Body;
@@ -23,9 +21,13 @@ use crate::layer::drivers::stream_body::{
 };
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
-use crate::preset::Catalog;
-use crate::splice::{MemorySpliceStore, TenantSplices};
-use crate::tenant::Tenant;
+
+pub(crate) use crate::plan::standard_plan;
+pub(crate) use crate::splice::fresh_splices;
+pub use recorded::{
+    error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
+    repair_fixtures, Fixture,
+};
 
 // The judges, by the names the tests use (one place to follow them).
 pub use crate::chat::StreamJudge;
@@ -47,9 +49,12 @@ pub mod messages_client;
 mod messages_fixtures;
 mod messages_props;
 mod quiet_props;
+mod recorded;
 pub mod responses_client;
 mod responses_fixtures;
 mod responses_props;
+pub mod rounds;
+mod stream_props;
 mod unchanged_props;
 mod unreadable_props;
 
@@ -79,26 +84,14 @@ pub fn agent_tools() -> Vec<Value> {
     ]
 }
 
-fn plan(
-    reader: &crate::tools::ToolReader,
-    tools: Value,
-    mode: Mode,
-    runtime: Runtime,
-) -> Arc<ToolPlan> {
-    let raw = serde_json::value::to_raw_value(&tools).expect("tools serialise");
-    let catalog = Catalog::builtin(mode);
-    let preset = catalog.get("standard").expect("the built-in preset");
-    Arc::new(ToolPlan::build_for(reader, Some(&raw), preset, mode, runtime).expect("a valid plan"))
-}
-
 /// The plan of [`agent_tools`] in `mode` on the client runtime.
 pub fn agent_plan(mode: Mode) -> Arc<ToolPlan> {
-    plan(
+    Arc::new(standard_plan(
         &crate::chat::tools::TOOLS,
-        json!(agent_tools()),
+        &json!(agent_tools()),
         mode,
         Runtime::Client,
-    )
+    ))
 }
 
 /// A Codex-like agent on the Responses API: `exec_command`, its own
@@ -114,7 +107,12 @@ pub fn responses_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
          "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}},
         {"type": "web_search"}
     ]);
-    plan(&crate::responses::tools::TOOLS, tools, mode, runtime)
+    Arc::new(standard_plan(
+        &crate::responses::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 /// A Claude Code-like agent on the Messages API: `Read`, `Bash`, its own
@@ -127,7 +125,12 @@ pub fn messages_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         tool("run_code", "code"),
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     ]);
-    plan(&crate::messages::tools::TOOLS, tools, mode, runtime)
+    Arc::new(standard_plan(
+        &crate::messages::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 /// A gemini-cli-like agent on the Gemini API: `read_file`,
@@ -145,7 +148,12 @@ pub fn gemini_plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         ]},
         {"googleSearch": {}}
     ]);
-    plan(&crate::gemini::tools::TOOLS, tools, mode, runtime)
+    Arc::new(standard_plan(
+        &crate::gemini::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 // ---- driving a judge as the body does ----
@@ -220,12 +228,11 @@ pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
         keepalive: None,
         ..StreamLimits::default()
     };
-    let splices = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
     let res = intercept_stream(
         http::Response::new(upstream.boxed_unsync()),
         judge,
         Box::new(NoNextRound),
-        TenantSplices::new(splices, Tenant::anonymous("default")),
+        fresh_splices(),
         limits,
     );
     let client = drain(res.into_body());
@@ -242,6 +249,36 @@ pub fn judge_pieces<J: Judge>(judge: J, pieces: &[&[u8]]) -> Judged {
         errored,
         refused,
     }
+}
+
+/// `judge` over `bytes`, where an event in a shape no judge reads stands
+/// between the texts "Before." and "After.": the body refused it as `why`,
+/// and the client got what came before and `error_mark` (its dialect's
+/// error event), but neither `withheld` nor what came after. The client's
+/// bytes, as text.
+pub fn refused_mid_stream<J: Judge>(
+    judge: J,
+    bytes: &[u8],
+    why: &str,
+    withheld: &str,
+    error_mark: &str,
+) -> String {
+    let run = judge_pieces(judge, &[bytes]);
+    let text = String::from_utf8_lossy(&run.client).into_owned();
+    assert_eq!(
+        run.refused.map(|e| e.to_string()).as_deref(),
+        Some(why),
+        "{text}"
+    );
+    assert!(
+        !text.contains(withheld) && !text.contains("After."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Before.") && text.contains(error_mark),
+        "{text}"
+    );
+    text
 }
 
 /// An upstream body that yields each piece as one frame, at once.
@@ -361,6 +398,13 @@ pub fn pieces_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     pieces
 }
 
+/// `judge`'s run over `bytes` cut at `cuts` (as [`pieces_at`] cuts).
+pub fn judge_at_cuts<J: Judge>(judge: J, bytes: &[u8], cuts: &[usize]) -> Judged {
+    let pieces = pieces_at(bytes, cuts);
+    let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+    judge_pieces(judge, &pieces)
+}
+
 /// Judges `bytes` whole, then cut in two at every offset and byte by
 /// byte, each with a fresh judge from `judge`: the client's bytes and the
 /// round's end never change. Returns the whole stream's result.
@@ -390,86 +434,6 @@ pub fn same_at_every_cut<J: Judge>(name: &str, bytes: &[u8], judge: impl Fn() ->
     let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
     same(judge_pieces(judge(), &bytewise), "byte by byte");
     whole
-}
-
-// ---- recorded streams ----
-
-/// A recorded stream and what it is expected to give.
-pub struct Fixture {
-    /// The file's stem: the quirk it shows.
-    pub name: String,
-    /// The upstream's bytes, as recorded.
-    pub bytes: Vec<u8>,
-    /// Its `.json`: `provider`, `behaviour`, `evidence`, `expect`.
-    pub meta: Value,
-}
-
-/// Every `.sse` file under `fixtures/streams/<dir>` (`""` for chat's) with
-/// its `.json`, sorted by name.
-pub fn fixtures(dir: &str) -> Vec<Fixture> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/streams")
-        .join(dir);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sse"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(p.with_extension("json"))
-                .unwrap_or_else(|e| panic!("{}: its .json: {e}", p.display()));
-            let meta: Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{}: its .json: {e}", p.display()));
-            for key in ["provider", "behaviour", "evidence", "expect"] {
-                assert!(meta.get(key).is_some(), "{} lacks {key}", p.display());
-            }
-            Fixture {
-                name: p
-                    .file_stem()
-                    .expect("a file name")
-                    .to_string_lossy()
-                    .into_owned(),
-                bytes: std::fs::read(&p).expect("a readable fixture"),
-                meta,
-            }
-        })
-        .collect()
-}
-
-/// The `(name, arguments)` pairs of `expect.calls`.
-pub fn expected_calls(expect: &Value) -> Vec<(String, String)> {
-    expect["calls"]
-        .as_array()
-        .expect("expect.calls")
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().expect("a call's name").to_owned(),
-                c["arguments"]
-                    .as_str()
-                    .expect("a call's arguments")
-                    .to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// The `(name, code)` pairs of `expect.denied`.
-pub fn expected_denials(expect: &Value) -> Vec<(String, String)> {
-    expect["denied"]
-        .as_array()
-        .expect("expect.denied")
-        .iter()
-        .map(|d| {
-            (
-                d["name"].as_str().expect("a denied call's name").to_owned(),
-                d["code"].as_str().expect("a denial's code").to_owned(),
-            )
-        })
-        .collect()
 }
 
 // ---- the client's events ----

@@ -12,8 +12,9 @@ use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::test_support::responses_client::reassemble;
 use crate::test_support::{
-    expected_calls, expected_denials, fixtures, judge_pieces, responses_plan, same_at_every_cut,
-    Fixture, ResponsesJudge, RoundEnd,
+    error_outcome_holds, expected_calls, expected_denials, final_outcome_holds, fixture, fixtures,
+    judge_pieces, repair_fixtures, responses_plan, same_at_every_cut, Fixture, ResponsesJudge,
+    RoundEnd,
 };
 
 fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
@@ -52,18 +53,7 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
     );
     match expect["outcome"].as_str().unwrap() {
         "final" => {
-            let RoundEnd::Done { splice } = &judged.end else {
-                panic!("{name}: expected the end, got {:?}", judged.end)
-            };
-            assert!(!judged.errored, "{name}");
-            assert_eq!(
-                splice.is_some(),
-                expect
-                    .get("splice")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                "{name}: a mixed turn stores its denials"
-            );
+            final_outcome_holds(name, &judged, expect);
         }
         "repair" => {
             let RoundEnd::Repair { messages } = &judged.end else {
@@ -101,18 +91,7 @@ fn check(f: &Fixture, plan: &Arc<ToolPlan>) {
                 assert_eq!(&messages[0]["type"], first, "{name}: the repair's turn");
             }
         }
-        "error" => {
-            assert!(judged.errored, "{name}: the upstream's error is recognised");
-            assert!(
-                matches!(judged.end, RoundEnd::Done { splice: None }),
-                "{name}: no repair after an error"
-            );
-            assert_eq!(
-                view.errors.len() as u64,
-                expect["errors"].as_u64().unwrap(),
-                "{name}: the error events reach the client"
-            );
-        }
+        "error" => error_outcome_holds(name, &judged, view.errors.len(), expect),
         other => panic!("{name}: unknown outcome {other}"),
     }
 }
@@ -136,20 +115,13 @@ fn every_responses_fixture_gives_the_client_its_expectation_at_every_cut() {
 #[test]
 fn an_error_event_keeps_the_response_failed_that_follows_it() {
     let plan = responses_plan(Mode::Code, Runtime::Client);
-    let f = fixtures("responses")
-        .into_iter()
-        .find(|f| f.name == "error_then_response_failed")
-        .expect("the fixture");
-    check(&f, &plan);
+    check(&fixture("responses", "error_then_response_failed"), &plan);
 }
 
 #[test]
 fn repair_fixtures_give_up_at_the_bound_with_a_terminal_and_no_call() {
     let plan = responses_plan(Mode::Code, Runtime::Client);
-    for Fixture { name, bytes, meta } in fixtures("responses") {
-        if meta["expect"]["outcome"] != "repair" {
-            continue;
-        }
+    for Fixture { name, bytes, meta } in repair_fixtures("responses") {
         let judged = judge_pieces(ResponsesJudge::new(plan.clone(), 0), &[&bytes]);
         assert!(
             matches!(judged.end, RoundEnd::Done { splice: None }),

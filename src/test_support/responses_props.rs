@@ -8,12 +8,15 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+use super::stream_props::{
+    a_fixture_cut_gives_what_it_gives_whole, call_cuts, call_input, only_run_code_got_through,
+    same, split, summary, text_deltas,
+};
 use crate::mode::{Mode, Runtime};
 use crate::responses::Responses;
 use crate::test_support::responses_client::reassemble;
 use crate::test_support::{
-    fixtures, judge_pieces, pieces_at, responses_plan, same_at_every_cut, Judged, ResponsesJudge,
-    RoundEnd,
+    judge_at_cuts, responses_plan, same_at_every_cut, Judged, ResponsesJudge, RoundEnd,
 };
 use crate::turn::repair_history;
 
@@ -35,8 +38,8 @@ enum Item {
 
 fn item() -> impl Strategy<Value = Item> {
     prop_oneof![
-        proptest::collection::vec("[a-zA-Z .,`\u{e9}]{1,8}", 1..4).prop_map(Item::Text),
-        "[a-z ]{1,16}".prop_map(Item::Reasoning),
+        text_deltas().prop_map(Item::Text),
+        summary().prop_map(Item::Reasoning),
         (
             prop_oneof![
                 Just("run_code"),
@@ -46,8 +49,8 @@ fn item() -> impl Strategy<Value = Item> {
                 Just("nope"),
                 Just("agents.spawn"),
             ],
-            proptest::collection::btree_map("[a-z]{1,6}", "[a-zA-Z0-9 \"\\\\{}\n]{0,12}", 0..4),
-            proptest::collection::vec(0usize..64, 0..5),
+            call_input(),
+            call_cuts(),
         )
             .prop_map(|(name, map, cuts)| Item::Call {
                 name,
@@ -83,21 +86,6 @@ fn quirks() -> impl Strategy<Value = Quirks> {
             no_terminal,
             comments,
         })
-}
-
-/// `text` in pieces at `cuts` (each a byte offset, kept on char boundaries).
-fn split(text: &str, cuts: &[usize]) -> Vec<String> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
-    points.sort_unstable();
-    let mut pieces = Vec::new();
-    let mut last = 0;
-    for p in points.into_iter().chain([text.len()]) {
-        if p > last && text.is_char_boundary(p) {
-            pieces.push(text[last..p].to_owned());
-            last = p;
-        }
-    }
-    pieces
 }
 
 /// The turn's stream and the same turn as one JSON response.
@@ -214,22 +202,9 @@ fn turn(items: &[Item], q: Quirks) -> (Vec<u8>, Value) {
     (out.into_bytes(), whole)
 }
 
-fn same(a: &Judged, b: &Judged) -> Result<(), TestCaseError> {
-    prop_assert!(
-        a.client == b.client,
-        "the client's bytes differ:\n{}\nagainst\n{}",
-        String::from_utf8_lossy(&a.client),
-        String::from_utf8_lossy(&b.client)
-    );
-    prop_assert_eq!(a.end_text(), b.end_text());
-    Ok(())
-}
-
 fn judge(bytes: &[u8], cuts: &[usize]) -> Judged {
     let plan = responses_plan(Mode::Code, Runtime::Client);
-    let pieces = pieces_at(bytes, cuts);
-    let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
-    judge_pieces(ResponsesJudge::new(plan, 2), &pieces)
+    judge_at_cuts(ResponsesJudge::new(plan, 2), bytes, cuts)
 }
 
 proptest! {
@@ -240,9 +215,7 @@ proptest! {
         pick in any::<prop::sample::Index>(),
         cuts in proptest::collection::vec(any::<usize>(), 1..24),
     ) {
-        let all = fixtures("responses");
-        let f = &all[pick.index(all.len())];
-        same(&judge(&f.bytes, &cuts), &judge(&f.bytes, &[]))?;
+        a_fixture_cut_gives_what_it_gives_whole("responses", pick, &cuts, judge)?;
     }
 }
 
@@ -264,24 +237,15 @@ proptest! {
             Item::Call { name, args, .. } => Some((*name, args.as_str())),
             _ => None,
         }).collect();
-        let allowed: Vec<(String, String)> = calls.iter()
-            .filter(|(n, _)| *n == "run_code")
-            .map(|(n, a)| (n.to_string(), a.to_string()))
-            .collect();
         let got: Vec<(String, String)> = view.calls.iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
-        prop_assert_eq!(&got, &allowed);
+        let repaired = only_run_code_got_through(&calls, &got, &whole.end)?;
         let text: String = items.iter().filter_map(|i| match i {
             Item::Text(p) => Some(p.concat()),
             _ => None,
         }).collect();
         prop_assert_eq!(&view.text, &text);
-        let repaired = matches!(whole.end, RoundEnd::Repair { .. });
-        prop_assert_eq!(repaired, !calls.is_empty() && allowed.is_empty());
         // A repaired round's [DONE] waits for the stream's end.
         prop_assert_eq!(view.done, usize::from(q.done && !repaired));
-        if let RoundEnd::Done { splice } = &whole.end {
-            prop_assert_eq!(splice.is_some(), !allowed.is_empty() && allowed.len() < calls.len());
-        }
     }
 
     #[test]

@@ -259,7 +259,10 @@ async fn a_worker_serves_one_tenant_and_another_tenant_gets_another_process() {
     assert!(a1.parse::<u32>().is_ok(), "{a1}");
     assert_eq!(a1, a2, "one tenant's runs share its warm worker");
     assert_ne!(b1, a1, "another tenant's run never reaches that worker");
-    assert_ne!(a3, b1, "the first tenant's run never reaches the second's worker");
+    assert_ne!(
+        a3, b1,
+        "the first tenant's run never reaches the second's worker"
+    );
     assert_eq!(a3, a1, "the first tenant's worker is still its own");
     let _ = std::fs::remove_dir_all(worker.parent().unwrap());
 }

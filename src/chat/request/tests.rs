@@ -1,12 +1,12 @@
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::*;
 use crate::conversation::Anchor;
 use crate::preset::Catalog;
-use crate::splice::{MemorySpliceStore, Splice, TenantSplices};
+use crate::splice::{Splice, TenantSplices};
+use crate::test_support::fresh_splices;
 
 const TOOLS: &str = r#"[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}},{"type":"function","function":{"name":"run_code","parameters":{"type":"object"}}}]"#;
 
@@ -27,11 +27,6 @@ fn plan(mode: Mode) -> ToolPlan {
     .unwrap()
 }
 
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
-}
-
 fn rewritten(body: &[u8], mode: Mode, splices: &TenantSplices) -> Value {
     let mut chat = ChatRequest::parse(body).unwrap();
     chat.rewrite(&plan(mode), splices).unwrap();
@@ -44,7 +39,7 @@ fn code_mode_appends_sections_to_the_first_system_message() {
         json!([{"role": "system", "content": "Be kind."}, {"role": "user", "content": "hi"}]),
         "",
     );
-    let v = rewritten(&body, Mode::Code, &store());
+    let v = rewritten(&body, Mode::Code, &fresh_splices());
     let system = v["messages"][0]["content"].as_str().unwrap();
     assert!(
         system.starts_with("Be kind.\n\n# Tool mode: code"),
@@ -61,7 +56,7 @@ fn content_part_arrays_get_a_text_part() {
         json!([{"role": "developer", "content": [{"type": "text", "text": "A"}]}]),
         "",
     );
-    let v = rewritten(&body, Mode::Code, &store());
+    let v = rewritten(&body, Mode::Code, &fresh_splices());
     let parts = v["messages"][0]["content"].as_array().unwrap();
     assert_eq!(parts.len(), 2);
     assert!(parts[1]["text"].as_str().unwrap().contains("run_code"));
@@ -70,7 +65,7 @@ fn content_part_arrays_get_a_text_part() {
 #[test]
 fn a_system_message_is_added_when_there_is_none() {
     let body = request(json!([{"role": "user", "content": "hi"}]), "");
-    let v = rewritten(&body, Mode::Code, &store());
+    let v = rewritten(&body, Mode::Code, &fresh_splices());
     assert_eq!(v["messages"][0]["role"], "system");
     assert_eq!(v["messages"][1]["role"], "user");
 }
@@ -81,18 +76,18 @@ fn forced_native_tool_becomes_run_code_in_code_mode() {
         json!([]),
         r#","tool_choice":{"type":"function","function":{"name":"read"}}"#,
     );
-    let v = rewritten(&body, Mode::Code, &store());
+    let v = rewritten(&body, Mode::Code, &fresh_splices());
     assert_eq!(
         v["tool_choice"],
         json!({"type": "function", "function": {"name": "run_code"}})
     );
-    let v = rewritten(&body, Mode::Both, &store());
+    let v = rewritten(&body, Mode::Both, &fresh_splices());
     assert_eq!(v["tool_choice"]["function"]["name"], "read");
 }
 
 #[test]
 fn stored_denials_are_spliced_after_the_turns_results() {
-    let s = store();
+    let s = fresh_splices();
     s.put(
         &Anchor::of_content(&json!("go")),
         &["keep".into()],
@@ -145,12 +140,12 @@ fn rewriting_is_byte_stable() {
     );
     let a = {
         let mut c = ChatRequest::parse(&body).unwrap();
-        c.rewrite(&plan(Mode::Code), &store()).unwrap();
+        c.rewrite(&plan(Mode::Code), &fresh_splices()).unwrap();
         c.to_bytes()
     };
     let b = {
         let mut c = ChatRequest::parse(&body).unwrap();
-        c.rewrite(&plan(Mode::Code), &store()).unwrap();
+        c.rewrite(&plan(Mode::Code), &fresh_splices()).unwrap();
         c.to_bytes()
     };
     assert_eq!(a, b);
@@ -176,7 +171,7 @@ fn safe_plan(mode: Mode) -> ToolPlan {
 fn safe_rewritten(extra: &str, mode: Mode) -> Result<Value, ProxyError> {
     let body = format!(r#"{{"model":"m","messages":[],"tools":{AGENT}{extra}}}"#);
     let mut chat = ChatRequest::parse(body.as_bytes())?;
-    chat.rewrite(&safe_plan(mode), &store())?;
+    chat.rewrite(&safe_plan(mode), &fresh_splices())?;
     Ok(serde_json::from_slice(&chat.to_bytes()).unwrap())
 }
 

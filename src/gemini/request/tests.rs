@@ -3,7 +3,6 @@
 
 use crate::turn::WireRequest;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -11,15 +10,10 @@ use super::GeminiRequest;
 use crate::conversation::Anchor;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
-use crate::splice::{MemorySpliceStore, TenantSplices};
-use crate::test_support::gemini_plan;
+use crate::splice::TenantSplices;
+use crate::test_support::{fresh_splices, gemini_plan};
 
 const STREAM: &str = "/v1beta/models/gemini-2.5-pro:streamGenerateContent";
-
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
-}
 
 fn tools() -> Value {
     json!([
@@ -76,7 +70,7 @@ fn an_untouched_request_is_the_clients_bytes() {
 #[test]
 fn code_mode_announces_only_run_code_and_keeps_googles_tools() {
     let plan = gemini_plan(Mode::Code, Runtime::Client);
-    let v = rewritten(&body(json!({})), STREAM, &plan, &store());
+    let v = rewritten(&body(json!({})), STREAM, &plan, &fresh_splices());
     let tools = v["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 2, "{tools:?}");
     let decls = tools[0]["functionDeclarations"].as_array().unwrap();
@@ -93,7 +87,7 @@ fn code_mode_announces_only_run_code_and_keeps_googles_tools() {
 #[test]
 fn the_embedded_runtime_announces_the_proxys_run_code() {
     let plan = gemini_plan(Mode::Code, Runtime::Embedded);
-    let v = rewritten(&body(json!({})), STREAM, &plan, &store());
+    let v = rewritten(&body(json!({})), STREAM, &plan, &fresh_splices());
     let decls = v["tools"][0]["functionDeclarations"].as_array().unwrap();
     assert_eq!(decls.len(), 1);
     assert_eq!(decls[0]["name"], "run_code");
@@ -105,7 +99,12 @@ fn no_system_instruction_becomes_the_sections_alone() {
     let plan = gemini_plan(Mode::Code, Runtime::Client);
     let mut b: Value = serde_json::from_slice(&body(json!({}))).unwrap();
     b.as_object_mut().unwrap().remove("systemInstruction");
-    let v = rewritten(&serde_json::to_vec(&b).unwrap(), STREAM, &plan, &store());
+    let v = rewritten(
+        &serde_json::to_vec(&b).unwrap(),
+        STREAM,
+        &plan,
+        &fresh_splices(),
+    );
     assert!(v["systemInstruction"]["parts"][0]["text"]
         .as_str()
         .unwrap()
@@ -121,7 +120,7 @@ fn allowed_function_names_point_only_at_what_the_wire_announces() {
         &body(json!({"toolConfig": config})),
         STREAM,
         &plan,
-        &store(),
+        &fresh_splices(),
     );
     assert_eq!(
         v["toolConfig"]["functionCallingConfig"],
@@ -129,7 +128,7 @@ fn allowed_function_names_point_only_at_what_the_wire_announces() {
     );
     let bad = json!({"functionCallingConfig": {"allowedFunctionNames": "read_file"}});
     let mut r = GeminiRequest::parse(&body(json!({"toolConfig": bad})), STREAM).unwrap();
-    assert!(r.rewrite(&plan, &store()).is_err());
+    assert!(r.rewrite(&plan, &fresh_splices()).is_err());
 }
 
 #[test]
@@ -142,7 +141,7 @@ fn count_tokens_is_rewritten_inside_its_wrapper() {
         &wrapped,
         "/v1beta/models/gemini-2.5-pro:countTokens",
         &plan,
-        &store(),
+        &fresh_splices(),
     );
     let inner = &v["generateContentRequest"];
     assert_eq!(inner["model"], "models/gemini-2.5-pro");
@@ -185,7 +184,7 @@ fn stored_turn(splices: &TenantSplices, plan: &ToolPlan) {
 #[test]
 fn stored_denials_join_their_turn_and_the_signature_moves_to_its_first_call() {
     let plan = gemini_plan(Mode::Code, Runtime::Client);
-    let splices = store();
+    let splices = fresh_splices();
     stored_turn(&splices, &plan);
     // The client echoes no id: its answer is placed by name and position.
     let contents = json!([
@@ -228,7 +227,7 @@ fn a_field_in_both_spellings_is_refused_not_half_rewritten() {
         json!({"system_instruction": {"parts": []}}),
     ] {
         let mut r = GeminiRequest::parse(&body(extra.clone()), STREAM).unwrap();
-        let e = r.rewrite(&plan, &store()).unwrap_err().to_string();
+        let e = r.rewrite(&plan, &fresh_splices()).unwrap_err().to_string();
         assert!(e.contains("both"), "{extra}: {e}");
     }
     let wrapped = br#"{"generateContentRequest":null,"generate_content_request":{"tools":[]}}"#;
@@ -241,9 +240,9 @@ fn a_cached_content_is_refused_where_calls_can_be_denied() {
     let body = body(json!({"cachedContent": "cachedContents/abc"}));
     let plan = gemini_plan(Mode::Code, Runtime::Client);
     let mut r = GeminiRequest::parse(&body, STREAM).unwrap();
-    let e = r.rewrite(&plan, &store()).unwrap_err().to_string();
+    let e = r.rewrite(&plan, &fresh_splices()).unwrap_err().to_string();
     assert!(e.contains("cached content"), "{e}");
     let native = gemini_plan(Mode::Native, Runtime::Client);
     let mut r = GeminiRequest::parse(&body, STREAM).unwrap();
-    r.rewrite(&native, &store()).unwrap();
+    r.rewrite(&native, &fresh_splices()).unwrap();
 }

@@ -6,8 +6,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::interactions::test_plan::plan;
 use crate::mode::{Mode, Runtime};
-use crate::splice::MemorySpliceStore;
-use crate::tenant::Tenant;
+use crate::test_support::fresh_splices;
 
 fn parse(v: Value) -> InteractionsRequest {
     InteractionsRequest::parse(v.to_string().as_bytes()).unwrap()
@@ -15,14 +14,6 @@ fn parse(v: Value) -> InteractionsRequest {
 
 fn body(r: &InteractionsRequest) -> Value {
     serde_json::from_slice(&r.to_bytes()).unwrap()
-}
-
-fn no_splices() -> TenantSplices {
-    let store = std::sync::Arc::new(MemorySpliceStore::new(
-        std::time::Duration::from_secs(60),
-        1 << 20,
-    ));
-    TenantSplices::new(store, Tenant::anonymous("default"))
 }
 
 #[test]
@@ -66,7 +57,7 @@ fn code_mode_puts_run_code_on_the_wire_and_the_sdk_in_the_system_instruction() {
                              "generation_config": {"tool_choice": {"allowed_tools":
                                  {"mode": "any", "tools": ["read"]}}}}),
     );
-    r.rewrite(&plan, &no_splices()).unwrap();
+    r.rewrite(&plan, &fresh_splices()).unwrap();
     let got = body(&r);
     let names: Vec<&str> = got["tools"]
         .as_array()

@@ -3,19 +3,14 @@
 //! native mode, for `messages` and `count_tokens` bodies (the HTTP route is
 //! tested with the handler).
 
-use crate::turn::WireRequest;
-use std::sync::Arc;
-use std::time::Duration;
-
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
+
+use crate::turn::WireRequest;
 
 use super::MessagesRequest;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
-use crate::preset::Catalog;
-use crate::splice::{MemorySpliceStore, TenantSplices};
-use crate::tenant::Tenant;
+use crate::splice::fresh_splices;
 
 /// A tool as Claude Code declares it: name, long description, JSON schema.
 fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
@@ -199,28 +194,12 @@ fn request(tool_choice: Option<Value>, count_tokens: bool) -> Vec<u8> {
 }
 
 fn plan(mode: Mode, runtime: Runtime) -> ToolPlan {
-    let catalog = Catalog::builtin(Mode::Code);
-    let raw = RawValue::from_string(tools().to_string()).unwrap();
-    ToolPlan::build_for(
-        &crate::messages::tools::TOOLS,
-        Some(&raw),
-        catalog.get("standard").unwrap(),
-        mode,
-        runtime,
-    )
-    .unwrap()
-}
-
-fn splices() -> TenantSplices {
-    TenantSplices::new(
-        Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
-        Tenant::anonymous("default"),
-    )
+    crate::plan::standard_plan(&crate::messages::tools::TOOLS, &tools(), mode, runtime)
 }
 
 fn rewrite(body: &[u8], plan: &ToolPlan) -> bytes::Bytes {
     let mut request = MessagesRequest::parse(body).unwrap();
-    request.rewrite(plan, &splices()).unwrap();
+    request.rewrite(plan, &fresh_splices()).unwrap();
     request.to_bytes()
 }
 

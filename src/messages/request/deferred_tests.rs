@@ -3,18 +3,16 @@
 //! `tool_reference` blocks a history carries (Claude Code's `ToolSearch`
 //! results, and what it echoes of the model's turns).
 
-use crate::turn::WireRequest;
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
+
+use crate::turn::WireRequest;
 
 use super::MessagesRequest;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
 use crate::preset::{Catalog, ConfigFile};
-use crate::splice::{MemorySpliceStore, TenantSplices};
+use crate::splice::fresh_splices;
 
 /// Claude Code's tools with tool search on, after its `ToolSearch` loaded
 /// WebFetch (tests/fixtures/claude/after_tool_search.json, trimmed), and
@@ -54,16 +52,11 @@ fn plan_in(tools: &Value, mode: Mode, preset: &str) -> ToolPlan {
     .unwrap()
 }
 
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
-}
-
 fn rewritten(messages: Value, tools: &Value, plan: &ToolPlan) -> Value {
     let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": tools,
                       "messages": messages});
     let mut r = MessagesRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap();
-    r.rewrite(plan, &store()).unwrap();
+    r.rewrite(plan, &fresh_splices()).unwrap();
     serde_json::from_slice(&r.to_bytes()).unwrap()
 }
 
@@ -132,7 +125,7 @@ fn a_forced_tool_search_the_wire_lost_is_forced_no_more() {
                       "tool_choice": {"type": "tool", "name": "tool_search_tool_regex"},
                       "messages": [{"role": "user", "content": "hi"}]});
     let mut r = MessagesRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap();
-    r.rewrite(&plan_in(&tools(), Mode::Code, "standard"), &store())
+    r.rewrite(&plan_in(&tools(), Mode::Code, "standard"), &fresh_splices())
         .unwrap();
     let v: Value = serde_json::from_slice(&r.to_bytes()).unwrap();
     assert_eq!(
@@ -203,17 +196,27 @@ fn references_to_tools_the_wire_lacks_are_rewritten_where_a_history_holds_them()
     assert_eq!(m[1], history()[1]);
 }
 
+/// A request of [`tools`] whose `messages` are `history`, as JSON text.
+fn with_history(history: &str) -> Vec<u8> {
+    format!(
+        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
+        tools()
+    )
+    .into_bytes()
+}
+
+/// The request [`with_history`] gives, rewritten under `plan`, as text.
+fn rewritten_text(history: &str, plan: &ToolPlan) -> String {
+    let mut r = MessagesRequest::parse(&with_history(history)).unwrap();
+    r.rewrite(plan, &fresh_splices()).unwrap();
+    String::from_utf8(r.to_bytes().to_vec()).unwrap()
+}
+
 #[test]
 fn a_message_without_a_reference_the_wire_lacks_keeps_its_bytes() {
     let plan = plan_in(&tools(), Mode::Code, "standard");
     let history = r#"[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]},{"role":"user","content":[{"type":"tool_r\u0065ference","tool_name":"WebFetch"}]}]"#;
-    let body = format!(
-        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
-        tools()
-    );
-    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    r.rewrite(&plan, &store()).unwrap();
-    let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
+    let out = rewritten_text(history, &plan);
     assert!(
         out.contains(r#"{"role":"assistant","content":[{"type":"tool_reference","tool_name":"run_code"} ,{"type":"text","text":"caf\u00e9"}]}"#),
         "{out}"
@@ -266,22 +269,12 @@ fn a_reference_hidden_behind_a_repeated_key_is_read_as_the_provider_reads_it() {
     // A block whose second `type` makes it a reference (serde and most
     // providers read the last): written anew from that reading.
     let history = r#"[{"role":"user","content":[{"type":"text","text":"x","type":"tool_reference","tool_name":"WebFetch"}]}]"#;
-    let body = format!(
-        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
-        tools()
-    );
-    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    r.rewrite(&plan, &store()).unwrap();
-    let out = String::from_utf8(r.to_bytes().to_vec()).unwrap();
+    let out = rewritten_text(history, &plan);
     assert!(!out.contains("tool_reference"), "{out}");
     // A message with two `content`s has no single reading: refused.
     let history = r#"[{"role":"user","content":"hi","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]"#;
-    let body = format!(
-        r#"{{"model":"m","max_tokens":8,"tools":{},"messages":{history}}}"#,
-        tools()
-    );
-    let mut r = MessagesRequest::parse(body.as_bytes()).unwrap();
-    let err = r.rewrite(&plan, &store()).unwrap_err();
+    let mut r = MessagesRequest::parse(&with_history(history)).unwrap();
+    let err = r.rewrite(&plan, &fresh_splices()).unwrap_err();
     assert!(
         err.to_string().contains("`content` more than once"),
         "{err}"

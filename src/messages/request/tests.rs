@@ -7,8 +7,8 @@ use super::*;
 use crate::conversation::Anchor;
 use crate::messages::items;
 use crate::mode::{Mode, Runtime};
-use crate::preset::Catalog;
 use crate::splice::{MemorySpliceStore, Splice, TenantSplices};
+use crate::test_support::{fresh_splices, standard_plan};
 use crate::turn::JudgedCall;
 
 fn tools() -> Value {
@@ -23,16 +23,7 @@ fn tools() -> Value {
 }
 
 fn plan_with(tools: &Value, mode: Mode, runtime: Runtime) -> ToolPlan {
-    let raw = RawValue::from_string(tools.to_string()).unwrap();
-    let catalog = Catalog::builtin(Mode::Code);
-    ToolPlan::build_for(
-        &crate::messages::tools::TOOLS,
-        Some(&raw),
-        catalog.get("standard").unwrap(),
-        mode,
-        runtime,
-    )
-    .unwrap()
+    standard_plan(&crate::messages::tools::TOOLS, tools, mode, runtime)
 }
 
 fn plan(mode: Mode) -> ToolPlan {
@@ -48,11 +39,6 @@ fn client_plan() -> ToolPlan {
         json!({"name": "run_code", "input_schema": {"type": "object"}}),
     );
     plan_with(&t, Mode::Code, Runtime::Client)
-}
-
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
 }
 
 fn body(extra: Value) -> Vec<u8> {
@@ -76,7 +62,7 @@ fn an_untouched_request_is_the_clients_bytes() {
     let mut r = MessagesRequest::parse(body).unwrap();
     assert!(r.stream);
     assert_eq!(r.messages().len(), 2);
-    r.rewrite(&plan(Mode::Native), &store()).unwrap();
+    r.rewrite(&plan(Mode::Native), &fresh_splices()).unwrap();
     // The top level is re-joined without spaces; the messages are as sent.
     assert_eq!(
         &r.to_bytes()[..],
@@ -97,7 +83,7 @@ fn messages_must_be_a_list() {
 
 #[test]
 fn code_mode_puts_run_code_and_the_server_tools_on_the_wire_with_the_tools_breakpoint() {
-    let v = rewritten(&body(json!({})), &plan(Mode::Code), &store());
+    let v = rewritten(&body(json!({})), &plan(Mode::Code), &fresh_splices());
     let tools = v["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["run_code", "web_search"]);
@@ -113,7 +99,11 @@ fn without_a_breakpoint_on_the_last_tool_the_wire_gets_none() {
     let mut t = tools();
     t[3].as_object_mut().unwrap().remove("cache_control");
     t[0]["cache_control"] = json!({"type": "ephemeral"});
-    let v = rewritten(&body(json!({"tools": t})), &plan(Mode::Code), &store());
+    let v = rewritten(
+        &body(json!({"tools": t})),
+        &plan(Mode::Code),
+        &fresh_splices(),
+    );
     for tool in v["tools"].as_array().unwrap() {
         assert!(tool.get("cache_control").is_none(), "{tool}");
     }
@@ -124,7 +114,7 @@ fn sections_follow_a_string_system_or_become_the_system() {
     let v = rewritten(
         &body(json!({"system": "You are Claude Code."})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     let system = v["system"].as_str().unwrap();
     assert!(
@@ -132,12 +122,16 @@ fn sections_follow_a_string_system_or_become_the_system() {
         "{system}"
     );
     assert!(system.contains("Read"), "{system}");
-    let v = rewritten(&body(json!({})), &plan(Mode::Code), &store());
+    let v = rewritten(&body(json!({})), &plan(Mode::Code), &fresh_splices());
     assert!(v["system"]
         .as_str()
         .unwrap()
         .starts_with("# Tool mode: code"));
-    let v = rewritten(&body(json!({"system": ""})), &plan(Mode::Code), &store());
+    let v = rewritten(
+        &body(json!({"system": ""})),
+        &plan(Mode::Code),
+        &fresh_splices(),
+    );
     assert!(v["system"]
         .as_str()
         .unwrap()
@@ -155,7 +149,7 @@ fn sections_go_inside_the_last_cache_breakpoint_of_a_block_system() {
             {"type": "text", "text": "Uncached tail."}
         ]})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     let system = v["system"].as_array().unwrap();
     assert_eq!(system.len(), 5);
@@ -179,7 +173,7 @@ fn sections_go_inside_the_last_cache_breakpoint_of_a_block_system() {
     let v = rewritten(
         &body(json!({"system": [{"type": "text", "text": "a"}]})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     let system = v["system"].as_array().unwrap();
     assert_eq!(system.len(), 2);
@@ -187,7 +181,7 @@ fn sections_go_inside_the_last_cache_breakpoint_of_a_block_system() {
     assert_eq!(system[1]["type"], "text");
 
     let mut r = MessagesRequest::parse(&body(json!({"system": 7}))).unwrap();
-    let err = r.rewrite(&plan(Mode::Code), &store()).unwrap_err();
+    let err = r.rewrite(&plan(Mode::Code), &fresh_splices()).unwrap_err();
     assert!(
         err.to_string().contains("`system` must be a string"),
         "{err}"
@@ -202,7 +196,7 @@ fn the_rewrite_is_byte_stable() {
     );
     let once = |p: &ToolPlan| {
         let mut r = MessagesRequest::parse(&b).unwrap();
-        r.rewrite(p, &store()).unwrap();
+        r.rewrite(p, &fresh_splices()).unwrap();
         r.to_bytes()
     };
     assert_eq!(once(&plan(Mode::Code)), once(&plan(Mode::Code)));
@@ -215,7 +209,7 @@ fn tool_choice_never_names_a_tool_the_wire_lacks() {
             json!({"tool_choice": {"type": "tool", "name": "Read", "disable_parallel_tool_use": true}}),
         ),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     assert_eq!(
         v["tool_choice"],
@@ -224,7 +218,7 @@ fn tool_choice_never_names_a_tool_the_wire_lacks() {
     let v = rewritten(
         &body(json!({"tool_choice": {"type": "tool", "name": "web_search"}})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     assert_eq!(
         v["tool_choice"],
@@ -232,7 +226,7 @@ fn tool_choice_never_names_a_tool_the_wire_lacks() {
     );
     // Native mode narrows nothing: the choice is the client's bytes.
     let b = body(json!({"tool_choice": {"type": "tool", "name": "Read", "x": 1}}));
-    let v = rewritten(&b, &plan(Mode::Native), &store());
+    let v = rewritten(&b, &plan(Mode::Native), &fresh_splices());
     assert_eq!(
         v["tool_choice"],
         json!({"type": "tool", "name": "Read", "x": 1})
@@ -277,7 +271,7 @@ fn history() -> Value {
 #[test]
 fn stored_denials_join_their_turn_and_its_answers() {
     let plan = client_plan();
-    let splices = store();
+    let splices = fresh_splices();
     stored_turn(&splices, &plan);
     let v = rewritten(&body(json!({"messages": history()})), &plan, &splices);
     let m = v["messages"].as_array().unwrap();
@@ -321,7 +315,7 @@ fn stored_denials_join_their_turn_and_its_answers() {
 #[test]
 fn a_splice_leaves_the_other_messages_bytes_alone() {
     let plan = client_plan();
-    let splices = store();
+    let splices = fresh_splices();
     stored_turn(&splices, &plan);
     let b = body(json!({"messages": history()}));
     let mut r = MessagesRequest::parse(&b).unwrap();
@@ -344,12 +338,12 @@ fn a_count_tokens_body_gets_the_rewrite_of_its_messages_request() {
     let full = rewritten(
         &body(json!({"system": system, "tool_choice": choice, "stream": true})),
         &plan,
-        &store(),
+        &fresh_splices(),
     );
     let count = serde_json::to_vec(&json!({"model": "claude-sonnet-4-5", "system": system,
         "tool_choice": choice, "tools": tools(), "messages": [{"role": "user", "content": "hi"}]}))
     .unwrap();
-    let counted = rewritten(&count, &plan, &store());
+    let counted = rewritten(&count, &plan, &fresh_splices());
     for key in ["system", "tools", "tool_choice", "messages"] {
         assert_eq!(counted[key], full[key], "{key}");
     }

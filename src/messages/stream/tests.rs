@@ -4,42 +4,18 @@
 
 use super::*;
 use crate::mode::{Mode, Runtime};
-use crate::preset::Catalog;
 use crate::sse::SseParser;
+use crate::test_support::messages_plan;
+use crate::test_support::rounds::{self, done_splice, through_body, Run};
 
 // ---- plans and fixtures ----
 
-fn plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
-    let tool = |name: &str, prop: &str| {
-        json!({"name": name, "description": format!("The {name} tool."), "input_schema":
-            {"type": "object", "properties": {prop: {"type": "string"}}, "required": [prop]}})
-    };
-    let tools = json!([
-        tool("Read", "file_path"),
-        tool("Bash", "command"),
-        tool("run_code", "code"),
-        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
-    ]);
-    let raw = serde_json::value::to_raw_value(&tools).unwrap();
-    let catalog = Catalog::builtin(mode);
-    Arc::new(
-        ToolPlan::build_for(
-            &crate::messages::tools::TOOLS,
-            Some(&raw),
-            catalog.get("standard").unwrap(),
-            mode,
-            runtime,
-        )
-        .unwrap(),
-    )
-}
-
 fn code() -> Arc<ToolPlan> {
-    plan(Mode::Code, Runtime::Client)
+    messages_plan(Mode::Code, Runtime::Client)
 }
 
 fn embedded() -> Arc<ToolPlan> {
-    plan(Mode::Code, Runtime::Embedded)
+    messages_plan(Mode::Code, Runtime::Embedded)
 }
 
 /// The events as an upstream sends them, each with its `event:` line.
@@ -126,96 +102,21 @@ fn round(id: &str, input_tokens: u64, blocks: Vec<Vec<Value>>, stop: &str, out: 
 
 // ---- driving the judge as the body does ----
 
-struct Run {
-    bytes: Vec<u8>,
-    ends: Vec<RoundEnd>,
-}
-
-fn drive(
-    plan: &Arc<ToolPlan>,
-    max_repairs: u32,
-    rounds: &[Vec<u8>],
-    hand_off: Option<&Value>,
-    cut: &dyn Fn(&[u8]) -> Vec<Vec<u8>>,
-) -> Run {
-    let mut judge = MessagesJudge::new(plan.clone(), max_repairs);
-    let mut out = Vec::new();
-    let mut ends: Vec<RoundEnd> = Vec::new();
-    for bytes in rounds {
-        match ends.last() {
-            None => {}
-            Some(RoundEnd::Repair { .. }) => judge.start_repair_round(),
-            Some(RoundEnd::Program(_)) => judge.start_program_round(),
-            Some(RoundEnd::Done { .. }) => panic!("a round after the stream ended"),
-        }
-        let mut parser = SseParser::new(1 << 20);
-        let mut events = Vec::new();
-        for piece in cut(bytes) {
-            parser.push(&piece, &mut events).unwrap();
-            for ev in events.drain(..) {
-                judge.on_event(ev, &mut out).expect("a readable event");
-            }
-        }
-        parser.finish(&mut events);
-        for ev in events.drain(..) {
-            judge.on_event(ev, &mut out).expect("a readable event");
-        }
-        ends.push(judge.end_round(&mut out));
-    }
-    if let Some(turn) = hand_off {
-        assert!(matches!(ends.last(), Some(RoundEnd::Program(_))));
-        judge.hand_off(turn, &mut out);
-    }
-    Run {
-        bytes: out.iter().flat_map(|b| b.to_vec()).collect(),
-        ends,
-    }
-}
-
-fn whole(b: &[u8]) -> Vec<Vec<u8>> {
-    vec![b.to_vec()]
-}
-
-/// Runs the fixture whole, then cut at every offset and byte by byte: the
-/// client's bytes and the rounds' ends never change, and the client's view
-/// keeps every invariant.
+/// [`rounds::every_cut`] with a fresh Messages judge, the client's view
+/// checked on the whole run.
 fn run_every_cut(
     plan: &Arc<ToolPlan>,
     max_repairs: u32,
     rounds: &[Vec<u8>],
     hand_off: Option<&Value>,
 ) -> Run {
-    let reference = drive(plan, max_repairs, rounds, hand_off, &whole);
-    let longest = rounds.iter().map(Vec::len).max().unwrap_or(0);
-    let same = |run: &Run, how: &str| {
-        assert_eq!(
-            String::from_utf8_lossy(&run.bytes),
-            String::from_utf8_lossy(&reference.bytes),
-            "the client's view changed when cut {how}"
-        );
-        assert_eq!(
-            format!("{:?}", run.ends),
-            format!("{:?}", reference.ends),
-            "the rounds' ends changed when cut {how}"
-        );
-    };
-    for k in 0..=longest {
-        let cut = move |b: &[u8]| {
-            let k = k.min(b.len());
-            vec![b[..k].to_vec(), b[k..].to_vec()]
-        };
-        same(
-            &drive(plan, max_repairs, rounds, hand_off, &cut),
-            &format!("at {k}"),
-        );
-    }
-    let bytewise = |b: &[u8]| b.iter().map(|x| vec![*x]).collect();
-    same(
-        &drive(plan, max_repairs, rounds, hand_off, &bytewise),
-        "byte by byte",
+    let run = rounds::every_cut(
+        || MessagesJudge::new(plan.clone(), max_repairs),
+        rounds,
+        hand_off,
     );
-    view(plan, &reference.bytes);
-    reference
+    view(plan, &run.bytes);
+    run
 }
 
 // ---- the client's view ----
@@ -359,13 +260,6 @@ impl View {
             .iter()
             .filter_map(|b| b["text"].as_str())
             .collect()
-    }
-}
-
-fn done_splice(end: &RoundEnd) -> &Option<(Vec<String>, crate::splice::Splice)> {
-    match end {
-        RoundEnd::Done { splice } => splice,
-        other => panic!("expected the end of the stream, got {other:?}"),
     }
 }
 
@@ -607,18 +501,24 @@ fn a_program_ends_the_round_with_its_thinking_kept_byte_for_byte() {
     assert_eq!(v.text(), "Let me look.");
 }
 
-#[test]
-fn a_program_beside_a_denied_call_carries_the_denial() {
-    let rounds = [round(
+/// A round calling `Bash` (which code mode denies), then `run_code`,
+/// with `tokens` in and out.
+fn bash_beside_run_code(tokens: u64) -> Vec<u8> {
+    round(
         "msg_1",
-        1,
+        tokens,
         vec![
             tool_use(0, "toolu_1", "Bash", &["{\"command\":\"ls\"}"]),
             tool_use(1, "toolu_2", "run_code", &["{\"code\":\"1\"}"]),
         ],
         "tool_use",
-        1,
-    )];
+        tokens,
+    )
+}
+
+#[test]
+fn a_program_beside_a_denied_call_carries_the_denial() {
+    let rounds = [bash_beside_run_code(1)];
     let run = run_every_cut(&embedded(), 2, &rounds, None);
     let RoundEnd::Program(program) = &run.ends[0] else {
         panic!("expected a program, got {:?}", run.ends[0])
@@ -685,16 +585,7 @@ fn a_program_round_then_an_answer_is_one_message() {
 
 #[test]
 fn a_mixed_turn_passes_its_allowed_call_and_splices_the_denial() {
-    let rounds = [round(
-        "msg_1",
-        3,
-        vec![
-            tool_use(0, "toolu_1", "Bash", &["{\"command\":\"ls\"}"]),
-            tool_use(1, "toolu_2", "run_code", &["{\"code\":\"1\"}"]),
-        ],
-        "tool_use",
-        3,
-    )];
+    let rounds = [bash_beside_run_code(3)];
     let run = run_every_cut(&code(), 2, &rounds, None);
     let (keys, splice) = done_splice(&run.ends[0]).as_ref().expect("a splice");
     assert_eq!(keys, &["toolu_2"]);
@@ -852,21 +743,9 @@ fn indices_and_event_lines_are_the_proxys_when_the_upstream_skips() {
 
 #[test]
 fn an_upstream_failure_is_an_anthropic_error_event() {
-    let mut judge = MessagesJudge::new(code(), 2);
-    let mut out = Vec::new();
-    let mut parser = SseParser::new(1 << 20);
-    let mut events = Vec::new();
-    parser.push(&sse(&start("msg_1", 1)), &mut events).unwrap();
-    for ev in events.drain(..) {
-        judge.on_event(ev, &mut out).expect("a readable event");
-    }
-    judge.upstream_failed(
-        "the upstream stream broke off",
-        "upstream_stream_broken",
-        &mut out,
-    );
-    assert!(judge.errored());
-    let bytes: Vec<u8> = out.iter().flat_map(|b| b.to_vec()).collect();
+    let (bytes, errored) =
+        rounds::broken_off_after(MessagesJudge::new(code(), 2), &sse(&start("msg_1", 1)));
+    assert!(errored);
     let v = view(&code(), &bytes);
     assert_eq!(
         v.events.last().unwrap(),
@@ -877,85 +756,10 @@ fn an_upstream_failure_is_an_anthropic_error_event() {
 
 // ---- driven by the body, as the handler will ----
 
-struct Script {
-    rounds: std::collections::VecDeque<Vec<u8>>,
-    hand_off: Option<Value>,
-    asked: Arc<std::sync::Mutex<Vec<Vec<Value>>>>,
-}
-
-impl Script {
-    fn next(&mut self) -> crate::layer::drivers::stream_body::RepairFuture {
-        let next = self.rounds.pop_front().unwrap_or_default();
-        Box::pin(async move {
-            Ok(crate::layer::drivers::stream_body::Next::Stream(
-                http::Response::new(crate::body::full(next)),
-            ))
-        })
-    }
-}
-
-impl crate::layer::drivers::stream_body::RepairTarget for Script {
-    fn reask(&mut self, messages: Vec<Value>) -> crate::layer::drivers::stream_body::RepairFuture {
-        self.asked.lock().unwrap().push(messages);
-        self.next()
-    }
-    fn run_program(
-        &mut self,
-        program: crate::turn::HeldProgram,
-    ) -> crate::layer::drivers::stream_body::RepairFuture {
-        self.asked.lock().unwrap().push(vec![json!(program.id)]);
-        match self.hand_off.take() {
-            Some(turn) => {
-                Box::pin(async move { Ok(crate::layer::drivers::stream_body::Next::HandOff(turn)) })
-            }
-            None => self.next(),
-        }
-    }
-}
-
-async fn through_body(
-    plan: Arc<ToolPlan>,
-    rounds: &[Vec<u8>],
-    hand_off: Option<Value>,
-) -> (Vec<u8>, Vec<Vec<Value>>) {
-    use http_body_util::BodyExt;
-    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let script = Script {
-        rounds: rounds[1..].iter().cloned().collect(),
-        hand_off,
-        asked: asked.clone(),
-    };
-    let store = Arc::new(crate::splice::MemorySpliceStore::new(
-        std::time::Duration::from_secs(60),
-        1 << 20,
-    ));
-    let splices = crate::splice::TenantSplices::new(store, crate::tenant::Tenant::anonymous("t"));
-    let first = http::Response::new(crate::body::full(rounds[0].clone()));
-    let res = crate::layer::drivers::stream_body::intercept_stream(
-        first,
-        MessagesJudge::new(plan, 2),
-        Box::new(script),
-        splices,
-        crate::layer::drivers::stream_body::StreamLimits {
-            max_event: 1 << 20,
-            max_state: usize::MAX,
-            keepalive: None,
-        },
-    );
-    let bytes = res.into_body().collect().await.unwrap().to_bytes().to_vec();
-    let asked = asked.lock().unwrap().clone();
-    (bytes, asked)
-}
-
 #[tokio::test]
 async fn the_body_drives_a_repair_as_the_pure_judge_does() {
     let rounds = denied_then_text();
-    let (bytes, asked) = through_body(code(), &rounds, None).await;
-    let pure = drive(&code(), 2, &rounds, None, &whole);
-    assert_eq!(
-        String::from_utf8_lossy(&bytes),
-        String::from_utf8_lossy(&pure.bytes)
-    );
+    let (bytes, asked) = through_body(|| MessagesJudge::new(code(), 2), &rounds, None).await;
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0][1]["content"][0]["type"], "tool_result");
     view(&code(), &bytes);
@@ -964,12 +768,12 @@ async fn the_body_drives_a_repair_as_the_pure_judge_does() {
 #[tokio::test]
 async fn the_body_hands_a_programs_calls_to_the_client() {
     let turn = nested_turn();
-    let (bytes, asked) = through_body(embedded(), &[program_round()], Some(turn.clone())).await;
-    let pure = drive(&embedded(), 2, &[program_round()], Some(&turn), &whole);
-    assert_eq!(
-        String::from_utf8_lossy(&bytes),
-        String::from_utf8_lossy(&pure.bytes)
-    );
+    let (bytes, asked) = through_body(
+        || MessagesJudge::new(embedded(), 2),
+        &[program_round()],
+        Some(turn.clone()),
+    )
+    .await;
     assert_eq!(asked, vec![vec![json!("toolu_2")]]);
     assert_eq!(view(&embedded(), &bytes).blocks()[3], turn["content"][1]);
 }
@@ -1002,25 +806,14 @@ fn a_block_or_message_in_a_shape_no_judge_reads_ends_the_stream() {
         events.push(unreadable);
         events.extend(text(2, &["After."]));
         events.extend(end("end_turn", 2));
-        let run = crate::test_support::judge_pieces(
-            MessagesJudge::new(plan(Mode::Both, Runtime::Client), 2),
-            &[&sse(&events)],
-        );
-        let bytes = String::from_utf8_lossy(&run.client);
-        assert_eq!(
-            run.refused.map(|e| e.to_string()).as_deref(),
-            Some(why),
-            "{bytes}"
-        );
-        assert!(
-            !bytes.contains("Read") && !bytes.contains("After."),
-            "{bytes}"
+        let bytes = crate::test_support::refused_mid_stream(
+            MessagesJudge::new(messages_plan(Mode::Both, Runtime::Client), 2),
+            &sse(&events),
+            why,
+            "Read",
+            "event: error",
         );
         // Anthropic's error event names no code: its message says why.
-        assert!(
-            bytes.contains("Before.") && bytes.contains("event: error"),
-            "{bytes}"
-        );
         assert!(bytes.contains("cannot be judged"), "{bytes}");
     }
 }

@@ -2,19 +2,14 @@
 //! its tools and the rewrite the upstream gets, in code mode and the others
 //! (the HTTP route is tested with the handler).
 
-use crate::turn::WireRequest;
-use std::sync::Arc;
-use std::time::Duration;
-
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
+
+use crate::turn::WireRequest;
 
 use super::ResponsesRequest;
 use crate::mode::{Mode, Runtime};
 use crate::plan::ToolPlan;
-use crate::preset::Catalog;
-use crate::splice::{MemorySpliceStore, TenantSplices};
-use crate::tenant::Tenant;
+use crate::splice::fresh_splices;
 
 const GRAMMAR: &str = "start: begin_patch hunk+ end_patch\nbegin_patch: \"*** Begin Patch\" LF\nend_patch: \"*** End Patch\" LF?\n";
 
@@ -70,28 +65,12 @@ fn codex_request(tools: &Value, tool_choice: Value) -> Vec<u8> {
 }
 
 fn plan(tools: &Value, mode: Mode, runtime: Runtime) -> ToolPlan {
-    let catalog = Catalog::builtin(Mode::Code);
-    let raw = RawValue::from_string(tools.to_string()).unwrap();
-    ToolPlan::build_for(
-        &crate::responses::tools::TOOLS,
-        Some(&raw),
-        catalog.get("standard").unwrap(),
-        mode,
-        runtime,
-    )
-    .unwrap()
-}
-
-fn splices() -> TenantSplices {
-    TenantSplices::new(
-        Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20)),
-        Tenant::anonymous("default"),
-    )
+    crate::plan::standard_plan(&crate::responses::tools::TOOLS, tools, mode, runtime)
 }
 
 fn rewrite(body: &[u8], plan: &ToolPlan) -> bytes::Bytes {
     let mut request = ResponsesRequest::parse(body).unwrap();
-    request.rewrite(plan, &splices()).unwrap();
+    request.rewrite(plan, &fresh_splices()).unwrap();
     request.to_bytes()
 }
 

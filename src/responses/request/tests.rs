@@ -1,5 +1,4 @@
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -7,7 +6,8 @@ use super::*;
 use crate::conversation::Anchor;
 use crate::mode::{Mode, Runtime};
 use crate::preset::{Catalog, ConfigFile, Preset};
-use crate::splice::{MemorySpliceStore, Splice, TenantSplices};
+use crate::splice::{Splice, TenantSplices};
+use crate::test_support::fresh_splices;
 
 fn tools() -> Value {
     json!([
@@ -47,11 +47,6 @@ fn plan(mode: Mode) -> ToolPlan {
     plan_with(&tools(), &preset("", "standard"), mode)
 }
 
-fn store() -> TenantSplices {
-    let store = Arc::new(MemorySpliceStore::new(Duration::from_secs(60), 1 << 20));
-    TenantSplices::new(store, crate::tenant::Tenant::anonymous("default"))
-}
-
 fn body(extra: Value) -> Vec<u8> {
     let mut v = json!({"model": "gpt-5", "tools": tools(), "prompt_cache_key": "k1"});
     for (k, x) in extra.as_object().unwrap() {
@@ -72,7 +67,7 @@ fn an_untouched_request_is_the_clients_bytes() {
     let mut r = ResponsesRequest::parse(body).unwrap();
     assert!(r.stream);
     assert_eq!(r.input_items().len(), 2);
-    r.rewrite(&plan(Mode::Native), &store()).unwrap();
+    r.rewrite(&plan(Mode::Native), &fresh_splices()).unwrap();
     // The top level is re-joined without spaces; the items are as sent.
     assert_eq!(
         &r.to_bytes()[..],
@@ -97,7 +92,7 @@ fn a_string_input_stays_a_string_and_the_sections_become_instructions() {
     let v = rewritten(
         &body(json!({"input": "fix the bug"})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     assert_eq!(v["input"], "fix the bug");
     let instructions = v["instructions"].as_str().unwrap();
@@ -115,7 +110,7 @@ fn sections_follow_the_clients_instructions() {
             {"role": "developer", "content": "dev"}, {"role": "user", "content": "hi"}
         ]})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     let instructions = v["instructions"].as_str().unwrap();
     assert!(
@@ -128,7 +123,7 @@ fn sections_follow_the_clients_instructions() {
     );
     let err = {
         let mut r = ResponsesRequest::parse(&body(json!({"instructions": ["x"]}))).unwrap();
-        r.rewrite(&plan(Mode::Code), &store()).unwrap_err()
+        r.rewrite(&plan(Mode::Code), &fresh_splices()).unwrap_err()
     };
     assert!(
         err.to_string().contains("`instructions` must be a string"),
@@ -145,7 +140,7 @@ fn without_instructions_the_first_system_or_developer_message_takes_the_sections
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "B"}]}
         ]})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     assert!(v.get("instructions").is_none());
     let parts = v["input"][1]["content"].as_array().unwrap();
@@ -156,7 +151,7 @@ fn without_instructions_the_first_system_or_developer_message_takes_the_sections
     let v = rewritten(
         &body(json!({"input": [{"role": "system", "content": "S"}]})),
         &plan(Mode::Code),
-        &store(),
+        &fresh_splices(),
     );
     assert!(v["input"][0]["content"]
         .as_str()
@@ -170,7 +165,7 @@ fn the_rewrite_is_byte_stable() {
     let p = plan(Mode::Code);
     let run = || {
         let mut r = ResponsesRequest::parse(&b).unwrap();
-        r.rewrite(&p, &store()).unwrap();
+        r.rewrite(&p, &fresh_splices()).unwrap();
         r.to_bytes()
     };
     assert_eq!(run(), run());
@@ -216,7 +211,7 @@ fn tool_choice_never_names_a_tool_the_wire_lacks() {
         let v = rewritten(
             &body(json!({"input": "x", "tool_choice": choice.clone()})),
             &p,
-            &store(),
+            &fresh_splices(),
         );
         assert_eq!(v["tool_choice"], expected, "{choice}");
     }
@@ -227,7 +222,7 @@ fn tool_choice_never_names_a_tool_the_wire_lacks() {
         json!(3),
     ] {
         let mut r = ResponsesRequest::parse(&body(json!({"tool_choice": bad.clone()}))).unwrap();
-        let err = r.rewrite(&p, &store()).unwrap_err();
+        let err = r.rewrite(&p, &fresh_splices()).unwrap_err();
         assert!(
             err.to_string().contains("use \"none\", \"auto\""),
             "{bad}: {err}"
@@ -248,7 +243,7 @@ fn a_preset_hiding_a_tool_of_a_namespace_keeps_the_rest_of_the_group() {
                 json!({"input": "x", "tool_choice": {"type": "function", "namespace": "agents", "name": "kill"}}),
             ),
             &p,
-            &store(),
+            &fresh_splices(),
         );
         let wire = v["tools"].as_array().unwrap();
         let group = wire.iter().find(|t| t["type"] == "namespace").unwrap();
@@ -263,7 +258,7 @@ fn a_preset_hiding_a_tool_of_a_namespace_keeps_the_rest_of_the_group() {
         let v = rewritten(
             &body(json!({"tool_choice": {"type": "local_shell"}})),
             &p,
-            &store(),
+            &fresh_splices(),
         );
         assert_eq!(v["tool_choice"], "auto");
     }
@@ -298,7 +293,7 @@ fn kinds(v: &Value) -> Vec<String> {
 
 #[test]
 fn stored_denials_follow_the_turns_calls_in_every_history_shape() {
-    let splices = store();
+    let splices = fresh_splices();
     // Histories that open with the user's "u", and ones that carry no
     // user message (previous_response_id, a bare run of calls).
     stored(&splices, &Anchor::of_content(&json!("u")), &["a", "b"]);
@@ -377,7 +372,7 @@ fn stored_denials_follow_the_turns_calls_in_every_history_shape() {
 
 #[test]
 fn two_turns_in_one_run_are_told_apart_by_their_outputs() {
-    let splices = store();
+    let splices = fresh_splices();
     stored(&splices, &Anchor::NONE, &["b"]);
     let call = |id: &str| json!({"type": "custom_tool_call", "call_id": id, "name": "apply_patch", "input": "p"});
     let out = |id: &str| json!({"type": "custom_tool_call_output", "call_id": id, "output": "ok"});

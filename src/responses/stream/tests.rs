@@ -7,8 +7,9 @@
 
 use super::*;
 use crate::mode::{Mode, Runtime};
-use crate::preset::Catalog;
 use crate::sse::SseParser;
+use crate::test_support::rounds::{self, done_splice, through_body, Run};
+use crate::test_support::standard_plan;
 
 // ---- plans and fixtures ----
 
@@ -22,9 +23,12 @@ fn plan(mode: Mode, runtime: Runtime) -> Arc<ToolPlan> {
         tool("bash", "command"),
         tool("run_code", "code")
     ]);
-    let raw = serde_json::value::to_raw_value(&tools).unwrap();
-    let catalog = Catalog::builtin(mode);
-    Arc::new(ToolPlan::build(Some(&raw), catalog.get("standard").unwrap(), mode, runtime).unwrap())
+    Arc::new(standard_plan(
+        &crate::chat::tools::TOOLS,
+        &tools,
+        mode,
+        runtime,
+    ))
 }
 
 fn code() -> Arc<ToolPlan> {
@@ -154,95 +158,21 @@ fn round(id: &str, parts: Vec<(Vec<Value>, Value)>, u: Value) -> Vec<u8> {
 
 // ---- driving the judge as the body does ----
 
-struct Run {
-    bytes: Vec<u8>,
-    ends: Vec<RoundEnd>,
-}
-
-fn drive(
-    plan: &Arc<ToolPlan>,
-    max_repairs: u32,
-    rounds: &[Vec<u8>],
-    hand_off: Option<&Value>,
-    cut: &dyn Fn(&[u8]) -> Vec<Vec<u8>>,
-) -> Run {
-    let mut judge = ResponsesJudge::new(plan.clone(), max_repairs);
-    let mut out = Vec::new();
-    let mut ends: Vec<RoundEnd> = Vec::new();
-    for bytes in rounds {
-        match ends.last() {
-            None => {}
-            Some(RoundEnd::Repair { .. }) => judge.start_repair_round(),
-            Some(RoundEnd::Program(_)) => judge.start_program_round(),
-            Some(RoundEnd::Done { .. }) => panic!("a round after the stream ended"),
-        }
-        let mut parser = SseParser::new(1 << 20);
-        let mut events = Vec::new();
-        for piece in cut(bytes) {
-            parser.push(&piece, &mut events).unwrap();
-            for ev in events.drain(..) {
-                judge.on_event(ev, &mut out).expect("a readable event");
-            }
-        }
-        parser.finish(&mut events);
-        for ev in events.drain(..) {
-            judge.on_event(ev, &mut out).expect("a readable event");
-        }
-        ends.push(judge.end_round(&mut out));
-    }
-    if let Some(turn) = hand_off {
-        assert!(matches!(ends.last(), Some(RoundEnd::Program(_))));
-        judge.hand_off(turn, &mut out);
-    }
-    Run {
-        bytes: out.iter().flat_map(|b| b.to_vec()).collect(),
-        ends,
-    }
-}
-
-fn whole(b: &[u8]) -> Vec<Vec<u8>> {
-    vec![b.to_vec()]
-}
-
-/// Runs the fixture whole, then cut at every offset and byte by byte:
-/// the client's bytes and the rounds' ends never change.
+/// [`rounds::every_cut`] with a fresh Responses judge, the invariants of
+/// every client view checked on the whole run.
 fn run_every_cut(
     plan: &Arc<ToolPlan>,
     max_repairs: u32,
     rounds: &[Vec<u8>],
     hand_off: Option<&Value>,
 ) -> Run {
-    let reference = drive(plan, max_repairs, rounds, hand_off, &whole);
-    let longest = rounds.iter().map(Vec::len).max().unwrap_or(0);
-    let same = |run: &Run, how: &str| {
-        assert_eq!(
-            String::from_utf8_lossy(&run.bytes),
-            String::from_utf8_lossy(&reference.bytes),
-            "the client's view changed when cut {how}"
-        );
-        assert_eq!(
-            format!("{:?}", run.ends),
-            format!("{:?}", reference.ends),
-            "the rounds' ends changed when cut {how}"
-        );
-    };
-    for k in 0..=longest {
-        let cut = move |b: &[u8]| {
-            let k = k.min(b.len());
-            vec![b[..k].to_vec(), b[k..].to_vec()]
-        };
-        same(
-            &drive(plan, max_repairs, rounds, hand_off, &cut),
-            &format!("at {k}"),
-        );
-    }
-    let bytewise = |b: &[u8]| b.iter().map(|x| vec![*x]).collect();
-    same(
-        &drive(plan, max_repairs, rounds, hand_off, &bytewise),
-        "byte by byte",
+    let run = rounds::every_cut(
+        || ResponsesJudge::new(plan.clone(), max_repairs),
+        rounds,
+        hand_off,
     );
-    view(&reference.bytes); // The invariants of every client view.
-    reference
+    view(&run.bytes);
+    run
 }
 
 // ---- the client's view ----
@@ -368,13 +298,6 @@ impl View {
             .filter(|e| e["type"] == "response.output_item.done")
             .map(|e| &e["item"])
             .collect()
-    }
-}
-
-fn done_splice(end: &RoundEnd) -> &Option<(Vec<String>, crate::splice::Splice)> {
-    match end {
-        RoundEnd::Done { splice } => splice,
-        other => panic!("expected the end of the stream, got {other:?}"),
     }
 }
 
@@ -750,20 +673,8 @@ fn events_of_withheld_items_leave_no_trace_by_index_or_item_id() {
 
 #[test]
 fn an_upstream_failure_is_a_typed_error_event() {
-    let mut judge = ResponsesJudge::new(code(), 2);
-    let mut out = Vec::new();
-    let mut parser = SseParser::new(1 << 20);
-    let mut events = Vec::new();
-    parser.push(&sse(start("resp_1")), &mut events).unwrap();
-    for ev in events.drain(..) {
-        judge.on_event(ev, &mut out).expect("a readable event");
-    }
-    judge.upstream_failed(
-        "the upstream stream broke off",
-        "upstream_stream_broken",
-        &mut out,
-    );
-    let bytes: Vec<u8> = out.iter().flat_map(|b| b.to_vec()).collect();
+    let (bytes, _) =
+        rounds::broken_off_after(ResponsesJudge::new(code(), 2), &sse(start("resp_1")));
     let v = view(&bytes);
     let last = v.events.last().unwrap();
     assert_eq!(
@@ -808,85 +719,10 @@ fn a_whole_item_that_never_opened_is_opened_for_the_client() {
 
 // ---- driven by the body, as the handler will ----
 
-struct Script {
-    rounds: std::collections::VecDeque<Vec<u8>>,
-    hand_off: Option<Value>,
-    asked: Arc<std::sync::Mutex<Vec<Vec<Value>>>>,
-}
-
-impl Script {
-    fn next(&mut self) -> crate::layer::drivers::stream_body::RepairFuture {
-        let next = self.rounds.pop_front().unwrap_or_default();
-        Box::pin(async move {
-            Ok(crate::layer::drivers::stream_body::Next::Stream(
-                http::Response::new(crate::body::full(next)),
-            ))
-        })
-    }
-}
-
-impl crate::layer::drivers::stream_body::RepairTarget for Script {
-    fn reask(&mut self, messages: Vec<Value>) -> crate::layer::drivers::stream_body::RepairFuture {
-        self.asked.lock().unwrap().push(messages);
-        self.next()
-    }
-    fn run_program(
-        &mut self,
-        program: crate::turn::HeldProgram,
-    ) -> crate::layer::drivers::stream_body::RepairFuture {
-        self.asked.lock().unwrap().push(vec![json!(program.id)]);
-        match self.hand_off.take() {
-            Some(turn) => {
-                Box::pin(async move { Ok(crate::layer::drivers::stream_body::Next::HandOff(turn)) })
-            }
-            None => self.next(),
-        }
-    }
-}
-
-async fn through_body(
-    plan: Arc<ToolPlan>,
-    rounds: &[Vec<u8>],
-    hand_off: Option<Value>,
-) -> (Vec<u8>, Vec<Vec<Value>>) {
-    use http_body_util::BodyExt;
-    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let script = Script {
-        rounds: rounds[1..].iter().cloned().collect(),
-        hand_off,
-        asked: asked.clone(),
-    };
-    let store = Arc::new(crate::splice::MemorySpliceStore::new(
-        std::time::Duration::from_secs(60),
-        1 << 20,
-    ));
-    let splices = crate::splice::TenantSplices::new(store, crate::tenant::Tenant::anonymous("t"));
-    let first = http::Response::new(crate::body::full(rounds[0].clone()));
-    let res = crate::layer::drivers::stream_body::intercept_stream(
-        first,
-        ResponsesJudge::new(plan, 2),
-        Box::new(script),
-        splices,
-        crate::layer::drivers::stream_body::StreamLimits {
-            max_event: 1 << 20,
-            max_state: usize::MAX,
-            keepalive: None,
-        },
-    );
-    let bytes = res.into_body().collect().await.unwrap().to_bytes().to_vec();
-    let asked = asked.lock().unwrap().clone();
-    (bytes, asked)
-}
-
 #[tokio::test]
 async fn the_body_drives_a_repair_as_the_pure_judge_does() {
     let rounds = denied_then_text();
-    let (bytes, asked) = through_body(code(), &rounds, None).await;
-    let pure = drive(&code(), 2, &rounds, None, &whole);
-    assert_eq!(
-        String::from_utf8_lossy(&bytes),
-        String::from_utf8_lossy(&pure.bytes)
-    );
+    let (bytes, asked) = through_body(|| ResponsesJudge::new(code(), 2), &rounds, None).await;
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0][2]["type"], "function_call_output");
     view(&bytes);
@@ -897,12 +733,12 @@ async fn the_body_hands_a_programs_calls_to_the_client() {
     let nested = json!({"type": "function_call", "id": "fc_cm_e1_1", "call_id": "cm_e1_1", "name": "read",
                         "arguments": "{\"path\":\"a\"}", "status": "completed"});
     let turn = json!({"id": "resp_cm_e1", "object": "response", "output": [nested]});
-    let (bytes, asked) = through_body(embedded(), &[program_round()], Some(turn.clone())).await;
-    let pure = drive(&embedded(), 2, &[program_round()], Some(&turn), &whole);
-    assert_eq!(
-        String::from_utf8_lossy(&bytes),
-        String::from_utf8_lossy(&pure.bytes)
-    );
+    let (bytes, asked) = through_body(
+        || ResponsesJudge::new(embedded(), 2),
+        &[program_round()],
+        Some(turn.clone()),
+    )
+    .await;
     assert_eq!(asked, vec![vec![json!("call_2")]]);
     assert_eq!(view(&bytes).terminal()["response"]["output"][2], nested);
 }
@@ -997,23 +833,12 @@ fn an_item_or_response_in_a_shape_no_judge_reads_ends_the_stream() {
             &[message_item("msg_2", "After.")],
             usage(1, 1),
         ));
-        let run = crate::test_support::judge_pieces(
+        crate::test_support::refused_mid_stream(
             ResponsesJudge::new(plan(Mode::Both, Runtime::Client), 2),
-            &[&sse(events)],
-        );
-        let bytes = String::from_utf8_lossy(&run.client);
-        assert_eq!(
-            run.refused.map(|e| e.to_string()).as_deref(),
-            Some(why),
-            "{bytes}"
-        );
-        assert!(
-            !bytes.contains("\"read\"") && !bytes.contains("After."),
-            "{bytes}"
-        );
-        assert!(
-            bytes.contains("Before.") && bytes.contains("upstream_invalid_response"),
-            "{bytes}"
+            &sse(events),
+            why,
+            "\"read\"",
+            "upstream_invalid_response",
         );
     }
 }
