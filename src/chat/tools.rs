@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
-use crate::tools::{declared_items, Deferral, ToolEntry, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, ToolEntry, ToolReader, RUN_CODE_TOOL};
 
 /// How a chat request's tools are read.
 pub const TOOLS: ToolReader = ToolReader {
@@ -71,20 +71,15 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
                 }
             },
         };
-        out.push(ToolEntry {
+        out.push(ToolEntry::client(
             raw,
-            provider: false,
-            unknown: false,
-            call_item: None,
-            group: None,
-            deferral: Deferral::Loaded,
-            schema: ToolSchema {
+            ToolSchema {
                 name,
                 description,
                 parameters: parameters.unwrap_or_else(|| Value::Object(Default::default())),
                 freeform: false,
             },
-        });
+        ));
     }
     Ok(out)
 }

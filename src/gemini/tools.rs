@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
-use crate::tools::{declared_items, Deferral, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::{camel, to_raw, RawObject};
 
 /// How a Gemini request's tools are read.
@@ -65,20 +65,11 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
                 continue;
             }
             let known = PROVIDER_TOOLS.contains(&name.as_ref());
-            out.push(ToolEntry {
-                raw: to_raw(&json!({ key.as_str(): value })),
-                schema: ToolSchema {
-                    name: name.into_owned(),
-                    description: None,
-                    parameters: json!({}),
-                    freeform: false,
-                },
-                provider: true,
-                unknown: !known,
-                call_item: None,
-                group: None,
-                deferral: Deferral::Loaded,
-            });
+            out.push(ToolEntry::provider(
+                to_raw(&json!({ key.as_str(): value })),
+                &name,
+                known,
+            ));
         }
     }
     Ok(out)
@@ -124,22 +115,18 @@ fn declarations(
         .find_map(|k| decl.get(*k).filter(|p| p.is_object()))
         .map(json_schema)
         .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        let schema = ToolSchema {
+            name: name.to_owned(),
+            description: decl
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            parameters,
+            freeform: false,
+        };
         out.push(ToolEntry {
-            raw: to_raw(decl),
-            schema: ToolSchema {
-                name: name.to_owned(),
-                description: decl
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                parameters,
-                freeform: false,
-            },
-            provider: false,
-            unknown: false,
-            call_item: None,
             group: Some(group.clone()),
-            deferral: Deferral::Loaded,
+            ..ToolEntry::client(to_raw(decl), schema)
         });
     }
     Ok(())

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
-use crate::tools::{declared_items, Deferral, ToolEntry, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, ToolEntry, ToolReader, RUN_CODE_TOOL};
 
 /// How an Interactions request's tools are read.
 pub const TOOLS: ToolReader = ToolReader {
@@ -56,20 +56,11 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
             ))
         })?;
         if kind != "function" {
-            out.push(ToolEntry {
+            out.push(ToolEntry::provider(
                 raw,
-                schema: ToolSchema {
-                    name: kind.to_owned(),
-                    description: None,
-                    parameters: json!({}),
-                    freeform: false,
-                },
-                provider: true,
-                unknown: !PROVIDER_TOOLS.contains(&kind),
-                call_item: None,
-                group: None,
-                deferral: Deferral::Loaded,
-            });
+                kind,
+                PROVIDER_TOOLS.contains(&kind),
+            ));
             continue;
         }
         let name = tool
@@ -84,8 +75,9 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
             .filter(|p| p.is_object())
             .cloned()
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-        out.push(ToolEntry {
-            schema: ToolSchema {
+        out.push(ToolEntry::client(
+            raw,
+            ToolSchema {
                 name: name.to_owned(),
                 description: tool
                     .get("description")
@@ -94,13 +86,7 @@ pub(crate) fn parse(tools: Option<&RawValue>) -> Result<Vec<ToolEntry>, ProxyErr
                 parameters,
                 freeform: false,
             },
-            raw,
-            provider: false,
-            unknown: false,
-            call_item: None,
-            group: None,
-            deferral: Deferral::Loaded,
-        });
+        ));
     }
     Ok(out)
 }

@@ -23,7 +23,7 @@ use crate::api::Api;
 use crate::error::ProxyError;
 use crate::mode::RUN_CODE;
 use crate::sdk::{clip, ToolSchema};
-use crate::tools::{declared_items, Deferral, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
+use crate::tools::{declared_items, ToolEntry, ToolGroup, ToolReader, RUN_CODE_TOOL};
 use crate::wire::RawObject;
 
 /// The namespace whose tools are the top-level ones (the API's default).
@@ -210,20 +210,7 @@ fn entry(
         }
         // The provider's own tool, or one this proxy does not know: the
         // provider reads it, so it stays on the wire as declared.
-        _ => {
-            return Ok(ToolEntry {
-                raw,
-                schema: ToolSchema {
-                    name: t.to_owned(),
-                    ..ToolSchema::default()
-                },
-                provider: true,
-                unknown: !is_provider_kind(t),
-                call_item: None,
-                group: None,
-                deferral: Deferral::Loaded,
-            })
-        }
+        _ => return Ok(ToolEntry::provider(raw, t, is_provider_kind(t))),
     };
     // Tools of the `functions` namespace are the top-level function
     // tools by another spelling (the API's default namespace).
@@ -250,16 +237,13 @@ fn entry(
             None => note,
         });
     }
+    let schema = ToolSchema {
+        name,
+        description,
+        parameters,
+        freeform,
+    };
     Ok(ToolEntry {
-        raw,
-        schema: ToolSchema {
-            name,
-            description,
-            parameters,
-            freeform,
-        },
-        provider: false,
-        unknown: false,
         call_item: match t {
             "custom" => Some("custom_tool_call"),
             "local_shell" => Some("local_shell_call"),
@@ -270,7 +254,7 @@ fn entry(
             _ => None,
         },
         group: group.map(|(_, _, g)| g.clone()),
-        deferral: Deferral::Loaded,
+        ..ToolEntry::client(raw, schema)
     })
 }
 

@@ -96,3 +96,35 @@ pub(crate) struct ToolEntry {
     /// Its part in the provider's deferred loading.
     pub(crate) deferral: Deferral,
 }
+
+impl ToolEntry {
+    /// A tool the client runs, declared as `raw`, shown as `schema`: a
+    /// plain function call, of no group, loaded.
+    pub(crate) fn client(raw: Box<RawValue>, schema: ToolSchema) -> ToolEntry {
+        ToolEntry {
+            raw,
+            schema,
+            provider: false,
+            unknown: false,
+            call_item: None,
+            group: None,
+            deferral: Deferral::Loaded,
+        }
+    }
+
+    /// A tool the provider runs itself, of type `kind` (`known`: one this
+    /// proxy knows the provider runs), declared as `raw`.
+    pub(crate) fn provider(raw: Box<RawValue>, kind: &str, known: bool) -> ToolEntry {
+        ToolEntry {
+            provider: true,
+            unknown: !known,
+            ..ToolEntry::client(
+                raw,
+                ToolSchema {
+                    name: kind.to_owned(),
+                    ..ToolSchema::default()
+                },
+            )
+        }
+    }
+}
