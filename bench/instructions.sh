@@ -11,6 +11,7 @@
 #   EXTRA_TOOLS=60 bench/instructions.sh         # an agent-sized tool set (bench/request.py)
 #   EXTRA_TURNS=40 bench/instructions.sh         # an agent-sized history
 #   REQUEST=bench/requests/claude_messages.json bench/instructions.sh  # an agent's own request
+#   TOP=25 REQUEST=... bench/instructions.sh     # and the 25 functions that spend the most
 #
 # REQUEST=FILE sends FILE (a request body; bench/requests/ holds agents'
 # captured ones) on its dialect's route with its headers (bench/dialects.py):
@@ -77,6 +78,19 @@ for bin in "${BINS[@]}"; do
     fi
     # The dump taken after the load, not the one written at exit.
     dump=$(ls -S "$out".* | head -1)
+    [ -z "${KEEP:-}" ] || cp "$dump" "$KEEP"
     total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
     echo "$bin mode=$MODE RUST_LOG=$LOG${REQUEST:+ REQUEST=$REQUEST}: $requests requests, $((total / requests)) instructions per request"
+    if [ -n "${TOP:-}" ]; then
+        # Each function's own instructions per request, the most first (the
+        # threads' entry points, which hold everything, left out).
+        callgrind_annotate --inclusive=no --threshold=100 --auto=no "$dump" 2>/dev/null \
+            | awk -v n="$TOP" -v r="$requests" -v t="$total" '
+                /file:function/ { table = 1; next }
+                table && $1 ~ /^[0-9,]+$/ && shown < n {
+                    c = $1; gsub(",", "", c)
+                    if (c >= t * 0.99) next
+                    $1 = ""; $2 = ""; sub(/^ +/, "")
+                    printf "%10d  %s\n", c / r, substr($0, 1, 160); shown++ }'
+    fi
 done

@@ -292,7 +292,7 @@ impl GeminiRequest {
             "parts",
             to_raw_text(raw_array(parts.iter().map(AsRef::as_ref))),
         );
-        let text = String::from_utf8_lossy(&instruction.to_vec()).into_owned();
+        let text = instruction.to_text();
         self.object.set(key, to_raw_text(text));
         Ok(())
     }
@@ -423,9 +423,7 @@ fn with_parts(
         move_signature(&mut parts, own);
     }
     object.set("parts", to_raw(&parts));
-    Ok(to_raw_text(
-        String::from_utf8_lossy(&object.to_vec()).into_owned(),
-    ))
+    Ok(to_raw_text(object.to_text()))
 }
 
 /// Moves the first signature among `parts[added..]` onto the first call

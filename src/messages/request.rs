@@ -192,7 +192,7 @@ impl MessagesRequest {
                     .map(ToOwned::to_owned)
                     .ok_or_else(bad)?;
                 block.remove("cache_control");
-                blocks[i] = raw(String::from_utf8_lossy(&block.to_vec()).into_owned())?;
+                blocks[i] = raw(block.to_text())?;
                 let new = format!(
                     r#"{{"type":"text","text":{text},"cache_control":{}}}"#,
                     cc.get()
@@ -306,7 +306,7 @@ fn with_last_cache_control(wire: &RawValue, cc: &RawValue) -> Result<Box<RawValu
     }
     let mut object = raw_object(last, "`tools`")?;
     object.set("cache_control", cc.to_owned());
-    let last = raw(String::from_utf8_lossy(&object.to_vec()).into_owned())?;
+    let last = raw(object.to_text())?;
     tools.push(&last);
     raw(raw_array(tools))
 }
@@ -385,7 +385,7 @@ fn with_blocks(
     blocks.splice(at..at, added.iter().map(AsRef::as_ref));
     let content = raw(raw_array(blocks))?;
     object.set("content", content);
-    raw(String::from_utf8_lossy(&object.to_vec()).into_owned())
+    raw(object.to_text())
 }
 
 #[cfg(test)]

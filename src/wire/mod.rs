@@ -133,6 +133,15 @@ impl RawObject {
     pub fn to_vec(&self) -> Vec<u8> {
         self.to_vec_with("", None)
     }
+
+    /// Serialises the object as text. Its keys and raw values are text
+    /// already, so the bytes are checked by the fast UTF-8 scan, not read
+    /// again character by character (a lossy conversion cost 4% of a
+    /// code-mode request's instructions on Claude Code's request).
+    pub fn to_text(&self) -> String {
+        String::from_utf8(self.to_vec())
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
 }
 
 /// A number as proto JSON reads one, and as lenient readers do: a JSON

@@ -160,7 +160,7 @@ fn rewritten_message(
     let content = RawValue::from_string(content)
         .map_err(|e| ProxyError::InvalidRequest(format!("a message's content: {e}")))?;
     object.set("content", content);
-    RawValue::from_string(String::from_utf8_lossy(&object.to_vec()).into_owned())
+    RawValue::from_string(object.to_text())
         .map(Some)
         .map_err(|e| ProxyError::InvalidRequest(format!("a message: {e}")))
 }

@@ -102,7 +102,7 @@ pub(super) fn take_out(input: &mut Vec<Box<RawValue>>) {
         }
         if let Ok(mut object) = RawObject::parse(item.get().as_bytes()) {
             object.set("tools", crate::wire::to_raw(&serde_json::json!([])));
-            let text = String::from_utf8_lossy(&object.to_vec()).into_owned();
+            let text = object.to_text();
             if let Ok(raw) = RawValue::from_string(text) {
                 *item = raw;
             }
