@@ -88,9 +88,9 @@ for bin in "${BINS[@]}"; do
             | awk -v n="$TOP" -v r="$requests" -v t="$total" '
                 /file:function/ { table = 1; next }
                 table && $1 ~ /^[0-9,]+$/ && shown < n {
-                    c = $1; gsub(",", "", c)
+                    c = $1; gsub(",", "", c); c += 0
                     if (c >= t * 0.99) next
-                    $1 = ""; $2 = ""; sub(/^ +/, "")
-                    printf "%10d  %s\n", c / r, substr($0, 1, 160); shown++ }'
+                    line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
+                    printf "%10d  %s\n", c / r, substr(line, 1, 160); shown++ }'
     fi
 done
