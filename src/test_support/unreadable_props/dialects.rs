@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::super::answers::{
     chat_answer, gemini_answer, interactions_answer, messages_answer, responses_answer,
 };
+pub use crate::api::Api;
 use crate::chat::Chat;
 use crate::gemini::Gemini;
 use crate::interactions::Interactions;
@@ -18,72 +19,54 @@ use crate::responses::Responses;
 use crate::test_support::{agent_plan, gemini_plan, messages_plan, responses_plan};
 use crate::turn::Dialect;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Api {
-    Chat,
-    Responses,
-    Messages,
-    Gemini,
-    Interactions,
+/// The generated answers of `api`.
+pub fn answers(api: Api) -> BoxedStrategy<Value> {
+    match api {
+        Api::Chat => chat_answer().boxed(),
+        Api::Responses => responses_answer().boxed(),
+        Api::Messages => messages_answer().boxed(),
+        Api::Gemini => gemini_answer().boxed(),
+        Api::Interactions => interactions_answer().boxed(),
+    }
 }
 
-impl Api {
-    pub const ALL: [Api; 5] = [
-        Api::Chat,
-        Api::Responses,
-        Api::Messages,
-        Api::Gemini,
-        Api::Interactions,
-    ];
-
-    /// The generated answers of this dialect.
-    pub fn answers(self) -> BoxedStrategy<Value> {
-        match self {
-            Api::Chat => chat_answer().boxed(),
-            Api::Responses => responses_answer().boxed(),
-            Api::Messages => messages_answer().boxed(),
-            Api::Gemini => gemini_answer().boxed(),
-            Api::Interactions => interactions_answer().boxed(),
-        }
-    }
-
-    /// The keys on the path to a call, in a whole answer or in an event.
-    pub fn keys(self, stream: bool) -> &'static [&'static str] {
-        match (self, stream) {
-            (Api::Chat, false) => &[
-                "choices",
-                "message",
-                "tool_calls",
-                "function",
-                "custom",
-                "name",
-                "function_call",
-            ],
-            (Api::Chat, true) => &[
-                "choices",
-                "delta",
-                "message",
-                "tool_calls",
-                "function",
-                "custom",
-                "name",
-                "function_call",
-            ],
-            (Api::Responses, false) => &["output", "name", "namespace"],
-            (Api::Responses, true) => &["item", "response", "output", "name", "namespace"],
-            (Api::Messages, false) => &["content", "name"],
-            (Api::Messages, true) => &["message", "content", "content_block", "name"],
-            (Api::Interactions, false) => &["steps", "name"],
-            (Api::Interactions, true) => &["step", "delta", "interaction", "steps", "name"],
-            (Api::Gemini, _) => &[
-                "candidates",
-                "content",
-                "parts",
-                "functionCall",
-                "function_call",
-                "name",
-            ],
-        }
+/// The keys on the path to a call in `api`'s answers, in a whole answer
+/// or in an event.
+pub fn keys(api: Api, stream: bool) -> &'static [&'static str] {
+    match (api, stream) {
+        (Api::Chat, false) => &[
+            "choices",
+            "message",
+            "tool_calls",
+            "function",
+            "custom",
+            "name",
+            "function_call",
+        ],
+        (Api::Chat, true) => &[
+            "choices",
+            "delta",
+            "message",
+            "tool_calls",
+            "function",
+            "custom",
+            "name",
+            "function_call",
+        ],
+        (Api::Responses, false) => &["output", "name", "namespace"],
+        (Api::Responses, true) => &["item", "response", "output", "name", "namespace"],
+        (Api::Messages, false) => &["content", "name"],
+        (Api::Messages, true) => &["message", "content", "content_block", "name"],
+        (Api::Interactions, false) => &["steps", "name"],
+        (Api::Interactions, true) => &["step", "delta", "interaction", "steps", "name"],
+        (Api::Gemini, _) => &[
+            "candidates",
+            "content",
+            "parts",
+            "functionCall",
+            "function_call",
+            "name",
+        ],
     }
 }
 

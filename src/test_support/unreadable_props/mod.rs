@@ -48,7 +48,7 @@ use crate::test_support::{
     client_events, gemini_plan, judge_pieces, Judge, MessagesJudge, ResponsesJudge, StreamJudge,
 };
 use crate::turn::Dialect;
-use dialects::{events, lets_through, plan, sse, Api};
+use dialects::{answers, events, keys, lets_through, plan, sse, Api};
 use lenient::{calls, first_wins};
 use mutations::{mutated, paths, Mutation, Seg, MUTATIONS};
 
@@ -164,7 +164,7 @@ fn stream_holds(api: Api, events: &[Value], n: usize, text: &str) -> Result<(), 
 fn holds(api: Api, answer: &Value) -> Result<usize, String> {
     whole_holds(api, &answer.to_string())?;
     let mut judged = 0;
-    for path in paths(answer, api.keys(false)) {
+    for path in paths(answer, keys(api, false)) {
         for mutation in MUTATIONS {
             if let Some(text) = mutated(answer, &path, mutation) {
                 judged += whole_holds(api, &text)?;
@@ -173,7 +173,7 @@ fn holds(api: Api, answer: &Value) -> Result<usize, String> {
     }
     let events = events(api, answer);
     for (n, event) in events.iter().enumerate() {
-        for path in paths(event, api.keys(true)) {
+        for path in paths(event, keys(api, true)) {
             for mutation in MUTATIONS {
                 if let Some(text) = mutated(event, &path, mutation) {
                     stream_holds(api, &events, n, &text)?;
@@ -222,7 +222,7 @@ fn mutations_a_judge_reads_reach_the_client_judged_in_every_dialect() {
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     for api in Api::ALL {
-        let strategy = api.answers();
+        let strategy = answers(api);
         let judged: usize = (0..40)
             .map(|_| {
                 let answer = strategy.new_tree(&mut runner).unwrap().current();
