@@ -3,6 +3,8 @@
 //! turn's `tool_calls` and `tool` messages, each answering one call, and
 //! media an agent sends after the results in a user message.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -20,7 +22,7 @@ use crate::wire::to_raw;
 #[derive(Deserialize)]
 struct Msg<'a> {
     #[serde(borrow)]
-    role: Option<std::borrow::Cow<'a, str>>,
+    role: Option<Cow<'a, str>>,
     tool_call_id: Option<String>,
     content: Option<Value>,
     tool_calls: Option<Vec<CallView>>,
@@ -37,6 +39,31 @@ struct FunctionView {
     name: Option<String>,
 }
 
+/// An assistant turn as the echo search first reads it: its calls' heads,
+/// borrowed from the client's text (no tree of the turn is built for a
+/// turn that echoes nothing, which is nearly every turn).
+#[derive(Deserialize)]
+struct TurnHead<'a> {
+    #[serde(borrow)]
+    tool_calls: Option<Vec<CallHead<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct CallHead<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<FunctionHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionHead<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
 /// Finds executions' calls in one tenant's history.
 pub struct Reader<'a> {
     ids: CallIds<'a>,
@@ -48,6 +75,38 @@ impl<'a> Reader<'a> {
         Reader {
             ids: CallIds { store, tenant },
         }
+    }
+
+    /// Whether the assistant turn `text` may echo a batch the tenant was
+    /// handed ([`may_echo`] on its `tool_calls`), read from its calls'
+    /// heads; `true` when they do not read so (the whole turn is read
+    /// then, as any candidate is).
+    fn may_echo_turn(&self, text: &str) -> bool {
+        let Ok(turn) = serde_json::from_str::<TurnHead<'_>>(text) else {
+            return true;
+        };
+        // As the whole turn's reading: `tool_calls` counts whatever the role.
+        let Some(calls) = turn.tool_calls else {
+            return false;
+        };
+        if calls.iter().any(|c| {
+            c.id.as_deref()
+                .is_some_and(|id| self.ids.names_proxy_id(id))
+        }) {
+            return false;
+        }
+        let keys: Vec<CallEntry> = calls
+            .iter()
+            .map(|c| {
+                let function = c.function.as_ref();
+                let name = function.and_then(|f| f.name.as_deref()).unwrap_or("");
+                let args = function
+                    .and_then(|f| f.arguments.as_deref())
+                    .unwrap_or("{}");
+                CallEntry::of(name, args)
+            })
+            .collect();
+        may_echo(self.ids.store, self.ids.tenant, &keys)
     }
 
     fn kind(&self, raw: &RawValue) -> Kind {
@@ -101,7 +160,7 @@ fn is_media_carrier(raw: &RawValue) -> bool {
     #[derive(Deserialize)]
     struct User<'a> {
         #[serde(borrow)]
-        role: Option<std::borrow::Cow<'a, str>>,
+        role: Option<Cow<'a, str>>,
         content: Option<Vec<Part<'a>>>,
     }
     #[derive(Deserialize)]
@@ -220,6 +279,9 @@ impl Transcript for Reader<'_> {
         for i in 0..messages.len() {
             let text = messages[i].get();
             if !text.contains("\"tool_calls\"") || !text.contains("\"assistant\"") {
+                continue;
+            }
+            if !self.may_echo_turn(text) {
                 continue;
             }
             let Ok(turn) = serde_json::from_str::<Value>(text) else {

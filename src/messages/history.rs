@@ -3,6 +3,8 @@
 //! assistant message's `tool_use` blocks, and the `tool_result` blocks of
 //! the user message after it, beside blocks of the client's own.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -23,6 +25,35 @@ struct MessageView {
     content: Option<Value>,
 }
 
+/// An assistant turn as the echo search first reads it: its blocks'
+/// heads, borrowed from the client's text (no tree of its text, thinking
+/// and results is built for a turn that echoes nothing, which is nearly
+/// every turn).
+#[derive(Deserialize)]
+struct TurnHead<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct UseHead<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    /// `null` is read as the text `null`, as the whole turn's reading does.
+    #[serde(borrow, default, deserialize_with = "present")]
+    input: Option<&'a RawValue>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
 /// Finds executions' calls in one tenant's Messages conversation.
 pub struct MessageReader<'a> {
     ids: CallIds<'a>,
@@ -34,6 +65,43 @@ impl<'a> MessageReader<'a> {
         MessageReader {
             ids: CallIds { store, tenant },
         }
+    }
+
+    /// Whether the assistant turn `text` may echo a batch the tenant was
+    /// handed ([`may_echo`] on its `tool_use` blocks), read from its
+    /// blocks' heads; `true` when they do not read so (the whole turn is
+    /// read then, as any candidate is).
+    fn may_echo_turn(&self, text: &str) -> bool {
+        let Ok(turn) = serde_json::from_str::<TurnHead<'_>>(text) else {
+            return true;
+        };
+        if turn.role.as_deref() != Some("assistant") {
+            return false;
+        }
+        let Some(content) = turn.content.filter(|c| c.get().starts_with('[')) else {
+            return false;
+        };
+        let Ok(blocks) = serde_json::from_str::<Vec<UseHead<'_>>>(content.get()) else {
+            return true;
+        };
+        let uses = || {
+            blocks
+                .iter()
+                .filter(|b| b.kind.as_deref() == Some("tool_use"))
+        };
+        if uses().any(|b| {
+            b.id.as_deref()
+                .is_some_and(|id| self.ids.names_proxy_id(id))
+        }) {
+            return false;
+        }
+        let keys: Vec<CallEntry> = uses()
+            .map(|b| {
+                let args = b.input.map_or("{}", RawValue::get);
+                CallEntry::of(b.name.as_deref().unwrap_or(""), args)
+            })
+            .collect();
+        may_echo(self.ids.store, self.ids.tenant, &keys)
     }
 
     fn kind(&self, raw: &RawValue) -> Kind {
@@ -146,6 +214,9 @@ impl Transcript for MessageReader<'_> {
         for i in 0..messages.len() {
             let text = messages[i].get();
             if !text.contains("\"tool_use\"") || !text.contains("\"assistant\"") {
+                continue;
+            }
+            if !self.may_echo_turn(text) {
                 continue;
             }
             let Ok(mut turn) = serde_json::from_str::<Value>(text) else {

@@ -131,13 +131,6 @@ impl Transcript for ItemReader<'_> {
     }
 }
 
-/// Whether an item is an output (`function_call_output`, ...).
-fn is_output(item: &Value) -> bool {
-    item["type"]
-        .as_str()
-        .is_some_and(|t| t.ends_with("_output"))
-}
-
 /// The ids of the model's items other than calls in a program's turn.
 fn model_item_ids(e: &Execution) -> Vec<String> {
     let Some(Value::Array(items)) = e.kept_turn() else {

@@ -58,6 +58,25 @@ pub fn key_of<'a>(entries: impl IntoIterator<Item = &'a CallEntry>) -> Option<St
     Some(format!("cb:{}", crate::tenant::hex(&digest.as_ref()[..16])))
 }
 
+/// The key under which a store notes that a call of `entry`'s name and
+/// arguments was handed out in some batch (`cc:` and 32 hex digits): a
+/// reader looking for a batch among many groups of calls asks once per
+/// call, not once per group.
+pub fn call_key(entry: &CallEntry) -> String {
+    format!("cc:{}", crate::tenant::hex(&entry.0[..16]))
+}
+
+/// Whether one of `tenant`'s programs handed out a call like `entry` in a
+/// batch ([`call_key`]): a group of calls holding one that was not can be
+/// no batch the proxy knows.
+pub fn handed_out(
+    store: &dyn crate::runtime::ExecutionLookup,
+    tenant: &crate::tenant::Tenant,
+    entry: &CallEntry,
+) -> bool {
+    store.alias(tenant, &call_key(entry)).is_some()
+}
+
 /// Whether `tenant` holds a batch handed out with exactly these calls (in
 /// any order): the one store lookup a reader makes before it reads the
 /// results sent after them.
@@ -69,24 +88,38 @@ pub fn may_echo<'a>(
     key_of(entries).is_some_and(|key| store.alias(tenant, &key).is_some())
 }
 
-/// `value` as JSON text with every object's keys sorted.
-fn canonical(value: &serde_json::Value) -> String {
+/// `value` as JSON text with every object's keys sorted, written into
+/// `out` (one buffer for the whole value: every call of every turn of a
+/// history is read so on each request).
+fn write_canonical(out: &mut Vec<u8>, value: &serde_json::Value) {
     use serde_json::Value;
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
-                .collect();
-            format!("{{{}}}", fields.join(","))
+            let mut fields: Vec<(&String, &Value)> = map.iter().collect();
+            fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, v)) in fields.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                crate::wire::write_json_string(out, k);
+                out.push(b':');
+                write_canonical(out, v);
+            }
+            out.push(b'}');
         }
         Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(canonical).collect();
-            format!("[{}]", items.join(","))
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(b']');
         }
-        other => other.to_string(),
+        // A scalar's JSON text cannot fail to write into a Vec.
+        other => drop(serde_json::to_writer(&mut *out, other)),
     }
 }
 
@@ -238,6 +271,78 @@ pub fn echoed_batch(
 /// Arguments as compared: JSON with every object's keys sorted, or the
 /// text as it came when it is not JSON.
 fn canonical_args(args: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(args)
-        .map_or_else(|_| args.to_owned(), |v| canonical(&v))
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(args) else {
+        return args.to_owned();
+    };
+    let mut out = Vec::with_capacity(args.len());
+    write_canonical(&mut out, &value);
+    // JSON written from a parsed value is UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// The canonical text as batch keys were first written (a string per
+    /// value, joined): the keys a store holds must not change.
+    fn canonical_as_first_written(value: &Value) -> String {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let fields: Vec<String> = keys
+                    .iter()
+                    .map(|k| {
+                        let key = Value::String((*k).clone());
+                        format!("{key}:{}", canonical_as_first_written(&map[*k]))
+                    })
+                    .collect();
+                format!("{{{}}}", fields.join(","))
+            }
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(canonical_as_first_written).collect();
+                format!("[{}]", items.join(","))
+            }
+            other => other.to_string(),
+        }
+    }
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                prop::collection::btree_map("\\PC{0,6}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_canonical_text_is_the_one_keys_were_first_written_with(value in json()) {
+            let text = serde_json::to_string(&value).unwrap();
+            let read: Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(super::canonical_args(&text), canonical_as_first_written(&read));
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_compared_as_it_came() {
+        assert_eq!(super::canonical_args("{oops"), "{oops");
+        assert_eq!(
+            super::canonical_args(r#"{ "b": [1, {"d":2,"c":3}], "a": "x" }"#),
+            r#"{"a":"x","b":[1,{"c":3,"d":2}]}"#
+        );
+    }
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::store_error::{StoreError, StoreFuture};
-pub use batch::{batch_key, echoed_batch, may_echo, CallEntry, EchoedCall, EchoedResult};
+pub use batch::{echoed_batch, handed_out, may_echo, CallEntry, EchoedCall, EchoedResult};
 pub use ids::{
     alias_key, call_id, call_id_as, hex_answer_id, is_minted, lost_program_call_id,
     may_name_minted, mint_execution_id, minted_for, parse_call_id, parse_hex_answer_id,
@@ -138,7 +138,7 @@ pub struct Execution {
     pub revision: u64,
     /// Where each batch of calls handed to the client together starts, in
     /// `calls`: a batch echoed back without its ids is found again by what
-    /// it calls ([`batch_key`]).
+    /// it calls ([`batch::batch_key`]).
     #[serde(default)]
     pub batches: Vec<usize>,
     /// The prefix of its calls' ids in its dialect (`call_`, `toolu_` on
@@ -211,15 +211,27 @@ impl Execution {
         call_id_as(&self.call_prefix, &self.id, n)
     }
 
-    /// Each batch's [`batch_key`], with the id of its first call: what a
-    /// store keeps so that a batch echoed without ids is found again.
+    /// Each batch's [`batch::batch_key`], with the id of its first call, and the
+    /// [`batch::call_key`] of each of its calls with the same id: what a
+    /// store keeps so that a batch echoed without ids is found again, and
+    /// a reader asks for a batch only among calls that were handed out.
     pub fn batch_keys(&self) -> impl Iterator<Item = (String, String)> + '_ {
-        self.batches.iter().enumerate().filter_map(|(b, &start)| {
-            let end = self.batches.get(b + 1).copied().unwrap_or(self.calls.len());
-            let batch = self.calls.get(start..end)?;
-            let key = batch_key(batch.iter().map(|c| (c.name.as_str(), c.args.as_str())))?;
-            Some((key, self.call_id(start)))
-        })
+        self.batches
+            .iter()
+            .enumerate()
+            .filter_map(|(b, &start)| {
+                let end = self.batches.get(b + 1).copied().unwrap_or(self.calls.len());
+                let batch = self.calls.get(start..end)?;
+                let entries: Vec<CallEntry> = batch
+                    .iter()
+                    .map(|c| CallEntry::of(&c.name, &c.args))
+                    .collect();
+                let first = self.call_id(start);
+                let calls = entries.iter().map(|e| (batch::call_key(e), first.clone()));
+                let keys: Vec<(String, String)> = calls.collect();
+                Some((batch::key_of(&entries)?, first, keys))
+            })
+            .flat_map(|(key, first, calls)| std::iter::once((key, first)).chain(calls))
     }
 
     /// Whether the execution outlived `lifetime`.

@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use super::batch::batch_key;
 use super::*;
 
 fn tools() -> Vec<String> {

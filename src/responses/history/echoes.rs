@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{is_output, ItemReader};
-use crate::runtime::{echoed_batch, may_echo, CallEntry, EchoedCall, EchoedResult};
+use super::ItemReader;
+use crate::runtime::{echoed_batch, handed_out, may_echo, CallEntry, EchoedCall, EchoedResult};
 use crate::wire::to_raw;
 
 impl ItemReader<'_> {
@@ -18,24 +18,38 @@ impl ItemReader<'_> {
     /// them, and the outputs theirs, paired as the client paired them.
     /// `None` when no run needs it; `Err` when a run's outputs cannot be
     /// told apart.
-    pub(super) fn read_echoes(
+    pub(super) fn read_echoes<'i>(
         &self,
-        items: &[Box<RawValue>],
+        items: &'i [Box<RawValue>],
     ) -> Result<Option<Vec<Box<RawValue>>>, String> {
-        let read = |raw: &RawValue| -> Option<Value> {
+        let read = |raw: &'i RawValue| -> Option<RunItem<'i>> {
             let text = raw.get();
             if !text.contains("call") {
                 return None;
             }
+            // An item is told by its type alone: an output's output (most
+            // of its bytes) is read only when its group may be a batch, a
+            // message's never.
+            if let Ok(head) = serde_json::from_str::<TypeHead<'_>>(text) {
+                let kind = head.kind.as_deref()?;
+                if kind.ends_with("_output") {
+                    return Some(RunItem::Output(raw));
+                }
+                if !crate::responses::items::is_call_type(kind) {
+                    return None;
+                }
+            }
             let item: Value = serde_json::from_str(text).ok()?;
             let kind = item["type"].as_str()?;
-            (crate::responses::items::is_call_type(kind) || kind.ends_with("_output"))
-                .then_some(item)
+            if kind.ends_with("_output") {
+                return Some(RunItem::Output(raw));
+            }
+            crate::responses::items::is_call_type(kind).then_some(RunItem::Call(item))
         };
         let mut renamed: Option<Vec<Box<RawValue>>> = None;
         let mut i = 0;
         while i < items.len() {
-            let run: Vec<(usize, Value)> = items[i..]
+            let run: Vec<(usize, RunItem<'i>)> = items[i..]
                 .iter()
                 .map_while(|raw| read(raw))
                 .enumerate()
@@ -53,7 +67,7 @@ impl ItemReader<'_> {
             let mut pieces: Vec<std::ops::Range<usize>> = Vec::new();
             let mut start = 0;
             for k in 1..run.len() {
-                if !is_output(&run[k].1) && is_output(&run[k - 1].1) {
+                if !run[k].1.is_output() && run[k - 1].1.is_output() {
                     pieces.push(start..k);
                     start = k;
                 }
@@ -64,15 +78,28 @@ impl ItemReader<'_> {
             // exactly its calls. Trying every group of up to MAX_PIECES
             // pieces read them all each time: 269 M instructions for a
             // Codex request with 30 tool turns.
-            let entries: Vec<Option<CallEntry>> =
-                run.iter().map(|(_, item)| call_entry(item)).collect();
+            let entries: Vec<Option<CallEntry>> = run
+                .iter()
+                .map(|(_, item)| item.call().map(call_entry))
+                .collect();
             // A group naming one of the proxy's ids is read by its ids.
             let minted: Vec<bool> = run
                 .iter()
                 .map(|(_, item)| {
-                    item["call_id"]
-                        .as_str()
-                        .is_some_and(|id| !is_output(item) && self.ids.names_proxy_id(id))
+                    item.call()
+                        .and_then(|c| c["call_id"].as_str())
+                        .is_some_and(|id| self.ids.names_proxy_id(id))
+                })
+                .collect();
+            // A group holding a call no program handed out is no batch:
+            // one lookup per call, where groups are many (a Codex request
+            // with 30 tool turns tried some 400, each a digest and a
+            // lookup, twice a request).
+            let handed: Vec<bool> = entries
+                .iter()
+                .map(|e| {
+                    e.as_ref()
+                        .is_none_or(|e| handed_out(self.ids.store, self.ids.tenant, e))
                 })
                 .collect();
             let mut p = 0;
@@ -83,6 +110,9 @@ impl ItemReader<'_> {
                     if minted[span.clone()].iter().any(|m| *m) {
                         break;
                     }
+                    if !handed[span.clone()].iter().all(|h| *h) {
+                        break;
+                    }
                     if !may_echo(
                         self.ids.store,
                         self.ids.tenant,
@@ -90,8 +120,7 @@ impl ItemReader<'_> {
                     ) {
                         continue;
                     }
-                    let group: Vec<&(usize, Value)> = run[span].iter().collect();
-                    let Some(named) = self.echo(&group)? else {
+                    let Some(named) = self.echo(&run[span])? else {
                         continue;
                     };
                     let out = renamed.get_or_insert_with(|| items.to_vec());
@@ -109,9 +138,18 @@ impl ItemReader<'_> {
 
     /// The items of `group` given the ids of the batch its calls echo
     /// ([`echoed_batch`]), when they echo one.
-    fn echo(&self, group: &[&(usize, Value)]) -> Result<Option<Vec<(usize, Value)>>, String> {
-        let (outputs, calls): (Vec<&Placed>, Vec<&Placed>) =
-            group.iter().partition(|(_, item)| is_output(item));
+    fn echo(&self, group: &[(usize, RunItem<'_>)]) -> Result<Option<Vec<Placed>>, String> {
+        let mut calls: Vec<(usize, &Value)> = Vec::new();
+        let mut outputs: Vec<Placed> = Vec::new();
+        for (k, item) in group {
+            match item {
+                RunItem::Call(call) => calls.push((*k, call)),
+                RunItem::Output(raw) => match serde_json::from_str(raw.get()) {
+                    Ok(output) => outputs.push((*k, output)),
+                    Err(_) => return Ok(None),
+                },
+            }
+        }
         // (A group naming one of the proxy's ids never gets here: `echoes`
         // stops at it.)
         if calls.is_empty() {
@@ -143,15 +181,16 @@ impl ItemReader<'_> {
             return Ok(None);
         };
         let ids = echo.calls.iter().map(Some);
-        let named = calls.iter().zip(ids);
-        let answered = outputs.iter().zip(echo.results.iter().map(Option::as_ref));
+        let named = calls.iter().map(|(k, c)| (*k, (*c).clone())).zip(ids);
+        let answered = outputs
+            .into_iter()
+            .zip(echo.results.iter().map(Option::as_ref));
         Ok(Some(
             named
                 .chain(answered)
-                .filter_map(|((k, item), id)| {
-                    let mut item = item.clone();
+                .filter_map(|((k, mut item), id)| {
                     item["call_id"] = json!(id?);
-                    Some((*k, item))
+                    Some((k, item))
                 })
                 .collect(),
         ))
@@ -161,16 +200,40 @@ impl ItemReader<'_> {
 /// An item and its place in the input.
 type Placed = (usize, Value);
 
+/// An item of a run of calls and outputs, as the search first reads it: a
+/// call item whole (it is small, and its digest reads all of it), an
+/// output by its type alone.
+enum RunItem<'a> {
+    Call(Value),
+    Output(&'a RawValue),
+}
+
+impl RunItem<'_> {
+    fn is_output(&self) -> bool {
+        matches!(self, RunItem::Output(_))
+    }
+
+    fn call(&self) -> Option<&Value> {
+        match self {
+            RunItem::Call(call) => Some(call),
+            RunItem::Output(_) => None,
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct TypeHead<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+}
+
 /// Pieces of a run of call items and outputs one batch is looked for in.
 const MAX_PIECES: usize = 16;
 
-/// A call item's [`CallEntry`]; `None` for an output.
-fn call_entry(item: &Value) -> Option<CallEntry> {
-    if is_output(item) {
-        return None;
-    }
+/// A call item's [`CallEntry`].
+fn call_entry(item: &Value) -> CallEntry {
     let (name, args) = call_parts(item);
-    Some(CallEntry::of(&name, &args))
+    CallEntry::of(&name, &args)
 }
 
 /// The tool a call item names and its arguments as JSON text (a freeform
