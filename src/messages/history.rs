@@ -323,3 +323,51 @@ impl Transcript for MessageReader<'_> {
 fn result_text(content: &Value) -> String {
     output_text(Field::MessagesContent, Some(content))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::{CallRecord, MemoryExecutionStore};
+
+    /// A turn echoing a batch whose blocks' heads do not read as the
+    /// search first reads them (an id that is a number) is read whole, and
+    /// found, as before the heads were read apart.
+    #[test]
+    fn a_turn_whose_heads_do_not_read_is_read_whole_and_its_echo_found() {
+        let tenant = Tenant::anonymous("s");
+        let store =
+            MemoryExecutionStore::new(Duration::from_secs(60), Duration::from_secs(60), 1 << 20);
+        let mut e = Execution::new(
+            tenant,
+            "call_1".into(),
+            "x".into(),
+            None,
+            vec!["read".into()],
+        );
+        e.batches.push(0);
+        e.calls = vec![CallRecord {
+            name: "read".into(),
+            args: r#"{"path":"a"}"#.into(),
+            result: None,
+        }];
+        ExecutionLookup::put(&store, Arc::new(e.clone()));
+        let reader = MessageReader::new(&store, &tenant);
+        let turn = |id: Value| {
+            to_raw(&json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": id, "name": "read", "input": {"path": "a"}}]}))
+        };
+        let answer = to_raw(&json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_mine", "content": "text"}]}));
+        for id in [json!("toolu_mine"), json!(7)] {
+            let history = vec![turn(id.clone()), answer.clone()];
+            let renamed = reader.echoes(&history).unwrap();
+            let renamed = renamed.unwrap_or_else(|| panic!("{id}: no echo found"));
+            assert!(renamed[0].get().contains(&e.call_id(0)), "{id}");
+        }
+    }
+}

@@ -799,3 +799,20 @@ fn identical_calls_sent_back_reordered_with_differing_results_are_refused() {
     let same = results(&[("call_2", "one"), ("call_1", "one"), ("call_3", "three")]);
     assert!(echoed_batch(&store, &e.tenant, &reordered, &same).is_ok());
 }
+
+#[test]
+fn each_call_of_a_handed_out_batch_is_noted_by_its_name_and_arguments_and_no_other() {
+    let (store, e) = handed(&[
+        ("read", r#"{"path":"a","limit":5}"#),
+        ("bash", r#"{"cmd":"ls"}"#),
+    ]);
+    let noted = |tenant: &crate::tenant::Tenant, name: &str, args: &str| {
+        handed_out(&store, tenant, &CallEntry::of(name, args))
+    };
+    assert!(noted(&e.tenant, "read", r#"{ "limit": 5, "path": "a" }"#));
+    assert!(noted(&e.tenant, "bash", r#"{"cmd":"ls"}"#));
+    assert!(!noted(&e.tenant, "bash", r#"{"cmd":"pwd"}"#));
+    assert!(!noted(&e.tenant, "grep", r#"{"cmd":"ls"}"#));
+    let other = crate::tenant::Tenant::anonymous("t");
+    assert!(!noted(&other, "bash", r#"{"cmd":"ls"}"#));
+}
