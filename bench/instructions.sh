@@ -27,7 +27,7 @@ LOG=${LOG:-warn}
 if ! command -v valgrind >/dev/null || ! command -v wrk >/dev/null; then
     apt-get update -qq && apt-get install -y -qq valgrind wrk >/dev/null
 fi
-cargo build --release --quiet --bin codemode-proxy --example fake_provider
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet --bin codemode-proxy --example fake_provider
 BINS=("$@")
 [ ${#BINS[@]} -gt 0 ] || BINS=(./target/release/codemode-proxy)
 

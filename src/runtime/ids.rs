@@ -255,11 +255,17 @@ pub fn may_name_minted(text: &str) -> bool {
 /// and digits (opencode for Mistral models): `call` and the alias (`cm` and
 /// the alias for the older ids), if `id` can be one. Ids as long as a whole
 /// one are not short forms, so a provider's own ids cost no lookup.
+///
+/// Asked of every `"call...` in every entry of a history (`call_id` keys
+/// and provider ids among them), so it counts before it allocates.
 pub fn short_form(id: &str) -> Option<String> {
-    let alnum: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
-    let current = alnum.starts_with("call") && alnum.len() == ALIAS_KEY_LEN;
-    let legacy = alnum.starts_with("cm") && alnum.len() >= ALIAS_KEY_LEN;
-    (current || legacy).then_some(alnum)
+    // A byte of a multi-byte character is never an ASCII letter or digit.
+    let alnum = || id.bytes().filter(u8::is_ascii_alphanumeric);
+    let len = alnum().count();
+    let opens = |prefix: &[u8]| alnum().take(prefix.len()).eq(prefix.iter().copied());
+    let current = len == ALIAS_KEY_LEN && opens(b"call");
+    let legacy = len >= ALIAS_KEY_LEN && opens(b"cm");
+    (current || legacy).then(|| alnum().map(char::from).collect())
 }
 
 /// Letters and digits of a call id kept as its alias key.
@@ -367,6 +373,17 @@ fn parse_legacy_call_id(id: &str) -> Option<(&str, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn a_short_form_is_what_the_first_definition_found(id in "(call|cm|c)?[a-zA-Z0-9_\\-é]{0,12}") {
+            let alnum: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
+            let current = alnum.starts_with("call") && alnum.len() == ALIAS_KEY_LEN;
+            let legacy = alnum.starts_with("cm") && alnum.len() >= ALIAS_KEY_LEN;
+            let first = (current || legacy).then_some(alnum);
+            proptest::prop_assert_eq!(short_form(&id), first);
+        }
+    }
 
     #[test]
     fn call_ids_are_shaped_like_the_providers_and_name_their_call() {
