@@ -12,6 +12,7 @@
 #   EXTRA_TURNS=40 bench/instructions.sh         # an agent-sized history
 #   REQUEST=bench/requests/claude_messages.json bench/instructions.sh  # an agent's own request
 #   TOP=25 REQUEST=... bench/instructions.sh     # and the 25 functions that spend the most
+#   NO_BUILD=1 bench/instructions.sh /tmp/a /tmp/b  # builds measured as given, this tree not built
 #
 # REQUEST=FILE sends FILE (a request body; bench/requests/ holds agents'
 # captured ones) on its dialect's route with its headers (bench/dialects.py):
