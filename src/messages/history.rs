@@ -13,8 +13,8 @@ use super::embedded::pair;
 use crate::runtime::history::{CallIds, Kind, Refused, Trailing, Transcript};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    echoed_batch, may_echo, CallEntry, EchoedCall, EchoedResult, Execution, ExecutionLookup,
-    MINTED_PREFIX,
+    echoed_batch, handed_out, may_echo, CallEntry, EchoedCall, EchoedResult, Execution,
+    ExecutionLookup, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 use crate::wire::to_raw;
@@ -95,10 +95,18 @@ impl<'a> MessageReader<'a> {
         }) {
             return false;
         }
+        let (store, tenant) = (self.ids.store, self.ids.tenant);
+        let handed = |b: &UseHead<'_>| {
+            let name = b.name.as_deref().unwrap_or("");
+            handed_out(store, tenant, name, b.input.map_or("{}", RawValue::get))
+        };
+        if !uses().all(handed) {
+            return false;
+        }
         let keys: Vec<CallEntry> = uses()
             .map(|b| {
-                let args = b.input.map_or("{}", RawValue::get);
-                CallEntry::of(b.name.as_deref().unwrap_or(""), args)
+                let name = b.name.as_deref().unwrap_or("");
+                CallEntry::of(name, b.input.map_or("{}", RawValue::get))
             })
             .collect();
         may_echo(self.ids.store, self.ids.tenant, &keys)

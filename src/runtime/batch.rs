@@ -58,23 +58,38 @@ pub fn key_of<'a>(entries: impl IntoIterator<Item = &'a CallEntry>) -> Option<St
     Some(format!("cb:{}", crate::tenant::hex(&digest.as_ref()[..16])))
 }
 
-/// The key under which a store notes that a call of `entry`'s name and
-/// arguments was handed out in some batch (`cc:` and 32 hex digits): a
-/// reader looking for a batch among many groups of calls asks once per
-/// call, not once per group.
-pub fn call_key(entry: &CallEntry) -> String {
-    format!("cc:{}", crate::tenant::hex(&entry.0[..16]))
+/// The key under which a store notes that a call of tool `name` with
+/// arguments `args` (JSON text, read as [`batch_key`] reads them) was
+/// handed out in some batch: `cc:` and 16 hex digits. A reader looking for
+/// a batch asks once per call before it makes any batch's key, so a
+/// history of calls no program handed out costs no digest. The hash
+/// (FNV-1a, 64 bits) need not resist a chosen collision: a call it
+/// wrongly admits costs the batch key's lookup, which is exact.
+pub fn call_key(name: &str, args: &str) -> String {
+    let args = canonical_args(args);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for field in [name, &args] {
+        for byte in (field.len() as u64)
+            .to_be_bytes()
+            .iter()
+            .chain(field.as_bytes())
+        {
+            h = (h ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("cc:{h:016x}")
 }
 
-/// Whether one of `tenant`'s programs handed out a call like `entry` in a
-/// batch ([`call_key`]): a group of calls holding one that was not can be
-/// no batch the proxy knows.
+/// Whether one of `tenant`'s programs handed out a call of tool `name`
+/// with arguments `args` in a batch ([`call_key`]): a group of calls
+/// holding one that was not can be no batch the proxy knows.
 pub fn handed_out(
     store: &dyn crate::runtime::ExecutionLookup,
     tenant: &crate::tenant::Tenant,
-    entry: &CallEntry,
+    name: &str,
+    args: &str,
 ) -> bool {
-    store.alias(tenant, &call_key(entry)).is_some()
+    store.alias(tenant, &call_key(name, args)).is_some()
 }
 
 /// Whether `tenant` holds a batch handed out with exactly these calls (in

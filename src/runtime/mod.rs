@@ -222,14 +222,14 @@ impl Execution {
             .filter_map(|(b, &start)| {
                 let end = self.batches.get(b + 1).copied().unwrap_or(self.calls.len());
                 let batch = self.calls.get(start..end)?;
-                let entries: Vec<CallEntry> = batch
-                    .iter()
-                    .map(|c| CallEntry::of(&c.name, &c.args))
-                    .collect();
+                let key =
+                    batch::batch_key(batch.iter().map(|c| (c.name.as_str(), c.args.as_str())))?;
                 let first = self.call_id(start);
-                let calls = entries.iter().map(|e| (batch::call_key(e), first.clone()));
+                let calls = batch
+                    .iter()
+                    .map(|c| (batch::call_key(&c.name, &c.args), first.clone()));
                 let keys: Vec<(String, String)> = calls.collect();
-                Some((batch::key_of(&entries)?, first, keys))
+                Some((key, first, keys))
             })
             .flat_map(|(key, first, calls)| std::iter::once((key, first)).chain(calls))
     }

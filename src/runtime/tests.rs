@@ -807,7 +807,7 @@ fn each_call_of_a_handed_out_batch_is_noted_by_its_name_and_arguments_and_no_oth
         ("bash", r#"{"cmd":"ls"}"#),
     ]);
     let noted = |tenant: &crate::tenant::Tenant, name: &str, args: &str| {
-        handed_out(&store, tenant, &CallEntry::of(name, args))
+        handed_out(&store, tenant, name, args)
     };
     assert!(noted(&e.tenant, "read", r#"{ "limit": 5, "path": "a" }"#));
     assert!(noted(&e.tenant, "bash", r#"{"cmd":"ls"}"#));

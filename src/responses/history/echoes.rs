@@ -76,15 +76,6 @@ impl ItemReader<'_> {
                 }
             }
             pieces.push(start..run.len());
-            // Each call read once for the batch key; a group is read whole
-            // (its outputs too) only when the store holds a batch of
-            // exactly its calls. Trying every group of up to MAX_PIECES
-            // pieces read them all each time: 269 M instructions for a
-            // Codex request with 30 tool turns.
-            let entries: Vec<Option<CallEntry>> = run
-                .iter()
-                .map(|(_, item)| item.call().map(call_entry))
-                .collect();
             // A group naming one of the proxy's ids is read by its ids.
             let minted: Vec<bool> = run
                 .iter()
@@ -98,12 +89,24 @@ impl ItemReader<'_> {
             // one lookup per call, where groups are many (a Codex request
             // with 30 tool turns tried some 400, each a digest and a
             // lookup, twice a request).
-            let handed: Vec<bool> = entries
+            let handed: Vec<bool> = run
                 .iter()
-                .map(|e| {
-                    e.as_ref()
-                        .is_none_or(|e| handed_out(self.ids.store, self.ids.tenant, e))
+                .map(|(_, item)| {
+                    item.call().is_none_or(|c| {
+                        let (name, args) = call_parts(c);
+                        handed_out(self.ids.store, self.ids.tenant, &name, &args)
+                    })
                 })
+                .collect();
+            // Each handed-out call read once for the batch key; a group is
+            // read whole (its outputs too) only when the store holds a
+            // batch of exactly its calls. Trying every group of up to
+            // MAX_PIECES pieces read them all each time: 269 M
+            // instructions for a Codex request with 30 tool turns.
+            let entries: Vec<Option<CallEntry>> = run
+                .iter()
+                .zip(&handed)
+                .map(|((_, item), handed)| item.call().filter(|_| *handed).map(call_entry))
                 .collect();
             let mut p = 0;
             while p < pieces.len() {
