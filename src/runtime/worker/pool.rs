@@ -11,8 +11,8 @@
 //! the process's freed memory may still hold a run's bytes, so a worker
 //! that served one tenant is never given another's run. A new tenant gets
 //! a fresh worker (one is kept ready; starting one takes a few
-//! milliseconds), and the least recently used worker of another tenant
-//! makes room when the pool is full.
+//! milliseconds); when the pool is full, a fresh worker beyond that one,
+//! else the least recently used worker of another tenant, makes room.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -242,19 +242,30 @@ impl Workers {
     }
 
     /// Keeps `worker` idle. When the pool is full a used worker makes room
-    /// by letting go the least recently used worker of another tenant, else
-    /// a fresh one; a fresh worker only takes free room. What finds no room
+    /// by letting go a fresh one while another fresh one stays ready, else
+    /// the least recently used worker of another tenant, else the last
+    /// fresh one; a fresh worker only takes free room. What finds no room
     /// is let go (dropping it kills it).
+    ///
+    /// The pool starts full of fresh workers and refills with them: were a
+    /// tenant's warm worker let go before a second fresh one, two tenants
+    /// taking turns would each find their worker gone whenever the fresh
+    /// one started before the other's run ended.
     fn give_back(&self, worker: Worker) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() >= self.warm {
             let Some(tenant) = worker.tenant else {
                 return;
             };
-            let other = idle
-                .iter()
-                .position(|w| w.tenant.is_some_and(|t| t != tenant))
-                .or_else(|| idle.iter().position(|w| w.tenant.is_none()));
+            let fresh = || idle.iter().position(|w| w.tenant.is_none());
+            let spare = idle.iter().filter(|w| w.tenant.is_none()).count() > 1;
+            let other = fresh()
+                .filter(|_| spare)
+                .or_else(|| {
+                    idle.iter()
+                        .position(|w| w.tenant.is_some_and(|t| t != tenant))
+                })
+                .or_else(fresh);
             match other {
                 Some(at) => drop(idle.remove(at)),
                 None => return,
