@@ -201,14 +201,12 @@ impl Reader<'_> {
     ///
     /// `Err` names results the proxy cannot place: ids with its prefix
     /// that it never minted (changed, or made up). They are refused, never
-    /// guessed at. A turn sent back with ids the proxy never gave is read
-    /// as the batch it echoes ([`Reader::echoes`]).
+    /// guessed at. A turn sent back with ids the proxy never gave was
+    /// given its ids before ([`Reader::echoes`], `Dialect::rename_echoes`).
     pub fn trailing_results(
         &self,
         messages: &[Box<RawValue>],
     ) -> Result<Option<Trailing>, Refused> {
-        let renamed = self.echoes(messages).map_err(Refused::Unclear)?;
-        let messages = renamed.as_deref().unwrap_or(messages);
         let mut unplaced = Vec::new();
         let found = self.trailing(messages, &mut unplaced);
         if unplaced.is_empty() {

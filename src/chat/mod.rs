@@ -54,6 +54,17 @@ impl Dialect for Chat {
         Ok(())
     }
 
+    fn rename_echoes(
+        request: &mut ChatRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<(), String> {
+        if let Some(renamed) = Reader::new(store, tenant).echoes(&request.messages)? {
+            request.messages = renamed;
+        }
+        Ok(())
+    }
+
     fn trailing_results(
         request: &ChatRequest,
         store: &dyn ExecutionLookup,

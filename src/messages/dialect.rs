@@ -55,6 +55,20 @@ impl Dialect for Messages {
         Ok(())
     }
 
+    /// A turn whose results cannot be told apart is refused with its
+    /// request while it is the last (`trailing_results`); read after, it
+    /// is left as it came, and so is the rest of the history.
+    fn rename_echoes(
+        request: &mut MessagesRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<(), String> {
+        if let Ok(Some(renamed)) = MessageReader::new(store, tenant).echoes(request.messages()) {
+            *request.messages_mut() = renamed;
+        }
+        Ok(())
+    }
+
     fn trailing_results(
         request: &MessagesRequest,
         store: &dyn ExecutionLookup,

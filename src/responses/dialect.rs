@@ -80,6 +80,20 @@ impl Dialect for Responses {
         Ok(())
     }
 
+    fn rename_echoes(
+        request: &mut ResponsesRequest,
+        store: &dyn ExecutionLookup,
+        tenant: &Tenant,
+    ) -> Result<(), String> {
+        let reader = ItemReader::new(store, tenant);
+        if let Some(renamed) = reader.echoes(request.input_items())? {
+            if let Some(input) = request.input_mut() {
+                *input = renamed;
+            }
+        }
+        Ok(())
+    }
+
     fn trailing_results(
         request: &ResponsesRequest,
         store: &dyn ExecutionLookup,

@@ -85,11 +85,9 @@ impl<'a> ItemReader<'a> {
     /// call items before them (a stateless client sends both; one that
     /// continues with `previous_response_id` sends only the outputs).
     /// `Err` names outputs the proxy cannot place (refused, never guessed).
-    /// Call items sent back with ids the proxy never gave are read as the
-    /// batch they echo ([`ItemReader::echoes`]).
+    /// Call items sent back with ids the proxy never gave were given their
+    /// ids before ([`ItemReader::echoes`], `Dialect::rename_echoes`).
     pub fn trailing_results(&self, items: &[Box<RawValue>]) -> Result<Option<Trailing>, Refused> {
-        let renamed = self.read_echoes(items).map_err(Refused::Unclear)?;
-        let items = renamed.as_deref().unwrap_or(items);
         trailing_entries(items, |raw| self.kind(raw))
     }
 }

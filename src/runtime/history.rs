@@ -112,7 +112,8 @@ pub trait Transcript {
     /// `entries` with the turns a client sent back under ids of its own
     /// given the proxy's ids again, when they echo a batch a program
     /// handed out; `None` when no turn needs it, `Err` when which result
-    /// answers which call cannot be told.
+    /// answers which call cannot be told. Asked once a request, by the
+    /// dialect's `Dialect::rename_echoes`, before [`Transcript::rewrite`].
     fn echoes(&self, _entries: &[Box<RawValue>]) -> Result<Option<Vec<Box<RawValue>>>, String> {
         Ok(None)
     }
@@ -150,11 +151,6 @@ pub trait Transcript {
     /// hold become a placeholder pair, so the conversation stays well
     /// formed: another tenant's execution is never looked at.
     fn rewrite(&self, entries: &mut Vec<Box<RawValue>>, limits: &Limits) {
-        // A turn whose results cannot be told apart was refused with its
-        // request; read after, it is left as it came.
-        if let Ok(Some(renamed)) = self.echoes(entries) {
-            *entries = renamed;
-        }
         if !entries.iter().any(|m| Self::may_hold(m.get())) {
             return;
         }

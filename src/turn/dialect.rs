@@ -84,6 +84,20 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// Grows the conversation by `items` (messages or input items) the
     /// proxy wrote: a repair's turn and answers, a program's pair.
     fn push(request: &mut Self::Request, items: &[Value]);
+    /// Gives the turns a client sent back under ids of its own the proxy's
+    /// ids again, where they echo a batch one of the tenant's programs
+    /// handed out (`runtime::echoed_batch`): once a request, before
+    /// [`Self::trailing_results`] and [`Self::read_history`] read the
+    /// history (each read it whole before, twice a request). `Err` names a
+    /// turn whose results cannot be told apart, refused where the dialect
+    /// refuses it; the history is then left as it came.
+    fn rename_echoes(
+        _request: &mut Self::Request,
+        _store: &dyn ExecutionLookup,
+        _tenant: &Tenant,
+    ) -> Result<(), String> {
+        Ok(())
+    }
     /// Shows the model its programs in the request's history (the embedded
     /// runtime): each `run_code` call answered by its program's result.
     fn read_history(

@@ -142,12 +142,23 @@ pub(crate) async fn judged<D: Dialect>(
     stores
         .read_ahead(|stores| {
             let mut copy = request.clone();
+            if plan.runs_code {
+                let _ = D::rename_echoes(&mut copy, &stores.executions, &stores.tenant);
+            }
             if programs {
                 let _ = D::trailing_results(&copy, &stores.executions, &stores.tenant);
             }
             let _ = read(stores, &mut copy);
         })
         .await?;
+    if plan.runs_code {
+        // Refused where results come back to a program, as the results
+        // themselves would be; elsewhere the history stays as it came.
+        let renamed = D::rename_echoes(&mut request, &stores.executions, &stores.tenant);
+        if let (Err(what), true) = (renamed, programs) {
+            return Err(ProxyError::InvalidRequest(what));
+        }
+    }
     if programs {
         if let Some(res) = resume::<D>(state, &stores, &request, &plan).await? {
             return Ok(tag(res, &selection, None));
