@@ -88,7 +88,7 @@ impl ItemReader<'_> {
             // A group holding a call no program handed out is no batch:
             // one lookup per call, where groups are many (a Codex request
             // with 30 tool turns tried some 400, each a digest and a
-            // lookup, twice a request).
+            // lookup).
             let handed: Vec<bool> = run
                 .iter()
                 .map(|(_, item)| {
@@ -207,8 +207,8 @@ impl ItemReader<'_> {
 type Placed = (usize, Value);
 
 /// An item of a run of calls and outputs, as the search first reads it: a
-/// call item whole (it is small, and its digest reads all of it), an
-/// output by its type alone.
+/// call item whole (it is small, and its mark reads all of it), an output
+/// by its type alone.
 enum RunItem<'a> {
     Call(Value),
     Output(&'a RawValue),
