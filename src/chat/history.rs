@@ -13,7 +13,7 @@ use crate::mode::RUN_CODE;
 use crate::runtime::history::{CallIds, Kind, Refused, Trailing, Transcript};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    echoed_batch, handed_out, may_echo, may_name_minted, CallEntry, EchoedCall, EchoedResult,
+    echoed_batch, may_echo, may_echo_calls, may_name_minted, CallEntry, EchoedCall, EchoedResult,
     Execution, ExecutionLookup, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
@@ -95,27 +95,16 @@ impl<'a> Reader<'a> {
         }) {
             return false;
         }
-        let call = |c: &CallHead<'_>| -> (String, String) {
-            let function = c.function.as_ref();
-            let name = function.and_then(|f| f.name.as_deref()).unwrap_or("");
-            let args = function
-                .and_then(|f| f.arguments.as_deref())
-                .unwrap_or("{}");
-            (name.to_owned(), args.to_owned())
-        };
-        let (store, tenant) = (self.ids.store, self.ids.tenant);
-        let read: Vec<(String, String)> = calls.iter().map(call).collect();
-        if !read
+        let calls: Vec<(&str, &str)> = calls
             .iter()
-            .all(|(name, args)| handed_out(store, tenant, name, args))
-        {
-            return false;
-        }
-        let keys: Vec<CallEntry> = read
-            .iter()
-            .map(|(name, args)| CallEntry::of(name, args))
+            .map(|c| {
+                let function = c.function.as_ref();
+                let name = function.and_then(|f| f.name.as_deref()).unwrap_or("");
+                let args = function.and_then(|f| f.arguments.as_deref());
+                (name, args.unwrap_or("{}"))
+            })
             .collect();
-        may_echo(self.ids.store, self.ids.tenant, &keys)
+        may_echo_calls(self.ids.store, self.ids.tenant, &calls)
     }
 
     fn kind(&self, raw: &RawValue) -> Kind {

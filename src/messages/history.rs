@@ -13,7 +13,7 @@ use super::embedded::pair;
 use crate::runtime::history::{CallIds, Kind, Refused, Trailing, Transcript};
 use crate::runtime::output::{output_text, Field};
 use crate::runtime::{
-    echoed_batch, handed_out, may_echo, CallEntry, EchoedCall, EchoedResult, Execution,
+    echoed_batch, may_echo, may_echo_calls, CallEntry, EchoedCall, EchoedResult, Execution,
     ExecutionLookup, MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
@@ -95,21 +95,13 @@ impl<'a> MessageReader<'a> {
         }) {
             return false;
         }
-        let (store, tenant) = (self.ids.store, self.ids.tenant);
-        let handed = |b: &UseHead<'_>| {
-            let name = b.name.as_deref().unwrap_or("");
-            handed_out(store, tenant, name, b.input.map_or("{}", RawValue::get))
-        };
-        if !uses().all(handed) {
-            return false;
-        }
-        let keys: Vec<CallEntry> = uses()
+        let calls: Vec<(&str, &str)> = uses()
             .map(|b| {
                 let name = b.name.as_deref().unwrap_or("");
-                CallEntry::of(name, b.input.map_or("{}", RawValue::get))
+                (name, b.input.map_or("{}", RawValue::get))
             })
             .collect();
-        may_echo(self.ids.store, self.ids.tenant, &keys)
+        may_echo_calls(self.ids.store, self.ids.tenant, &calls)
     }
 
     fn kind(&self, raw: &RawValue) -> Kind {

@@ -92,6 +92,28 @@ pub fn handed_out(
     store.alias(tenant, &call_key(name, args)).is_some()
 }
 
+/// Whether `tenant` holds a batch of exactly these calls (`(name,
+/// arguments)`, in any order), asking first for each call's mark
+/// ([`handed_out`]): a turn with a call no program handed out costs no
+/// digest.
+pub fn may_echo_calls(
+    store: &dyn crate::runtime::ExecutionLookup,
+    tenant: &crate::tenant::Tenant,
+    calls: &[(&str, &str)],
+) -> bool {
+    if !calls
+        .iter()
+        .all(|(name, args)| handed_out(store, tenant, name, args))
+    {
+        return false;
+    }
+    let entries: Vec<CallEntry> = calls
+        .iter()
+        .map(|(name, args)| CallEntry::of(name, args))
+        .collect();
+    may_echo(store, tenant, &entries)
+}
+
 /// Whether `tenant` holds a batch handed out with exactly these calls (in
 /// any order): the one store lookup a reader makes before it reads the
 /// results sent after them.

@@ -26,7 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::store_error::{StoreError, StoreFuture};
-pub use batch::{echoed_batch, handed_out, may_echo, CallEntry, EchoedCall, EchoedResult};
+pub use batch::{
+    echoed_batch, handed_out, may_echo, may_echo_calls, CallEntry, EchoedCall, EchoedResult,
+};
 pub use ids::{
     alias_key, call_id, call_id_as, hex_answer_id, is_minted, lost_program_call_id,
     may_name_minted, mint_execution_id, minted_for, parse_call_id, parse_hex_answer_id,
