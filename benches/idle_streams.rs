@@ -165,7 +165,7 @@ async fn provider(listener: TcpListener) {
 async fn open_stream(addr: &str, dialect: Dialect, body: &str) -> Option<TcpStream> {
     let mut s = TcpStream::connect(addr).await.ok()?;
     let req = format!(
-        "POST {} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nanthropic-version: 2023-06-01\r\ncontent-length: {}\r\n\r\n{body}",
+        "POST {} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nanthropic-version: 2023-06-01\r\ncontent-length: {}\r\n\r\n{body}",
         dialect.path(),
         body.len()
     );
@@ -278,6 +278,12 @@ async fn main() {
                     }
                 }
             }
+            // A figure over no stream would be the idle process's noise.
+            assert!(
+                !held.is_empty(),
+                "no {} stream opened through the proxy (its answer is above)",
+                dialect.name()
+            );
             tokio::time::sleep(Duration::from_millis(500)).await;
             let rss = rss_kib(pid);
             let per = (rss.saturating_sub(idle) * 1024) / held.len().max(1) as u64;
