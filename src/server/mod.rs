@@ -2,6 +2,7 @@
 
 pub(crate) mod egress;
 mod guard;
+mod opening;
 
 use std::future::Future;
 use std::io;
@@ -11,10 +12,10 @@ use std::time::Duration;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tower::Layer;
 
 use crate::config::Config;
@@ -57,7 +58,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let builders = Arc::new(opening::Builders::new());
+    // Connections that have sent nothing yet are not hyper's to drain: they
+    // end when the server stops.
+    let (stopping, stopped) = watch::channel(false);
     let limits = service.connection_limits();
     let every = guard::check_interval(&limits);
     tokio::pin!(shutdown);
@@ -74,15 +78,28 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let activity = guard::Activity::new();
-                // No upgrade support: nothing here answers one (`Upgrade` is
-                // hop-by-hop, dropped before forwarding).
-                let conn = builder.serve_connection(
-                    TokioIo::new(guard::WatchedIo::new(stream, activity.clone())),
-                    TowerToHyperService::new(guard::Watched::new(service.clone(), activity.clone(), Some(peer))),
-                );
-                let conn = graceful.watch(conn.into_owned());
+                let watcher = graceful.watcher();
+                let builders = builders.clone();
+                let service = service.clone();
+                let mut stopped = stopped.clone();
                 tokio::spawn(async move {
+                    // A connection that sends nothing is idle from its start.
+                    let opening = tokio::select! {
+                        opening = opening::Opening::peek(&stream) => opening.unwrap_or(opening::Opening::Unknown),
+                        () = tokio::time::sleep(limits.keepalive_timeout) => {
+                            tracing::debug!(%peer, reason = ?guard::Expired::KeepAlive, "closing a connection that held its slot for nothing");
+                            return;
+                        }
+                        _ = stopped.wait_for(|stop| *stop) => return,
+                    };
+                    let activity = guard::Activity::new();
+                    // No upgrade support: nothing here answers one (`Upgrade` is
+                    // hop-by-hop, dropped before forwarding).
+                    let conn = builders.of(opening).serve_connection(
+                        TokioIo::new(guard::WatchedIo::new(stream, activity.clone())),
+                        TowerToHyperService::new(guard::Watched::new(service, activity.clone(), Some(peer))),
+                    );
+                    let conn = watcher.watch(conn.into_owned());
                     tokio::pin!(conn);
                     loop {
                         tokio::select! {
@@ -107,6 +124,7 @@ pub async fn serve(
         }
     }
     drop(listener);
+    let _ = stopping.send(true);
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(Duration::from_secs(10)) => {

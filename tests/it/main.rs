@@ -16,6 +16,7 @@ mod common;
 mod compact_sdk;
 mod configure;
 mod conformance;
+mod connections;
 mod conversations;
 mod dry_run;
 mod echoes;
