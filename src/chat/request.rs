@@ -40,14 +40,17 @@ struct Head<'a> {
 impl ChatRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
-        let object = RawObject::parse(bytes)?;
-        let messages: Vec<Box<RawValue>> = match object.get("messages") {
-            Some(m) => serde_json::from_str(m.get()).map_err(|_| {
-                ProxyError::InvalidRequest("`messages` must be an array of message objects".into())
-            })?,
-            None => {
+        let (object, messages) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
+        let messages = match (messages, object.get("messages")) {
+            (Some(Ok(messages)), _) => messages,
+            (None, None) => {
                 return Err(ProxyError::InvalidRequest(
                     "the request has no `messages`; send the conversation as `messages`".into(),
+                ))
+            }
+            (Some(Err(_)), _) | (None, Some(_)) => {
+                return Err(ProxyError::InvalidRequest(
+                    "`messages` must be an array of message objects".into(),
                 ))
             }
         };

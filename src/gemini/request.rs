@@ -53,10 +53,6 @@ fn content_head(raw: &RawValue) -> Option<ContentHead> {
     serde_json::from_str(raw.get()).ok()
 }
 
-fn parse_object(bytes: &[u8]) -> Result<RawObject, ProxyError> {
-    Ok(RawObject::parse(bytes)?)
-}
-
 /// The first of `keys` the object holds (the REST API takes camelCase and
 /// snake_case field names).
 fn either<'a>(object: &RawObject, keys: [&'a str; 2]) -> &'a str {
@@ -90,24 +86,36 @@ impl GeminiRequest {
             .next()
             .and_then(|last| last.split_once(':'))
             .unwrap_or(("", ""));
-        let mut object = parse_object(bytes)?;
+        let counting = method == "countTokens";
+        // countTokens may hold its request inside a wrapper, whose copy of
+        // it is the one written back: its contents are lent from the inner
+        // request only.
+        let (mut object, mut contents) =
+            RawObject::parse_lending(bytes, (!counting).then_some(Self::HISTORY))?;
         let mut wrapper = None;
-        if method == "countTokens" {
+        if counting {
             let key = spelling(
                 |k| object.get(k).is_some(),
                 ["generateContentRequest", "generate_content_request"],
             )?;
             if let Some(inner) = object.get(key).filter(|r| r.get() != "null") {
-                let inner = parse_object(inner.get().as_bytes())?;
+                let (inner, listed) =
+                    RawObject::parse_lending(inner.get().as_bytes(), Some(Self::HISTORY))?;
+                contents = listed;
                 wrapper = Some(std::mem::replace(&mut object, inner));
+            } else if let Some(raw) = object.get("contents").filter(|r| r.get().starts_with('[')) {
+                contents = Some(serde_json::from_str(raw.get()));
             }
         }
-        let contents = match object.get("contents") {
-            None => None,
-            Some(raw) if raw.get() == "null" => None,
-            Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
-                ProxyError::InvalidRequest("`contents` must be an array of Content objects".into())
-            })?),
+        let contents = match (contents, object.get("contents")) {
+            (Some(Ok(contents)), _) => Some(contents),
+            (None, None) => None,
+            (None, Some(raw)) if raw.get() == "null" => None,
+            (Some(Err(_)), _) | (None, Some(_)) => {
+                return Err(ProxyError::InvalidRequest(
+                    "`contents` must be an array of Content objects".into(),
+                ))
+            }
         };
         Ok(GeminiRequest {
             object,

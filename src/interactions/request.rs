@@ -77,19 +77,20 @@ fn is_contents(entries: &[Box<RawValue>]) -> bool {
 impl InteractionsRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<InteractionsRequest, ProxyError> {
-        let object = RawObject::parse(bytes)?;
-        let steps = match object.get("input") {
-            Some(raw) if raw.get().starts_with('[') => {
-                let entries: Vec<Box<RawValue>> =
-                    serde_json::from_str(raw.get()).map_err(|_| {
-                        ProxyError::InvalidRequest(
-                            "`input` must be a string, a content, or an array of contents or steps"
-                                .into(),
-                        )
-                    })?;
-                (!is_contents(&entries) || entries.is_empty()).then_some(entries)
+        let (mut object, entries) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
+        let steps = match entries {
+            Some(Ok(entries)) if is_contents(&entries) && !entries.is_empty() => {
+                // Contents, not steps: the input is the object's again.
+                object.give_back(&entries);
+                None
             }
-            _ => None,
+            Some(Ok(entries)) => Some(entries),
+            Some(Err(_)) => {
+                return Err(ProxyError::InvalidRequest(
+                    "`input` must be a string, a content, or an array of contents or steps".into(),
+                ))
+            }
+            None => None,
         };
         let stream = object
             .get("stream")

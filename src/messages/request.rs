@@ -81,13 +81,16 @@ fn raw_object(value: &RawValue, what: &str) -> Result<RawObject, ProxyError> {
 impl MessagesRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
-        let object = RawObject::parse(bytes)?;
-        let messages = match object.get("messages") {
-            None => None,
-            Some(raw) if raw.get() == "null" => None,
-            Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
-                ProxyError::InvalidRequest("`messages` must be an array of message objects".into())
-            })?),
+        let (object, messages) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
+        let messages = match (messages, object.get("messages")) {
+            (Some(Ok(messages)), _) => Some(messages),
+            (None, None) => None,
+            (None, Some(raw)) if raw.get() == "null" => None,
+            (Some(Err(_)), _) | (None, Some(_)) => {
+                return Err(ProxyError::InvalidRequest(
+                    "`messages` must be an array of message objects".into(),
+                ))
+            }
         };
         let stream = object
             .get("stream")

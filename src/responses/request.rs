@@ -76,15 +76,16 @@ fn is_instruction_message(raw: &RawValue) -> bool {
 impl ResponsesRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
-        let object = RawObject::parse(bytes)?;
-        let input = match object.get("input") {
-            None => None,
-            Some(raw) if raw.get() == "null" || raw.get().starts_with('"') => None,
-            Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
-                ProxyError::InvalidRequest(
+        let (object, input) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
+        let input = match (input, object.get("input")) {
+            (Some(Ok(items)), _) => Some(items),
+            (None, None) => None,
+            (None, Some(raw)) if raw.get() == "null" || raw.get().starts_with('"') => None,
+            (Some(Err(_)), _) | (None, Some(_)) => {
+                return Err(ProxyError::InvalidRequest(
                     "`input` must be a string or an array of input items".into(),
-                )
-            })?),
+                ))
+            }
         };
         let stream = object
             .get("stream")

@@ -45,7 +45,8 @@ pub trait WireRequest: Clone + Send + Sync + 'static {
     /// it judges the turn ([`ToolPlan::one_reading`]); docs/security.md,
     /// "One reading of a request".
     fn repeated_key(&self) -> Option<Repeat> {
-        self.object().first_repeat(Self::KEYS, &["tools"])
+        self.object()
+            .first_repeat(Self::KEYS, &["tools"], self.history())
     }
     /// The conversation the request continues, for its mixed turns'
     /// stored denials.

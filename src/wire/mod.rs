@@ -4,6 +4,7 @@
 //! (and every message it does not change) is carried as the bytes the client
 //! sent, so unknown fields pass through and nothing is re-printed needlessly.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -22,6 +23,10 @@ pub use single_reading::{parse_noting_repeats, repeats_no_key};
 #[derive(Clone, Debug, Default)]
 pub struct RawObject {
     fields: Vec<(String, Box<RawValue>)>,
+    /// The field whose array its reader keeps entry by entry
+    /// ([`RawObject::parse_lending`]): its slot holds no value, and the
+    /// object is written with the reader's entries in its place.
+    lent: Option<usize>,
 }
 
 /// Why a body is not a usable top-level object.
@@ -41,39 +46,115 @@ impl RawObject {
     /// Parses the top level of `bytes`, which must be a JSON object whose
     /// keys (compared after unescaping) are all distinct.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
-        let fields: Fields = serde_json::from_slice(bytes)?;
-        match first_duplicate(&fields.0) {
-            Some(key) => Err(ParseError::DuplicateKey(key)),
-            None => Ok(RawObject { fields: fields.0 }),
+        Ok(Self::parse_lending(bytes, None)?.0)
+    }
+
+    /// Parses the top level of `bytes` as [`RawObject::parse`] does, and,
+    /// when the field `list` holds an array, that array into its entries,
+    /// which are then the field's only copy: a request's history is most
+    /// of its bytes, and a stream holds its request to its end. The object
+    /// is written with the entries in the field's place
+    /// ([`RawObject::to_vec_with_list`]); until the reader gives them back
+    /// ([`RawObject::give_back`]), the field reads as absent. `None` when
+    /// the field is absent or holds no array.
+    pub fn parse_lending(
+        bytes: &[u8],
+        list: Option<&str>,
+    ) -> Result<(RawObject, Option<ListEntries>), ParseError> {
+        // Read borrowed first: the list's text is read into its entries
+        // straight from the client's bytes, never copied whole.
+        let borrowed: BorrowedFields<'_> = serde_json::from_slice(bytes)?;
+        if let Some(key) = first_duplicate(borrowed.0.iter().map(|(k, _)| k.as_ref())) {
+            return Err(ParseError::DuplicateKey(key));
+        }
+        let mut object = RawObject {
+            fields: Vec::with_capacity(borrowed.0.len()),
+            lent: None,
+        };
+        let mut entries = None;
+        for (key, value) in borrowed.0 {
+            let is_list = list == Some(key.as_ref()) && value.get().starts_with('[');
+            let value = match is_list {
+                true => match serde_json::from_str::<Vec<Box<RawValue>>>(value.get()) {
+                    Ok(list) => {
+                        entries = Some(Ok(list));
+                        object.lent = Some(object.fields.len());
+                        RawValue::NULL.to_owned()
+                    }
+                    Err(e) => {
+                        entries = Some(Err(e));
+                        value.to_owned()
+                    }
+                },
+                false => value.to_owned(),
+            };
+            object.fields.push((key.into_owned(), value));
+        }
+        Ok((object, entries))
+    }
+
+    /// Puts the entries of the lent field back as its value: the reader
+    /// keeps them no longer.
+    pub fn give_back(&mut self, entries: &[Box<RawValue>]) {
+        if let Some(at) = self.lent.take() {
+            let text = raw_array(entries.iter().map(AsRef::as_ref));
+            // Entries that each read make an array that reads.
+            if let Ok(value) = RawValue::from_string(text) {
+                self.fields[at].1 = value;
+            }
         }
     }
 
-    /// The raw value of `key`, if present.
-    pub fn get(&self, key: &str) -> Option<&RawValue> {
-        self.fields
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_ref())
+    /// Where `key` stands, lent or not.
+    fn position(&self, key: &str) -> Option<usize> {
+        self.fields.iter().position(|(k, _)| k == key)
     }
 
-    /// Replaces `key` in place, or appends it when absent.
+    /// The raw value of `key`, if present (a lent field reads as absent).
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.position(key)
+            .filter(|at| self.lent != Some(*at))
+            .map(|at| self.fields[at].1.as_ref())
+    }
+
+    /// Replaces `key` in place, or appends it when absent (a lent field
+    /// is the object's again).
     pub fn set(&mut self, key: &str, value: Box<RawValue>) {
-        match self.fields.iter_mut().find(|(k, _)| k == key) {
-            Some(slot) => slot.1 = value,
+        match self.position(key) {
+            Some(at) => {
+                if self.lent == Some(at) {
+                    self.lent = None;
+                }
+                self.fields[at].1 = value;
+            }
             None => self.fields.push((key.to_owned(), value)),
         }
     }
 
     /// Removes `key`, if present.
     pub fn remove(&mut self, key: &str) {
-        self.fields.retain(|(k, _)| k != key);
+        let Some(at) = self.position(key) else {
+            return;
+        };
+        self.fields.remove(at);
+        self.lent = match self.lent {
+            Some(lent) if lent == at => None,
+            Some(lent) if lent > at => Some(lent - 1),
+            lent => lent,
+        };
     }
 
     /// The first key repeated below the top level, in every field but
     /// `skip`, with keys told apart as `keys` says; under [`Keys::Proto`],
     /// two spellings of one top-level field as well (a key written twice
     /// alike is refused by [`RawObject::parse`]).
-    pub fn first_repeat(&self, keys: Keys, skip: &[&str]) -> Option<Repeat> {
+    /// The entries of the lent field, when there is one, are `list`.
+    pub fn first_repeat(
+        &self,
+        keys: Keys,
+        skip: &[&str],
+        list: Option<&[Box<RawValue>]>,
+    ) -> Option<Repeat> {
         let names = || self.fields.iter().map(|(k, _)| k.as_str());
         if keys == Keys::Proto {
             if let Some(repeat) = repeated::first_double_spelling(names()) {
@@ -82,8 +163,13 @@ impl RawObject {
         }
         self.fields
             .iter()
-            .filter(|(k, _)| !skip.contains(&k.as_str()))
-            .find_map(|(k, v)| first_repeat(v, keys, k))
+            .enumerate()
+            .filter(|(_, (k, _))| !skip.contains(&k.as_str()))
+            .find_map(|(at, (k, v))| match (self.lent == Some(at), list) {
+                (true, Some(list)) => repeated::first_repeat_in_entries(list, keys, k),
+                (true, None) => None,
+                (false, _) => first_repeat(v, keys, k),
+            })
     }
 
     /// Serialises the object, with `key` set to `override_value` when
@@ -106,14 +192,16 @@ impl RawObject {
             out.push(b':');
             out.extend_from_slice(text.as_bytes());
         };
-        for (k, v) in &self.fields {
+        for (at, (k, v)) in self.fields.iter().enumerate() {
             let text = match override_value {
                 Some(o) if k == key => o,
+                // Written by `to_vec_with_list`, the lent field's only writer.
+                _ if self.lent == Some(at) => "[]",
                 _ => v.get(),
             };
             field(&mut out, k, text);
         }
-        if let Some(o) = override_value.filter(|_| self.get(key).is_none()) {
+        if let Some(o) = override_value.filter(|_| self.position(key).is_none()) {
             field(&mut out, key, o);
         }
         out.push(b'}');
@@ -121,12 +209,54 @@ impl RawObject {
     }
 
     /// Serialises the object with `key` set to the array of `list` when
-    /// given (a request's history, kept raw entry by entry).
+    /// given (a request's history, kept raw entry by entry), written in
+    /// one buffer.
     pub fn to_vec_with_list(&self, key: &str, list: Option<&[Box<RawValue>]>) -> Vec<u8> {
-        match list {
-            Some(list) => self.to_vec_with(key, Some(&raw_array(list.iter().map(AsRef::as_ref)))),
-            None => self.to_vec(),
+        let Some(list) = list else {
+            return self.to_vec();
+        };
+        let size: usize = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .chain(list.iter().map(|e| e.get().len() + 1))
+            .sum();
+        let mut out = Vec::with_capacity(size + key.len() + 8);
+        out.push(b'{');
+        let write_list = |out: &mut Vec<u8>| {
+            out.push(b'[');
+            for (i, entry) in list.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(entry.get().as_bytes());
+            }
+            out.push(b']');
+        };
+        let mut present = false;
+        for (i, (k, v)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_json_string(&mut out, k);
+            out.push(b':');
+            if k == key {
+                present = true;
+                write_list(&mut out);
+            } else {
+                out.extend_from_slice(v.get().as_bytes());
+            }
         }
+        if !present {
+            if !self.fields.is_empty() {
+                out.push(b',');
+            }
+            write_json_string(&mut out, key);
+            out.push(b':');
+            write_list(&mut out);
+        }
+        out.push(b'}');
+        out
     }
 
     /// Serialises the object as it stands.
@@ -205,13 +335,60 @@ impl<'de> Deserialize<'de> for Fields {
     }
 }
 
+/// The top-level entries borrowed from the text they were read from (a
+/// key copied only when escaped), duplicates included.
+struct BorrowedFields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for BorrowedFields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjVisitor;
+        impl<'de> Visitor<'de> for ObjVisitor {
+            type Value = BorrowedFields<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(key) = map.next_key::<BorrowedKey<'de>>()? {
+                    fields.push((key.0, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(BorrowedFields(fields))
+            }
+        }
+        d.deserialize_map(ObjVisitor)
+    }
+}
+
+/// A key as written, borrowed unless it holds an escape.
+struct BorrowedKey<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for BorrowedKey<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = BorrowedKey<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(Cow::Borrowed(key)))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(Cow::Owned(key.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// What [`RawObject::parse_lending`] read of its list: the entries, or why
+/// they did not read.
+pub type ListEntries = Result<Vec<Box<RawValue>>, serde_json::Error>;
+
 /// The first key that occurs again, shortened for a message.
-fn first_duplicate(fields: &[(String, Box<RawValue>)]) -> Option<String> {
-    let mut seen = HashSet::with_capacity(fields.len());
-    let key = fields
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .find(|k| !seen.insert(*k))?;
+fn first_duplicate<'a>(keys: impl ExactSizeIterator<Item = &'a str>) -> Option<String> {
+    let mut seen = HashSet::with_capacity(keys.len());
+    let key = keys.into_iter().find(|k| !seen.insert(*k))?;
     const SHOWN: usize = 64;
     Some(match key.char_indices().nth(SHOWN) {
         Some((end, _)) => format!("{}...", &key[..end]),
@@ -222,9 +399,12 @@ fn first_duplicate(fields: &[(String, Box<RawValue>)]) -> Option<String> {
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let fields = Fields::deserialize(d)?;
-        match first_duplicate(&fields.0) {
+        match first_duplicate(fields.0.iter().map(|(k, _)| k.as_str())) {
             Some(key) => Err(D::Error::custom(ParseError::DuplicateKey(key))),
-            None => Ok(RawObject { fields: fields.0 }),
+            None => Ok(RawObject {
+                fields: fields.0,
+                lent: None,
+            }),
         }
     }
 }
@@ -264,6 +444,80 @@ mod tests {
         );
         assert_eq!(empty.to_vec_with_list("input", None), b"{}".to_vec());
         assert_eq!(obj.to_vec_with("a", None), br#"{"a":1}"#.to_vec());
+    }
+
+    #[test]
+    fn a_lent_list_is_held_once_and_written_back_in_its_place() {
+        let body = br#"{"model":"m","messages":[{"role":"user"} , 2],"stream":true}"#;
+        let (object, entries) = RawObject::parse_lending(body, Some("messages")).unwrap();
+        let entries = entries.unwrap().unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].get(), r#"{"role":"user"}"#);
+        // The object keeps no copy: the field reads as absent.
+        assert!(object.get("messages").is_none());
+        assert_eq!(object.get("stream").unwrap().get(), "true");
+        assert_eq!(
+            object.to_vec_with_list("messages", Some(&entries)),
+            br#"{"model":"m","messages":[{"role":"user"},2],"stream":true}"#.to_vec()
+        );
+        let mut more = entries.clone();
+        more.push(to_raw("x"));
+        assert_eq!(
+            object.to_vec_with_list("messages", Some(&more)),
+            br#"{"model":"m","messages":[{"role":"user"},2,"x"],"stream":true}"#.to_vec()
+        );
+    }
+
+    #[test]
+    fn only_an_array_is_lent() {
+        for body in [
+            &br#"{"input":"hello"}"#[..],
+            br#"{"input":null}"#,
+            br#"{"input":{"a":[1]}}"#,
+            br#"{"other":[1]}"#,
+        ] {
+            let (object, entries) = RawObject::parse_lending(body, Some("input")).unwrap();
+            assert!(entries.is_none(), "{}", String::from_utf8_lossy(body));
+            assert_eq!(object.to_vec(), body.to_vec());
+        }
+        // No list asked for: nothing lent.
+        let (object, entries) = RawObject::parse_lending(br#"{"input":[1]}"#, None).unwrap();
+        assert!(entries.is_none());
+        assert_eq!(object.get("input").unwrap().get(), "[1]");
+    }
+
+    #[test]
+    fn a_lent_field_given_back_set_or_moved_by_a_removal_stays_in_place() {
+        let body = br#"{"a":1,"input":[1, 2],"b":2}"#;
+        let (mut object, entries) = RawObject::parse_lending(body, Some("input")).unwrap();
+        let entries = entries.unwrap().unwrap();
+        object.remove("a");
+        assert_eq!(
+            object.to_vec_with_list("input", Some(&entries)),
+            br#"{"input":[1,2],"b":2}"#.to_vec()
+        );
+        object.give_back(&entries);
+        assert_eq!(object.get("input").unwrap().get(), "[1,2]");
+        assert_eq!(object.to_vec(), br#"{"input":[1,2],"b":2}"#.to_vec());
+
+        let (mut object, _) = RawObject::parse_lending(body, Some("input")).unwrap();
+        object.set("input", to_raw("text"));
+        assert_eq!(object.to_vec(), br#"{"a":1,"input":"text","b":2}"#.to_vec());
+    }
+
+    #[test]
+    fn a_lent_list_keeps_the_duplicate_key_refusal_and_escaped_keys() {
+        let err = RawObject::parse_lending(br#"{"messages":[],"messages":[1]}"#, Some("messages"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, ParseError::DuplicateKey(k) if k == "messages"),
+            "{err:?}"
+        );
+        let (object, entries) =
+            RawObject::parse_lending(br#"{"messages":[1],"x":2}"#, Some("messages")).unwrap();
+        assert_eq!(entries.unwrap().unwrap().len(), 1);
+        assert!(object.get("messages").is_none());
+        assert!(object.get("x").is_some());
     }
 
     #[test]

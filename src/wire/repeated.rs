@@ -126,6 +126,30 @@ pub fn first_repeat(value: &RawValue, keys: Keys, key: &str) -> Option<Repeat> {
     .run(keys.under(key), key)
 }
 
+/// The first key repeated in `entries`, the elements of the top-level
+/// array field `key` held apart, with its path from `key` as
+/// [`first_repeat`] gives it for the whole array.
+pub(super) fn first_repeat_in_entries(
+    entries: &[Box<RawValue>],
+    keys: Keys,
+    key: &str,
+) -> Option<Repeat> {
+    let names = keys.under(key);
+    entries.iter().enumerate().find_map(|(at, entry)| {
+        let repeat = Scan {
+            text: entry.get(),
+            keys: Vec::new(),
+            frames: Vec::new(),
+        }
+        .run(names, "")?;
+        let prefix = format!("{key}[{at}]");
+        Some(Repeat {
+            path: format!("{prefix}{}", repeat.path),
+            also: repeat.also.map(|also| format!("{prefix}{also}")),
+        })
+    })
+}
+
 /// Whether the top-level `keys` (distinct as written) name one proto
 /// field twice: the first such pair, as a repeat.
 pub(super) fn first_double_spelling<'a>(keys: impl Iterator<Item = &'a str>) -> Option<Repeat> {

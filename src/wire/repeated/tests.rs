@@ -135,16 +135,22 @@ fn free_form_json_and_map_keys_are_the_clients_own_names() {
 fn a_raw_object_checks_every_field_it_is_asked_to_and_google_spellings_at_the_top() {
     let body = br#"{"tools":[{"a":1,"a":2}],"x":{"b":{"c":1,"c":2}}}"#;
     let object = RawObject::parse(body).unwrap();
-    assert_eq!(object.first_repeat(Keys::Exact, &[]), at("tools[0].a"));
-    assert_eq!(object.first_repeat(Keys::Exact, &["tools"]), at("x.b.c"));
+    assert_eq!(
+        object.first_repeat(Keys::Exact, &[], None),
+        at("tools[0].a")
+    );
+    assert_eq!(
+        object.first_repeat(Keys::Exact, &["tools"], None),
+        at("x.b.c")
+    );
     let google =
         RawObject::parse(br#"{"contents":[],"generationConfig":{},"generation_config":{}}"#)
             .unwrap();
     assert_eq!(
-        google.first_repeat(Keys::Proto, &[]),
+        google.first_repeat(Keys::Proto, &[], None),
         spelled("generationConfig", "generation_config")
     );
-    assert_eq!(google.first_repeat(Keys::Exact, &[]), None);
+    assert_eq!(google.first_repeat(Keys::Exact, &[], None), None);
 }
 
 // ---- the scan against the full reading ----------------------------------------
@@ -230,5 +236,28 @@ proptest! {
         let folded = value.text(&|k| camel(k).into_owned());
         let (_, repeated) = parse_noting_repeats(folded.as_bytes()).unwrap();
         prop_assert_eq!(proto("x", &text).is_some(), repeated, "{}", text);
+    }
+}
+
+proptest! {
+    /// A history held entry by entry ([`RawObject::parse_lending`]) is
+    /// checked as the whole array was, path for path.
+    #[test]
+    fn entries_held_apart_repeat_where_their_array_does(
+        items in prop::collection::vec(json(), 0..5),
+        proto_keys in any::<bool>(),
+    ) {
+        let keys = if proto_keys { Keys::Proto } else { Keys::Exact };
+        let array = Json::Array(items).text(&|k| k.to_owned());
+        let whole = first_repeat(&raw(&array), keys, "contents");
+        let entries: Vec<Box<RawValue>> = serde_json::from_str(&array).unwrap();
+        prop_assert_eq!(super::first_repeat_in_entries(&entries, keys, "contents"), whole, "{}", array);
+        let body = format!(r#"{{"model":"m","contents":{array}}}"#);
+        let (object, lent) = RawObject::parse_lending(body.as_bytes(), Some("contents")).unwrap();
+        let lent = lent.unwrap().unwrap();
+        prop_assert_eq!(
+            object.first_repeat(keys, &[], Some(&lent)),
+            first_repeat(&raw(&array), keys, "contents"),
+        );
     }
 }
