@@ -169,10 +169,11 @@ impl ToolPlan {
             other => other,
         };
         let wire_tools = match wire {
-            Some(items) => Some(
+            Some(items) => Some((reader.finish_wire)(
+                tools,
                 RawValue::from_string(wire_array(&items))
                     .map_err(|e| ProxyError::InvalidRequest(format!("`tools`: {e}")))?,
-            ),
+            )?),
             None => None,
         };
         let visible_schemas: Vec<ToolSchema> = shown.iter().map(|e| e.schema.clone()).collect();

@@ -16,6 +16,7 @@ pub const TOOLS: ToolReader = ToolReader {
     parse,
     run_code_tool: || RUN_CODE_TOOL.to_owned(),
     keys: crate::wire::Keys::Exact,
+    finish_wire: crate::tools::wire_as_built,
 };
 
 #[derive(Deserialize)]

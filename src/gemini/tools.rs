@@ -26,6 +26,7 @@ pub const TOOLS: ToolReader = ToolReader {
     parse,
     run_code_tool,
     keys: crate::wire::Keys::Proto,
+    finish_wire: crate::tools::wire_as_built,
 };
 
 /// The proxy's `run_code` tool as a Gemini `Tool`.

@@ -20,6 +20,7 @@ pub const TOOLS: ToolReader = ToolReader {
     parse,
     run_code_tool,
     keys: crate::wire::Keys::Exact,
+    finish_wire: crate::tools::wire_as_built,
 };
 
 /// The tool types the provider runs itself.

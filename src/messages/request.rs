@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -57,6 +57,16 @@ struct BlockHead<'a> {
     #[serde(borrow)]
     tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    cache_control: Option<&'a RawValue>,
+}
+
+/// A text block the proxy adds to the system prompt.
+#[derive(Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<&'a RawValue>,
 }
 
@@ -183,10 +193,10 @@ impl MessagesRequest {
         }
         let mut blocks: Vec<Box<RawValue>> =
             serde_json::from_str(system.get()).map_err(|_| bad())?;
-        let text = prompt.get();
         let breakpoint = blocks
             .iter()
             .rposition(|b| head(b).is_some_and(|h| h.cache_control.is_some()));
+        // Written from raw values as they are (`to_raw`), not read again.
         match breakpoint {
             Some(i) => {
                 let mut block = raw_object(&blocks[i], &format!("`system[{i}]`"))?;
@@ -195,17 +205,21 @@ impl MessagesRequest {
                     .map(ToOwned::to_owned)
                     .ok_or_else(bad)?;
                 block.remove("cache_control");
-                blocks[i] = raw(block.to_text())?;
-                let new = format!(
-                    r#"{{"type":"text","text":{text},"cache_control":{}}}"#,
-                    cc.get()
-                );
-                blocks.insert(i + 1, raw(new)?);
+                blocks[i] = to_raw(&block);
+                let new = TextBlock {
+                    kind: "text",
+                    text: prompt,
+                    cache_control: Some(&cc),
+                };
+                blocks.insert(i + 1, to_raw(&new));
             }
-            None => blocks.push(raw(format!(r#"{{"type":"text","text":{text}}}"#))?),
+            None => blocks.push(to_raw(&TextBlock {
+                kind: "text",
+                text: prompt,
+                cache_control: None,
+            })),
         }
-        let system = raw(raw_array(blocks.iter().map(AsRef::as_ref)))?;
-        self.object.set("system", system);
+        self.object.set("system", to_raw(&blocks));
         Ok(())
     }
 }
@@ -260,19 +274,8 @@ impl WireRequest for MessagesRequest {
     /// wire lacks, stored denials, sections.
     fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError> {
         if let Some(wire) = &plan.wire_tools {
-            // A breakpoint on the client's last tool caches all the tools:
-            // it moves to the last tool of the wire.
-            let breakpoint = self
-                .object
-                .get("tools")
-                .and_then(items)
-                .and_then(|tools| tools.last().and_then(|t| head(t)?.cache_control))
-                .map(ToOwned::to_owned);
-            let tools = match breakpoint {
-                Some(cc) => with_last_cache_control(wire, &cc)?,
-                None => wire.clone(),
-            };
-            self.object.set("tools", tools);
+            // With the client's cache breakpoint already (the plan's).
+            self.object.set("tools", wire.clone());
         }
         if plan.narrows_tools() {
             if let Some(raw) = self.object.get("tool_choice").filter(|r| r.get() != "null") {
@@ -296,22 +299,6 @@ impl WireRequest for MessagesRequest {
         }
         Ok(())
     }
-}
-
-/// The wire's tools with `cc` on the last one, unless it has its own.
-fn with_last_cache_control(wire: &RawValue, cc: &RawValue) -> Result<Box<RawValue>, ProxyError> {
-    let mut tools = items(wire).unwrap_or_default();
-    let Some(last) = tools.pop() else {
-        return Ok(wire.to_owned());
-    };
-    if head(last).is_some_and(|h| h.cache_control.is_some()) {
-        return Ok(wire.to_owned());
-    }
-    let mut object = raw_object(last, "`tools`")?;
-    object.set("cache_control", cc.to_owned());
-    let last = raw(object.to_text())?;
-    tools.push(&last);
-    raw(raw_array(tools))
 }
 
 /// A user message's `tool_result` ids and the position after its last

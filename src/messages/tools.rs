@@ -5,6 +5,7 @@
 //! its `ToolSearch` loaded, with tool search on) is a client tool like any
 //! other: collapsed with the rest, so its flag leaves the wire with it.
 
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -12,6 +13,7 @@ use crate::api::Api;
 use crate::error::ProxyError;
 use crate::sdk::ToolSchema;
 use crate::tools::{declared_items, Deferral, ToolEntry, ToolReader, RUN_CODE_TOOL};
+use crate::wire::{to_raw, RawObject};
 
 /// How a Messages request's tools are read.
 pub const TOOLS: ToolReader = ToolReader {
@@ -19,7 +21,42 @@ pub const TOOLS: ToolReader = ToolReader {
     parse,
     run_code_tool,
     keys: crate::wire::Keys::Exact,
+    finish_wire: with_client_breakpoint,
 };
+
+/// The wire's tools with the client's cache breakpoint: a `cache_control`
+/// on the client's last tool caches all its tools, so it moves to the last
+/// tool of the wire, unless that one has its own. Once per tool set: the
+/// client's whole `tools` array is read for its last entry.
+fn with_client_breakpoint(
+    declared: Option<&RawValue>,
+    wire: Box<RawValue>,
+) -> Result<Box<RawValue>, ProxyError> {
+    #[derive(Deserialize)]
+    struct Breakpoint<'a> {
+        #[serde(borrow)]
+        cache_control: Option<&'a RawValue>,
+    }
+    fn breakpoint(tool: &RawValue) -> Option<&RawValue> {
+        serde_json::from_str::<Breakpoint<'_>>(tool.get())
+            .ok()?
+            .cache_control
+    }
+    let declared = declared.and_then(|t| serde_json::from_str::<Vec<&RawValue>>(t.get()).ok());
+    let Some(cc) = declared.as_ref().and_then(|t| breakpoint(t.last()?)) else {
+        return Ok(wire);
+    };
+    let mut tools: Vec<&RawValue> = serde_json::from_str(wire.get()).unwrap_or_default();
+    let Some(last) = tools.pop().filter(|last| breakpoint(last).is_none()) else {
+        return Ok(wire);
+    };
+    let mut object = RawObject::parse(last.get().as_bytes())
+        .map_err(|e| ProxyError::InvalidRequest(format!("`tools`: {e}")))?;
+    object.set("cache_control", cc.to_owned());
+    let last = to_raw(&object);
+    tools.push(&last);
+    Ok(to_raw(&tools))
+}
 
 /// The proxy's `run_code` tool in the Messages shape (`input_schema`).
 fn run_code_tool() -> String {

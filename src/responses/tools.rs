@@ -62,6 +62,7 @@ pub const TOOLS: ToolReader = ToolReader {
     parse,
     run_code_tool,
     keys: crate::wire::Keys::Exact,
+    finish_wire: crate::tools::wire_as_built,
 };
 
 /// The proxy's `run_code` tool in the Responses shape (flat `function`).

@@ -31,6 +31,22 @@ pub struct ToolReader {
     pub(crate) run_code_tool: fn() -> String,
     /// How the provider tells the keys of a tool apart.
     pub(crate) keys: crate::wire::Keys,
+    /// The tools the wire announces, finished from the client's declared
+    /// ones once per tool set, with the plan (Messages moves the client's
+    /// cache breakpoint onto them).
+    pub(crate) finish_wire: FinishWire,
+}
+
+/// Finishes the wire's tools from the client's declared ones.
+pub(crate) type FinishWire =
+    fn(Option<&RawValue>, Box<RawValue>) -> Result<Box<RawValue>, ProxyError>;
+
+/// The wire's tools as the plan built them.
+pub(crate) fn wire_as_built(
+    _declared: Option<&RawValue>,
+    wire: Box<RawValue>,
+) -> Result<Box<RawValue>, ProxyError> {
+    Ok(wire)
 }
 
 /// The entries of a request's `tools` array, each raw; none for a missing

@@ -396,6 +396,23 @@ fn first_duplicate<'a>(keys: impl ExactSizeIterator<Item = &'a str>) -> Option<S
     })
 }
 
+/// Written as [`RawObject::to_vec`] writes it, each raw value as it is:
+/// `serde_json::value::to_raw_value` of an object makes a raw value
+/// without reading its text again.
+impl serde::Serialize for RawObject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.fields.len()))?;
+        for (at, (k, v)) in self.fields.iter().enumerate() {
+            match self.lent == Some(at) {
+                true => map.serialize_entry(k, &[(); 0])?,
+                false => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let fields = Fields::deserialize(d)?;
@@ -465,6 +482,20 @@ mod tests {
         assert_eq!(
             object.to_vec_with_list("messages", Some(&more)),
             br#"{"model":"m","messages":[{"role":"user"},2,"x"],"stream":true}"#.to_vec()
+        );
+    }
+
+    #[test]
+    fn an_object_serialised_is_its_text() {
+        let body = br#"{"a":{"x" : [1, 2]},"\u0062":"t","list":[1]}"#;
+        let (object, _) = RawObject::parse_lending(body, Some("list")).unwrap();
+        assert_eq!(
+            to_raw(&object).get(),
+            String::from_utf8(object.to_vec()).unwrap()
+        );
+        assert_eq!(
+            to_raw(&object).get(),
+            r#"{"a":{"x" : [1, 2]},"b":"t","list":[]}"#
         );
     }
 

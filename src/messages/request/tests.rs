@@ -99,9 +99,11 @@ fn without_a_breakpoint_on_the_last_tool_the_wire_gets_none() {
     let mut t = tools();
     t[3].as_object_mut().unwrap().remove("cache_control");
     t[0]["cache_control"] = json!({"type": "ephemeral"});
+    // The plan is built for the tools the request declares, as the proxy
+    // builds it (the breakpoint is read with the plan, once per tool set).
     let v = rewritten(
         &body(json!({"tools": t})),
-        &plan(Mode::Code),
+        &plan_with(&t, Mode::Code, Runtime::Embedded),
         &fresh_splices(),
     );
     for tool in v["tools"].as_array().unwrap() {
