@@ -3,9 +3,9 @@
 //!
 //! A request's sub-trees arrive as [`RawValue`]s, which serde_json has
 //! already checked while reading the top level: this pass reads only their
-//! structure (strings skipped eight bytes at a time, keys compared
-//! unescaped), about two thirds of the instructions the top-level parse
-//! spends on the same bytes, and no tree.
+//! structure (strings skipped by memchr's vector scan, keys compared
+//! unescaped), well under the instructions the top-level parse spends on
+//! the same bytes, and no tree.
 //!
 //! Proto JSON, Google's reader, takes a message's field in lowerCamel and
 //! in snake_case alike (`generationConfig`, `generation_config`): under
@@ -329,33 +329,28 @@ impl<'a> Scan<'a> {
 
 /// Where the string whose text starts at `at` ends (its closing quote),
 /// and whether it holds an escape; `None` for text that is not JSON.
-/// Strings are most of a request: they are read eight bytes at a time.
+/// Strings are most of a request: they are read a word, then a vector, at
+/// a time.
 fn string_end(bytes: &[u8], mut at: usize) -> Option<(usize, bool)> {
     let mut escaped = false;
     loop {
-        let Some(chunk) = bytes.get(at..at + 8) else {
-            // The last few bytes of the text.
-            loop {
-                match *bytes.get(at)? {
-                    b'"' => return Some((at, escaped)),
-                    b'\\' => {
-                        escaped = true;
-                        at += 2;
-                    }
-                    _ => at += 1,
+        // Short strings (keys, ids, roles) end within a word, read at
+        // once; longer ones are searched by memchr's vector scan.
+        let next = match bytes.get(at..at + 8) {
+            Some(chunk) => {
+                let mut word = [0; 8];
+                word.copy_from_slice(chunk);
+                let word = u64::from_le_bytes(word);
+                let found = holds(word, b'"') | holds(word, b'\\');
+                match found {
+                    // The lowest flagged byte is a quote or a backslash.
+                    0 => memchr::memchr2(b'"', b'\\', &bytes[at + 8..]).map(|i| at + 8 + i),
+                    _ => Some(at + (found.trailing_zeros() / 8) as usize),
                 }
             }
+            None => memchr::memchr2(b'"', b'\\', bytes.get(at..)?).map(|i| at + i),
         };
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        let found = holds(word, b'"') | holds(word, b'\\');
-        if found == 0 {
-            at += 8;
-            continue;
-        }
-        // The lowest flagged byte is a quote or a backslash.
-        at += (found.trailing_zeros() / 8) as usize;
+        at = next?;
         if bytes[at] == b'"' {
             return Some((at, escaped));
         }
