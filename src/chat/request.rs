@@ -42,13 +42,13 @@ impl ChatRequest {
     pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
         let (object, messages) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
         let messages = match (messages, object.get("messages")) {
-            (Some(Ok(messages)), _) => messages,
+            (Some(messages), _) => messages,
             (None, None) => {
                 return Err(ProxyError::InvalidRequest(
                     "the request has no `messages`; send the conversation as `messages`".into(),
                 ))
             }
-            (Some(Err(_)), _) | (None, Some(_)) => {
+            (None, Some(_)) => {
                 return Err(ProxyError::InvalidRequest(
                     "`messages` must be an array of message objects".into(),
                 ))

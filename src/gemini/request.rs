@@ -104,14 +104,14 @@ impl GeminiRequest {
                 contents = listed;
                 wrapper = Some(std::mem::replace(&mut object, inner));
             } else if let Some(raw) = object.get("contents").filter(|r| r.get().starts_with('[')) {
-                contents = Some(serde_json::from_str(raw.get()));
+                contents = serde_json::from_str(raw.get()).ok();
             }
         }
         let contents = match (contents, object.get("contents")) {
-            (Some(Ok(contents)), _) => Some(contents),
+            (Some(contents), _) => Some(contents),
             (None, None) => None,
             (None, Some(raw)) if raw.get() == "null" => None,
-            (Some(Err(_)), _) | (None, Some(_)) => {
+            (None, Some(_)) => {
                 return Err(ProxyError::InvalidRequest(
                     "`contents` must be an array of Content objects".into(),
                 ))

@@ -79,18 +79,12 @@ impl InteractionsRequest {
     pub fn parse(bytes: &[u8]) -> Result<InteractionsRequest, ProxyError> {
         let (mut object, entries) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
         let steps = match entries {
-            Some(Ok(entries)) if is_contents(&entries) && !entries.is_empty() => {
+            Some(entries) if is_contents(&entries) && !entries.is_empty() => {
                 // Contents, not steps: the input is the object's again.
                 object.give_back(&entries);
                 None
             }
-            Some(Ok(entries)) => Some(entries),
-            Some(Err(_)) => {
-                return Err(ProxyError::InvalidRequest(
-                    "`input` must be a string, a content, or an array of contents or steps".into(),
-                ))
-            }
-            None => None,
+            entries => entries,
         };
         let stream = object
             .get("stream")

@@ -93,10 +93,10 @@ impl MessagesRequest {
     pub fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
         let (object, messages) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
         let messages = match (messages, object.get("messages")) {
-            (Some(Ok(messages)), _) => Some(messages),
+            (Some(messages), _) => Some(messages),
             (None, None) => None,
             (None, Some(raw)) if raw.get() == "null" => None,
-            (Some(Err(_)), _) | (None, Some(_)) => {
+            (None, Some(_)) => {
                 return Err(ProxyError::InvalidRequest(
                     "`messages` must be an array of message objects".into(),
                 ))

@@ -78,10 +78,10 @@ impl ResponsesRequest {
     pub fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
         let (object, input) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
         let input = match (input, object.get("input")) {
-            (Some(Ok(items)), _) => Some(items),
+            (Some(items), _) => Some(items),
             (None, None) => None,
             (None, Some(raw)) if raw.get() == "null" || raw.get().starts_with('"') => None,
-            (Some(Err(_)), _) | (None, Some(_)) => {
+            (None, Some(_)) => {
                 return Err(ProxyError::InvalidRequest(
                     "`input` must be a string or an array of input items".into(),
                 ))

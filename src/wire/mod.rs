@@ -8,7 +8,9 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
+use serde::de::{
+    DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -60,36 +62,37 @@ impl RawObject {
     pub fn parse_lending(
         bytes: &[u8],
         list: Option<&str>,
-    ) -> Result<(RawObject, Option<ListEntries>), ParseError> {
-        // Read borrowed first: the list's text is read into its entries
-        // straight from the client's bytes, never copied whole.
-        let borrowed: BorrowedFields<'_> = serde_json::from_slice(bytes)?;
-        if let Some(key) = first_duplicate(borrowed.0.iter().map(|(k, _)| k.as_ref())) {
+    ) -> Result<(RawObject, Option<Entries>), ParseError> {
+        // One reading of the client's bytes: every field borrowed, the
+        // list split into its entries as it is read.
+        let mut reader = serde_json::Deserializer::from_slice(bytes);
+        let borrowed = FieldsSeed { list }.deserialize(&mut reader)?;
+        reader.end()?;
+        if let Some(key) = first_duplicate(borrowed.fields.iter().map(|(k, _)| k.as_ref())) {
             return Err(ParseError::DuplicateKey(key));
         }
+        if borrowed.other {
+            // Not an array (a string `input`, `null`): its text is kept as
+            // the object's, which the split reading did not keep.
+            return Self::parse_lending(bytes, None);
+        }
         let mut object = RawObject {
-            fields: Vec::with_capacity(borrowed.0.len()),
+            fields: Vec::with_capacity(borrowed.fields.len()),
             lent: None,
         };
-        let mut entries = None;
-        for (key, value) in borrowed.0 {
-            let is_list = list == Some(key.as_ref()) && value.get().starts_with('[');
-            let value = match is_list {
-                true => match serde_json::from_str::<Vec<Box<RawValue>>>(value.get()) {
-                    Ok(list) => {
-                        entries = Some(Ok(list));
-                        object.lent = Some(object.fields.len());
-                        RawValue::NULL.to_owned()
-                    }
-                    Err(e) => {
-                        entries = Some(Err(e));
-                        value.to_owned()
-                    }
-                },
-                false => value.to_owned(),
+        for (key, value) in borrowed.fields {
+            let value = match value {
+                Some(value) => value.to_owned(),
+                None => {
+                    object.lent = Some(object.fields.len());
+                    RawValue::NULL.to_owned()
+                }
             };
             object.fields.push((key.into_owned(), value));
         }
+        let entries = borrowed
+            .entries
+            .map(|entries| entries.into_iter().map(ToOwned::to_owned).collect());
         Ok((object, entries))
     }
 
@@ -336,28 +339,102 @@ impl<'de> Deserialize<'de> for Fields {
 }
 
 /// The top-level entries borrowed from the text they were read from (a
-/// key copied only when escaped), duplicates included.
-struct BorrowedFields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+/// key copied only when escaped), duplicates included; the list's field
+/// (`None`) split into its entries.
+struct BorrowedFields<'a> {
+    fields: Vec<(Cow<'a, str>, Option<&'a RawValue>)>,
+    entries: Option<Vec<&'a RawValue>>,
+    /// The list's field held something other than an array.
+    other: bool,
+}
 
-impl<'de> Deserialize<'de> for BorrowedFields<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ObjVisitor;
-        impl<'de> Visitor<'de> for ObjVisitor {
-            type Value = BorrowedFields<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(key) = map.next_key::<BorrowedKey<'de>>()? {
-                    fields.push((key.0, map.next_value::<&'de RawValue>()?));
-                }
-                Ok(BorrowedFields(fields))
-            }
-        }
-        d.deserialize_map(ObjVisitor)
+/// Reads a top level, splitting the field `list` into its entries.
+struct FieldsSeed<'k> {
+    list: Option<&'k str>,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldsSeed<'_> {
+    type Value = BorrowedFields<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
     }
 }
+
+impl<'de> Visitor<'de> for FieldsSeed<'_> {
+    type Value = BorrowedFields<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut read = BorrowedFields {
+            fields: Vec::with_capacity(map.size_hint().unwrap_or(8)),
+            entries: None,
+            other: false,
+        };
+        while let Some(key) = map.next_key::<BorrowedKey<'de>>()? {
+            if self.list == Some(key.0.as_ref()) {
+                // A second one is refused with the duplicates.
+                match map.next_value_seed(ListSeed)? {
+                    Some(entries) => read.entries = read.entries.or(Some(entries)),
+                    None => read.other = true,
+                }
+                read.fields.push((key.0, None));
+            } else {
+                read.fields.push((key.0, Some(map.next_value()?)));
+            }
+        }
+        Ok(read)
+    }
+}
+
+/// An array's entries, borrowed; `None` for any other value.
+struct ListSeed;
+
+impl<'de> DeserializeSeed<'de> for ListSeed {
+    type Value = Option<Vec<&'de RawValue>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed {
+    type Value = Option<Vec<&'de RawValue>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(16));
+        while let Some(entry) = seq.next_element()? {
+            entries.push(entry);
+        }
+        Ok(Some(entries))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// A list's entries, each raw.
+pub type Entries = Vec<Box<RawValue>>;
 
 /// A key as written, borrowed unless it holds an escape.
 struct BorrowedKey<'a>(Cow<'a, str>);
@@ -380,10 +457,6 @@ impl<'de> Deserialize<'de> for BorrowedKey<'de> {
         d.deserialize_str(KeyVisitor)
     }
 }
-
-/// What [`RawObject::parse_lending`] read of its list: the entries, or why
-/// they did not read.
-pub type ListEntries = Result<Vec<Box<RawValue>>, serde_json::Error>;
 
 /// The first key that occurs again, shortened for a message.
 fn first_duplicate<'a>(keys: impl ExactSizeIterator<Item = &'a str>) -> Option<String> {
@@ -467,7 +540,7 @@ mod tests {
     fn a_lent_list_is_held_once_and_written_back_in_its_place() {
         let body = br#"{"model":"m","messages":[{"role":"user"} , 2],"stream":true}"#;
         let (object, entries) = RawObject::parse_lending(body, Some("messages")).unwrap();
-        let entries = entries.unwrap().unwrap();
+        let entries = entries.unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].get(), r#"{"role":"user"}"#);
         // The object keeps no copy: the field reads as absent.
@@ -518,10 +591,30 @@ mod tests {
     }
 
     #[test]
+    fn a_lent_list_is_read_in_the_same_pass_as_the_rest_and_refused_with_it() {
+        for bad in [
+            &br#"{"messages":[1,]}"#[..],
+            br#"{"messages":[1] "x":2}"#,
+            br#"{"messages":[{"a":}]}"#,
+            br#"{"messages":[1]} trailing"#,
+            br#"[1]"#,
+        ] {
+            assert!(
+                RawObject::parse_lending(bad, Some("messages")).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let (_, entries) =
+            RawObject::parse_lending(br#" {"messages": [ ] } "#, Some("messages")).unwrap();
+        assert_eq!(entries.unwrap().len(), 0);
+    }
+
+    #[test]
     fn a_lent_field_given_back_set_or_moved_by_a_removal_stays_in_place() {
         let body = br#"{"a":1,"input":[1, 2],"b":2}"#;
         let (mut object, entries) = RawObject::parse_lending(body, Some("input")).unwrap();
-        let entries = entries.unwrap().unwrap();
+        let entries = entries.unwrap();
         object.remove("a");
         assert_eq!(
             object.to_vec_with_list("input", Some(&entries)),
@@ -546,7 +639,7 @@ mod tests {
         );
         let (object, entries) =
             RawObject::parse_lending(br#"{"messages":[1],"x":2}"#, Some("messages")).unwrap();
-        assert_eq!(entries.unwrap().unwrap().len(), 1);
+        assert_eq!(entries.unwrap().len(), 1);
         assert!(object.get("messages").is_none());
         assert!(object.get("x").is_some());
     }

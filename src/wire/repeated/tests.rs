@@ -254,7 +254,7 @@ proptest! {
         prop_assert_eq!(super::first_repeat_in_entries(&entries, keys, "contents"), whole, "{}", array);
         let body = format!(r#"{{"model":"m","contents":{array}}}"#);
         let (object, lent) = RawObject::parse_lending(body.as_bytes(), Some("contents")).unwrap();
-        let lent = lent.unwrap().unwrap();
+        let lent = lent.unwrap();
         prop_assert_eq!(
             object.first_repeat(keys, &[], Some(&lent)),
             first_repeat(&raw(&array), keys, "contents"),
