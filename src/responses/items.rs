@@ -20,6 +20,18 @@ use crate::plan::ToolPlan;
 use crate::turn::shape;
 use crate::turn::{fate, judge_names, JudgedCall, Shape, Step, Unreadable};
 
+/// An item's type when the item opens with it (`{"type":"...",`, as
+/// Codex and the OpenAI SDKs write items), read without reading the rest
+/// of the item; `None` for any other opening (the item is read then). In
+/// a request with no key repeated (docs/security.md, "One reading of a
+/// request": a request that repeats one is refused wherever calls can be
+/// denied) the first `type` is the only one.
+pub(crate) fn peeked_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(r#"{"type":""#)?;
+    let end = rest.find(['"', '\\'])?;
+    (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
+}
+
 /// The item types that are calls a client executes, with the tool each
 /// names when the item carries no `name`, and the type of its answer.
 const CALL_ITEMS: [(&str, Option<&str>, &str); 7] = [
@@ -234,6 +246,19 @@ pub fn raw_item(call: &JudgedCall) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_type_is_peeked_only_where_the_item_opens_with_it_unescaped() {
+        let item = r#"{"type":"function_call_output","call_id":"c","output":"x"}"#;
+        assert_eq!(peeked_type(item), Some("function_call_output"));
+        assert_eq!(peeked_type(r#"{ "type": "message"}"#), None);
+        assert_eq!(
+            peeked_type(r#"{"call_id":"c","type":"function_call"}"#),
+            None
+        );
+        assert_eq!(peeked_type(r#"{"type":"a\u005foutput"}"#), None);
+        assert_eq!(peeked_type(r#"{"type":"unclosed"#), None);
+    }
 
     #[test]
     fn built_in_calls_name_their_tool_and_namespaced_calls_their_namespace() {

@@ -30,7 +30,7 @@ impl ItemReader<'_> {
             // An item is told by its type alone: an output's output (most
             // of its bytes) is read only when its group may be a batch, a
             // message's never.
-            let head = peeked_type(text)
+            let head = crate::responses::items::peeked_type(text)
                 .map(|kind| Some(Cow::Borrowed(kind)))
                 .or_else(|| Some(serde_json::from_str::<TypeHead<'_>>(text).ok()?.kind));
             if let Some(kind) = head {
@@ -227,17 +227,6 @@ impl RunItem<'_> {
     }
 }
 
-/// An item's type when the item opens with it (`{"type":"...",`, as
-/// Codex and the OpenAI SDKs write items), read without reading the rest
-/// of the item; `None` for any other opening (the item is read then). A
-/// request reaches here with no key repeated (docs/security.md, "One
-/// reading of a request"), so the first `type` is the only one.
-fn peeked_type(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix(r#"{"type":""#)?;
-    let end = rest.find(['"', '\\'])?;
-    (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
-}
-
 #[derive(serde::Deserialize)]
 struct TypeHead<'a> {
     #[serde(borrow, rename = "type")]
@@ -266,22 +255,4 @@ fn call_parts(item: &Value) -> (String, Cow<'_, str>) {
         _ => "".into(),
     };
     (name, args)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::peeked_type;
-
-    #[test]
-    fn a_type_is_peeked_only_where_the_item_opens_with_it_unescaped() {
-        let item = r#"{"type":"function_call_output","call_id":"c","output":"x"}"#;
-        assert_eq!(peeked_type(item), Some("function_call_output"));
-        assert_eq!(peeked_type(r#"{ "type": "message"}"#), None);
-        assert_eq!(
-            peeked_type(r#"{"call_id":"c","type":"function_call"}"#),
-            None
-        );
-        assert_eq!(peeked_type(r#"{"type":"a\u005foutput"}"#), None);
-        assert_eq!(peeked_type(r#"{"type":"unclosed"#), None);
-    }
 }

@@ -30,11 +30,17 @@ enum Site<'a> {
 }
 
 /// The declaration site `raw` (the item at `input[i]`) is, if any. Most
-/// items (messages, calls, outputs) are told apart by their bytes alone,
-/// so a long history is not parsed item by item.
+/// items (messages, calls, outputs) are told apart by their opening type
+/// or, failing that, their bytes, so a long history is not parsed (nor
+/// searched) item by item.
 fn site(raw: &RawValue, i: usize) -> Result<Option<Site<'_>>, ProxyError> {
     let text = raw.get();
-    if !text.contains("additional_tools") && !text.contains("tool_search_output") {
+    let declares = |kind: &str| matches!(kind, "additional_tools" | "tool_search_output");
+    let may_declare = match crate::responses::items::peeked_type(text) {
+        Some(kind) => declares(kind),
+        None => text.contains("additional_tools") || text.contains("tool_search_output"),
+    };
+    if !may_declare {
         return Ok(None);
     }
     let Ok(item) = serde_json::from_str::<Declares<'_>>(text) else {

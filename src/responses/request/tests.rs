@@ -415,3 +415,21 @@ fn pushed_items_follow_the_input() {
     r.push_items(&[json!(1)]);
     assert_eq!(&r.to_bytes()[..], br#"{"input":[1]}"#);
 }
+
+#[test]
+fn declaring_items_are_found_whether_or_not_they_open_with_their_type() {
+    let body = br#"{"model":"m","tools":[{"type":"function","name":"a"}],"input":[
+        {"type":"message","role":"user","content":"additional_tools in the text"},
+        {"type":"additional_tools","tools":[{"type":"function","name":"b"}]},
+        {"role":"developer","tools":[{"type":"function","name":"c"}],"type":"additional_tools"},
+        {"call_id":"s","tools":[{"type":"function","name":"d"}],"type":"tool_search_output"}
+    ]}"#;
+    let r = ResponsesRequest::parse(body).unwrap();
+    let all = r.declared_tools().unwrap().unwrap();
+    let names: Vec<String> = serde_json::from_str::<Vec<Value>>(all.get())
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+}
