@@ -18,7 +18,8 @@ use super::embedded::{pair, UNSIGNED};
 use super::parts::{answered_ids, called, function_call, function_response, response_text};
 use crate::runtime::history::{CallIds, Kind, Trailing, Transcript};
 use crate::runtime::{
-    echoed_batch, is_minted, may_name_minted, EchoedCall, Execution, ExecutionLookup, MINTED_PREFIX,
+    echoed_batch, handed_out, is_minted, may_name_minted, EchoedCall, Execution, ExecutionLookup,
+    MINTED_PREFIX,
 };
 use crate::tenant::Tenant;
 
@@ -121,6 +122,14 @@ impl<'a> ContentReader<'a> {
                     .map_or_else(|| "{}".into(), |a| a.to_string().into()),
             })
             .collect();
+        // Each call's mark first: a turn with a call no program handed out
+        // costs no digest of the whole turn.
+        if !echoed
+            .iter()
+            .all(|c| handed_out(self.ids.store, self.ids.tenant, c.name, &c.args))
+        {
+            return None;
+        }
         let echo = echoed_batch(self.ids.store, self.ids.tenant, &echoed, &[]).ok()??;
         Some(
             echo.calls
