@@ -16,7 +16,7 @@ use crate::error::ProxyError;
 use crate::mode::Mode;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::turn::WireRequest;
+use crate::turn::{lent_history, WireRequest};
 use crate::wire::{append_to_message, to_raw, RawObject};
 
 /// A chat-completions request, parsed only as deep as the proxy needs.
@@ -41,19 +41,18 @@ impl ChatRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ChatRequest, ProxyError> {
         let (object, messages) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
-        let messages = match (messages, object.get("messages")) {
-            (Some(messages), _) => messages,
-            (None, None) => {
-                return Err(ProxyError::InvalidRequest(
-                    "the request has no `messages`; send the conversation as `messages`".into(),
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(ProxyError::InvalidRequest(
-                    "`messages` must be an array of message objects".into(),
-                ))
-            }
-        };
+        let messages = lent_history(
+            messages,
+            &object,
+            Self::HISTORY,
+            |_| false,
+            "`messages` must be an array of message objects",
+        )?
+        .ok_or_else(|| {
+            ProxyError::InvalidRequest(
+                "the request has no `messages`; send the conversation as `messages`".into(),
+            )
+        })?;
         let stream = object
             .get("stream")
             .is_some_and(|s| s.get().trim() == "true");

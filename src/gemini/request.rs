@@ -21,7 +21,7 @@ use crate::mode::RUN_CODE;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::callable;
-use crate::turn::WireRequest;
+use crate::turn::{lent_history, WireRequest};
 use crate::wire::{raw_array, to_raw, Keys, RawObject};
 
 /// A Gemini request.
@@ -107,16 +107,13 @@ impl GeminiRequest {
                 contents = serde_json::from_str(raw.get()).ok();
             }
         }
-        let contents = match (contents, object.get("contents")) {
-            (Some(contents), _) => Some(contents),
-            (None, None) => None,
-            (None, Some(raw)) if raw.get() == "null" => None,
-            (None, Some(_)) => {
-                return Err(ProxyError::InvalidRequest(
-                    "`contents` must be an array of Content objects".into(),
-                ))
-            }
-        };
+        let contents = lent_history(
+            contents,
+            &object,
+            Self::HISTORY,
+            |raw| raw.get() == "null",
+            "`contents` must be an array of Content objects",
+        )?;
         Ok(GeminiRequest {
             object,
             wrapper,

@@ -22,7 +22,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::turn::WireRequest;
+use crate::turn::{lent_history, WireRequest};
 use crate::wire::{join_text, raw_array, to_raw, RawObject};
 
 mod references;
@@ -92,16 +92,13 @@ impl MessagesRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<MessagesRequest, ProxyError> {
         let (object, messages) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
-        let messages = match (messages, object.get("messages")) {
-            (Some(messages), _) => Some(messages),
-            (None, None) => None,
-            (None, Some(raw)) if raw.get() == "null" => None,
-            (None, Some(_)) => {
-                return Err(ProxyError::InvalidRequest(
-                    "`messages` must be an array of message objects".into(),
-                ))
-            }
-        };
+        let messages = lent_history(
+            messages,
+            &object,
+            Self::HISTORY,
+            |raw| raw.get() == "null",
+            "`messages` must be an array of message objects",
+        )?;
         let stream = object
             .get("stream")
             .is_some_and(|s| s.get().trim() == "true");

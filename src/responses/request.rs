@@ -20,7 +20,7 @@ use crate::plan::ToolPlan;
 use crate::responses::items::is_call_type;
 use crate::splice::flat::{self, Entry};
 use crate::splice::TenantSplices;
-use crate::turn::WireRequest;
+use crate::turn::{lent_history, WireRequest};
 use crate::wire::{append_to_message, join_text, to_raw, RawObject};
 
 /// A Responses request.
@@ -77,16 +77,13 @@ impl ResponsesRequest {
     /// Parses a request body.
     pub fn parse(bytes: &[u8]) -> Result<ResponsesRequest, ProxyError> {
         let (object, input) = RawObject::parse_lending(bytes, Some(Self::HISTORY))?;
-        let input = match (input, object.get("input")) {
-            (Some(items), _) => Some(items),
-            (None, None) => None,
-            (None, Some(raw)) if raw.get() == "null" || raw.get().starts_with('"') => None,
-            (None, Some(_)) => {
-                return Err(ProxyError::InvalidRequest(
-                    "`input` must be a string or an array of input items".into(),
-                ))
-            }
-        };
+        let input = lent_history(
+            input,
+            &object,
+            Self::HISTORY,
+            |raw| raw.get() == "null" || raw.get().starts_with('"'),
+            "`input` must be a string or an array of input items",
+        )?;
         let stream = object
             .get("stream")
             .is_some_and(|s| s.get().trim() == "true");

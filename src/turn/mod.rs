@@ -48,7 +48,7 @@ pub use edit::{Edit, Edits, Step};
 pub use effect::{held_program, repair_history, splice, HeldProgram, RoundEnd};
 pub use quiet::Quiet;
 pub(crate) use quiet::{probe, Field, Nothing, Obj};
-pub use request::WireRequest;
+pub use request::{lent_history, WireRequest};
 pub use rounds::Rounds;
 pub use shape::Unreadable;
 pub use stream::StreamTurn;

@@ -8,7 +8,7 @@ use crate::conversation::Anchor;
 use crate::error::ProxyError;
 use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
-use crate::wire::{Keys, RawObject, Repeat};
+use crate::wire::{Entries, Keys, RawObject, Repeat};
 
 /// A parsed client request, rewritten in place. Every field stays the
 /// client's bytes unless the proxy changes it.
@@ -58,4 +58,23 @@ pub trait WireRequest: Clone + Send + Sync + 'static {
     /// Rewrites the request for the plan: tools, sections, `tool_choice`,
     /// stored denials spliced into the history.
     fn rewrite(&mut self, plan: &ToolPlan, splices: &TenantSplices) -> Result<(), ProxyError>;
+}
+
+/// The history a dialect's request holds, from what
+/// [`RawObject::parse_lending`] read: its entries when the field held an
+/// array; `None` when the field is absent or holds what `kept` accepts
+/// (left as the object's value); refused with `message` otherwise.
+pub fn lent_history(
+    entries: Option<Entries>,
+    object: &RawObject,
+    key: &str,
+    kept: fn(&RawValue) -> bool,
+    message: &str,
+) -> Result<Option<Entries>, ProxyError> {
+    match (entries, object.get(key)) {
+        (Some(entries), _) => Ok(Some(entries)),
+        (None, None) => Ok(None),
+        (None, Some(raw)) if kept(raw) => Ok(None),
+        (None, Some(_)) => Err(ProxyError::InvalidRequest(message.to_owned())),
+    }
 }

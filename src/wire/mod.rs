@@ -39,6 +39,9 @@ pub enum ParseError {
     DuplicateKey(String),
 }
 
+/// Writes one field's value into an object's text.
+type WriteValue<'a> = dyn Fn(&mut Vec<u8>) + 'a;
+
 /// A list's entries, each raw.
 pub type Entries = Vec<Box<RawValue>>;
 
@@ -98,11 +101,7 @@ impl RawObject {
     /// keeps them no longer.
     pub fn give_back(&mut self, entries: &[Box<RawValue>]) {
         if let Some(at) = self.lent.take() {
-            let text = raw_array(entries.iter().map(AsRef::as_ref));
-            // Entries that each read make an array that reads.
-            if let Ok(value) = RawValue::from_string(text) {
-                self.fields[at].1 = value;
-            }
+            self.fields[at].1 = to_raw(entries);
         }
     }
 
@@ -176,37 +175,14 @@ impl RawObject {
     /// Serialises the object, with `key` set to `override_value` when
     /// given: in its place, or last when the object lacks it.
     pub fn to_vec_with(&self, key: &str, override_value: Option<&str>) -> Vec<u8> {
-        let size: usize = self
-            .fields
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .sum();
-        let mut out = Vec::with_capacity(size + override_value.map_or(0, str::len) + 2);
-        out.push(b'{');
-        let mut first = true;
-        let mut field = |out: &mut Vec<u8>, k: &str, text: &str| {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            write_json_string(out, k);
-            out.push(b':');
-            out.extend_from_slice(text.as_bytes());
-        };
-        for (at, (k, v)) in self.fields.iter().enumerate() {
-            let text = match override_value {
-                Some(o) if k == key => o,
-                // Written by `to_vec_with_list`, the lent field's only writer.
-                _ if self.lent == Some(at) => "[]",
-                _ => v.get(),
-            };
-            field(&mut out, k, text);
+        match override_value {
+            Some(text) => self.write(
+                key,
+                text.len(),
+                Some(&|out| out.extend_from_slice(text.as_bytes())),
+            ),
+            None => self.write(key, 0, None),
         }
-        if let Some(o) = override_value.filter(|_| self.position(key).is_none()) {
-            field(&mut out, key, o);
-        }
-        out.push(b'}');
-        out
     }
 
     /// Serialises the object with `key` set to the array of `list` when
@@ -216,14 +192,7 @@ impl RawObject {
         let Some(list) = list else {
             return self.to_vec();
         };
-        let size: usize = self
-            .fields
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .chain(list.iter().map(|e| e.get().len() + 1))
-            .sum();
-        let mut out = Vec::with_capacity(size + key.len() + 8);
-        out.push(b'{');
+        let size = list.iter().map(|e| e.get().len() + 1).sum::<usize>() + 2;
         let write_list = |out: &mut Vec<u8>| {
             out.push(b'[');
             for (i, entry) in list.iter().enumerate() {
@@ -234,27 +203,45 @@ impl RawObject {
             }
             out.push(b']');
         };
-        let mut present = false;
-        for (i, (k, v)) in self.fields.iter().enumerate() {
-            if i > 0 {
+        self.write(key, size, Some(&write_list))
+    }
+
+    /// The object's text, with `key`'s value written by `value` when given
+    /// (in its place, or last when the object lacks it); `size` is about
+    /// as long as that value.
+    fn write(&self, key: &str, size: usize, value: Option<&WriteValue<'_>>) -> Vec<u8> {
+        let fields: usize = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum();
+        let mut out = Vec::with_capacity(fields + key.len() + size + 6);
+        out.push(b'{');
+        let mut first = true;
+        let mut field = |out: &mut Vec<u8>, k: &str, write: &dyn Fn(&mut Vec<u8>)| {
+            if !first {
                 out.push(b',');
             }
-            write_json_string(&mut out, k);
+            first = false;
+            write_json_string(out, k);
             out.push(b':');
-            if k == key {
-                present = true;
-                write_list(&mut out);
-            } else {
-                out.extend_from_slice(v.get().as_bytes());
+            write(out);
+        };
+        for (at, (k, v)) in self.fields.iter().enumerate() {
+            match value {
+                Some(write) if k == key => field(&mut out, k, write),
+                // A lent field without its entries: `to_vec_with_list` is
+                // its writer.
+                _ if self.lent == Some(at) => {
+                    field(&mut out, k, &|out| out.extend_from_slice(b"[]"))
+                }
+                _ => field(&mut out, k, &|out| {
+                    out.extend_from_slice(v.get().as_bytes())
+                }),
             }
         }
-        if !present {
-            if !self.fields.is_empty() {
-                out.push(b',');
-            }
-            write_json_string(&mut out, key);
-            out.push(b':');
-            write_list(&mut out);
+        if let Some(write) = value.filter(|_| self.position(key).is_none()) {
+            field(&mut out, key, write);
         }
         out.push(b'}');
         out
