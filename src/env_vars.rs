@@ -51,6 +51,8 @@ pub const RUN_MAX_CALLS: &str = "CODEMODE_RUN_MAX_CALLS";
 pub const RUN_MAX_OUTPUT: &str = "CODEMODE_RUN_MAX_OUTPUT";
 /// Threads serving requests (default: the CPUs the process may use).
 pub const WORKER_THREADS: &str = "CODEMODE_WORKER_THREADS";
+/// How the serving threads share the work: `per-core` (the default) or `shared`.
+pub const SCHEDULER: &str = "CODEMODE_SCHEDULER";
 /// Programs that run at once (default: the CPUs the process may use).
 pub const RUN_CONCURRENCY: &str = "CODEMODE_RUN_CONCURRENCY";
 /// Programs that may wait for a free slot before new ones are refused.

@@ -14,6 +14,7 @@ mod redis_url;
 mod run;
 mod sandbox;
 mod store;
+mod threads;
 mod upstream;
 
 use std::net::SocketAddr;
@@ -47,6 +48,7 @@ pub use errors::{ConfigError, ConfigErrors};
 pub use inspector::{AdminToken, InspectorConfig};
 pub use redis_url::RedisTarget;
 pub use store::StoreKind;
+pub use threads::Scheduler;
 pub use upstream::UpstreamBase;
 
 /// The validated configuration; nothing reads the environment after this.
@@ -96,8 +98,10 @@ pub struct Config {
     pub splice_ttl: Duration,
     /// Capacity of the mixed-turn store.
     pub splice_capacity: usize,
-    /// Runtime worker threads; `None` lets the runtime choose.
+    /// Serving threads; `None`: the CPUs the process may use.
     pub worker_threads: Option<usize>,
+    /// How the serving threads share the work.
+    pub scheduler: Scheduler,
     /// Limits of the embedded runtime.
     pub limits: Limits,
     /// How many programs run and wait at once.
@@ -288,16 +292,7 @@ impl Config {
             positive::<usize>(v, "a number of entries")
         });
         let limits = run::limits(&get, &mut fail);
-        let worker_threads = match get(WORKER_THREADS) {
-            None => Some(None),
-            Some(v) => match positive::<usize>(&v, "a number of threads") {
-                Ok(n) => Some(Some(n)),
-                Err(e) => {
-                    fail(WORKER_THREADS, e);
-                    None
-                }
-            },
-        };
+        let threads = threads::threads(&get, &mut fail);
         let run_slots = run::slots(&get, &mut fail);
         let header_read = parse_or(&get, HEADER_READ_TIMEOUT_SECS, Some(10), &mut fail, |v| {
             bounded::<u64>(v, "a number of seconds", 3600)
@@ -421,7 +416,7 @@ impl Config {
             connect_timeout,
             splice_ttl,
             splice_capacity,
-            worker_threads,
+            threads,
             limits,
             (
                 run_slots,
@@ -452,7 +447,7 @@ impl Config {
                 Some(connect_timeout),
                 Some(splice_ttl),
                 Some(splice_capacity),
-                Some(worker_threads),
+                Some((worker_threads, scheduler)),
                 Some(limits),
                 (
                     Some(run_slots),
@@ -488,6 +483,7 @@ impl Config {
                 splice_ttl: Duration::from_secs(splice_ttl),
                 splice_capacity,
                 worker_threads,
+                scheduler,
                 limits,
                 run_slots,
                 sandbox,

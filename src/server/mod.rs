@@ -1,5 +1,6 @@
 //! The binary's shell: an HTTP client for the upstream and a hyper server.
 
+mod cores;
 pub(crate) mod egress;
 mod guard;
 mod opening;
@@ -21,17 +22,31 @@ use tower::Layer;
 use crate::config::Config;
 use crate::layer::{CodeModeLayer, CodeModeService};
 
+pub use cores::serve_per_core;
+
 /// The pooled upstream client: rustls with the system's roots for `https`,
 /// plain `http` too, through the egress proxy when one is configured.
 pub type HttpClient = egress::EgressClient;
 
 /// Builds the upstream client; fails when the system has no TLS roots.
 pub fn http_client(config: &Config) -> io::Result<HttpClient> {
+    Ok(http_clients(config, 1)?.remove(0))
+}
+
+/// `n` upstream clients, each with a pool of connections of its own, over
+/// one set of egress routes (announced once).
+fn http_clients(config: &Config, n: usize) -> io::Result<Vec<HttpClient>> {
+    let routes = Arc::new(egress::Routes::new(&config.egress));
+    (0..n)
+        .map(|_| client_over(config, routes.clone()))
+        .collect()
+}
+
+fn client_over(config: &Config, routes: Arc<egress::Routes>) -> io::Result<HttpClient> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(config.connect_timeout));
-    let routes = Arc::new(egress::Routes::new(&config.egress));
     let tcp = egress::EgressConnector::new(http, routes.clone(), config.connect_timeout);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()?
@@ -57,6 +72,16 @@ pub async fn serve(
     service: CodeModeService,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    serve_incoming(cores::Incoming::Listener(listener), service, shutdown).await
+}
+
+/// Serves the connections `incoming` yields until it ends or `shutdown`
+/// resolves, then drains them.
+async fn serve_incoming(
+    mut incoming: cores::Incoming,
+    service: CodeModeService,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let builders = Arc::new(opening::Builders::new());
     // Connections that have sent nothing yet are not hyper's to drain: they
@@ -67,15 +92,9 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Running out of file descriptors must not end the server.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
+            accepted = incoming.next() => {
+                let Some((stream, peer, share)) = accepted else {
+                    break;
                 };
                 let _ = stream.set_nodelay(true);
                 let watcher = graceful.watcher();
@@ -83,6 +102,8 @@ pub async fn serve(
                 let service = service.clone();
                 let mut stopped = stopped.clone();
                 tokio::spawn(async move {
+                    // This core's count of connections drops when the task ends.
+                    let _share = share;
                     // A connection that sends nothing is idle from its start.
                     let opening = tokio::select! {
                         opening = opening::Opening::peek(&stream) => opening.unwrap_or(opening::Opening::Unknown),
@@ -123,7 +144,7 @@ pub async fn serve(
             () = &mut shutdown => break,
         }
     }
-    drop(listener);
+    drop(incoming);
     let _ = stopping.send(true);
     tokio::select! {
         () = graceful.shutdown() => {}

@@ -53,6 +53,7 @@ mod sdk_clients;
 mod selection;
 mod stores;
 mod streaming;
+mod threads;
 mod timeouts;
 mod unchanged;
 mod unreadable;

@@ -8,8 +8,9 @@ mod vars;
 
 use std::process::ExitCode;
 
+use codemode_proxy::config::Scheduler;
 use codemode_proxy::observe::logging;
-use codemode_proxy::{server, telemetry, Config};
+use codemode_proxy::{server, telemetry, CodeModeLayer, Config};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -65,19 +66,10 @@ fn main() -> ExitCode {
     };
     init_subscriber(config.log_format, otel);
     codemode_proxy::set_allocator_trim(trim_allocator);
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = config.worker_threads {
-        builder.worker_threads(n);
-    }
-    let runtime = match builder.enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            logging::flush();
-            eprintln!("codemode-proxy: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let served = match config.scheduler {
+        Scheduler::PerCore => per_core(config),
+        Scheduler::Shared => shared(config),
     };
-    let served = runtime.block_on(run(config));
     // Graceful shutdown: the spans still queued are exported before exit,
     // the log lines still buffered written.
     if let Some(traces) = traces {
@@ -120,7 +112,50 @@ where
     }
 }
 
-async fn run(config: Config) -> std::io::Result<()> {
+/// One work-stealing runtime over every serving thread.
+fn shared(config: Config) -> std::io::Result<()> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = config.worker_threads {
+        builder.worker_threads(n);
+    }
+    let runtime = builder.enable_all().build().map_err(cannot_start)?;
+    runtime.block_on(async {
+        let (shutdown, listener) = listen(&config).await?;
+        let service = server::stack(config)?;
+        server::serve(listener, service, shutdown).await
+    })
+}
+
+/// A current-thread runtime per serving thread; this thread's accepts
+/// for all (`server::serve_per_core`).
+fn per_core(config: Config) -> std::io::Result<()> {
+    let threads = config
+        .worker_threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(cannot_start)?;
+    // The layer is made inside a runtime: it starts the sandbox's warm workers.
+    let (shutdown, listener, layer) = runtime.block_on(async {
+        let (shutdown, listener) = listen(&config).await?;
+        Ok::<_, std::io::Error>((shutdown, listener, CodeModeLayer::new(config.clone())))
+    })?;
+    server::serve_per_core(runtime, threads, listener, layer, &config, shutdown)
+}
+
+fn cannot_start(e: std::io::Error) -> std::io::Error {
+    std::io::Error::other(format!("cannot start the async runtime: {e}"))
+}
+
+/// The shutdown signal and the bound listener, announced.
+async fn listen(
+    config: &Config,
+) -> std::io::Result<(
+    std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    tokio::net::TcpListener,
+)> {
     if std::env::var_os(vars::SPLICE_CAPACITY).is_some() {
         tracing::warn!("CODEMODE_SPLICE_CAPACITY is deprecated and ignored: the mixed-turn store is bounded by bytes, CODEMODE_SPLICE_STORE_MB");
     }
@@ -132,13 +167,13 @@ async fn run(config: Config) -> std::io::Result<()> {
         upstream = %config.upstream,
         mode = %config.default_mode(),
         runtime = config.runtime.as_str(),
+        scheduler = config.scheduler.as_str(),
         store = %config.store.describe(),
         "codemode-proxy listening on http://{addr}"
     );
     // Tests and scripts read this line to find a port-0 listener.
     println!("listening on {addr}");
-    let service = server::stack(config)?;
-    server::serve(listener, service, shutdown).await
+    Ok((shutdown, listener))
 }
 
 fn demo() -> ExitCode {
