@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tower::Layer;
 
 use crate::config::Config;
-use crate::layer::CodeModeLayer;
+use crate::layer::{CodeModeLayer, CodeModeService};
 
 /// Where a serve loop's connections come from.
 pub(super) enum Incoming {
@@ -112,29 +112,24 @@ pub fn serve_per_core(
     }
     let mut cores = cores.into_iter();
     let (own, own_service) = cores.next().expect("at least one thread");
+    let draining = Arc::new(watch::channel(threads).0);
     let mut others = Vec::with_capacity(threads - 1);
     for (n, (take, service)) in cores.enumerate() {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let draining = draining.clone();
         others.push(
             std::thread::Builder::new()
                 .name(format!("codemode-core-{}", n + 1))
-                .spawn(move || {
-                    runtime.block_on(super::serve_incoming(
-                        Incoming::Handed(take),
-                        service,
-                        std::future::pending(),
-                    ))
-                })?,
+                .spawn(move || runtime.block_on(serve_core(take, service, draining)))?,
         );
     }
-    let served = first.block_on(async {
-        let (_, served) = tokio::join!(
+    let (_, served) = first.block_on(async {
+        tokio::join!(
             hand_out(listener, given, counts, shutdown),
-            super::serve_incoming(Incoming::Handed(own), own_service, std::future::pending()),
-        );
-        served
+            serve_core(own, own_service, draining),
+        )
     });
     for thread in others {
         thread
@@ -142,6 +137,33 @@ pub fn serve_per_core(
             .map_err(|_| io::Error::other("a serving thread panicked"))??;
     }
     served
+}
+
+/// Serves one thread's connections until the acceptor stops and they are
+/// drained; then keeps its runtime running until every thread has
+/// drained, since what was made in it (a sandbox worker's pipes, a
+/// store's connection) may be serving another thread's last requests.
+async fn serve_core(
+    given: mpsc::UnboundedReceiver<Handed>,
+    service: CodeModeService,
+    draining: Arc<watch::Sender<usize>>,
+) -> io::Result<()> {
+    let served = {
+        // Counted out even when serving panics, so the others do not wait forever.
+        let _drained = Drained(&draining);
+        super::serve_incoming(Incoming::Handed(given), service, std::future::pending()).await
+    };
+    let _ = draining.subscribe().wait_for(|left| *left == 0).await;
+    served
+}
+
+/// A thread's place among those still draining.
+struct Drained<'a>(&'a watch::Sender<usize>);
+
+impl Drop for Drained<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|left| *left -= 1);
+    }
 }
 
 /// Accepts until `shutdown`, giving each connection to the thread serving
@@ -220,6 +242,28 @@ mod tests {
         assert_eq!(order, [0, 1, 2, 0, 1, 2]);
         counts[0].store(1, Ordering::Relaxed);
         assert_eq!(fewest(&counts, 2), 1);
+    }
+
+    #[tokio::test]
+    async fn a_thread_keeps_its_runtime_until_every_thread_has_drained() {
+        let config =
+            Config::from_lookup(|k| (k == "CODEMODE_SANDBOX").then(|| "in-process".to_owned()))
+                .unwrap();
+        let service = super::super::stack(config).unwrap();
+        let draining = Arc::new(watch::channel(2).0);
+        let (give, take) = mpsc::unbounded_channel();
+        // The acceptor has stopped and this thread has nothing left to serve.
+        drop(give);
+        let other = Drained(&draining);
+        let core = tokio::spawn(serve_core(take, service, draining.clone()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!core.is_finished(), "returned while another thread drains");
+        drop(other);
+        tokio::time::timeout(Duration::from_secs(5), core)
+            .await
+            .expect("returns once the last thread has drained")
+            .unwrap()
+            .unwrap();
     }
 
     #[test]

@@ -126,7 +126,7 @@ fn shared(config: Config) -> std::io::Result<()> {
     })
 }
 
-/// A current-thread runtime per serving thread; this thread's accepts
+/// A current-thread runtime per serving thread; this thread accepts
 /// for all (`server::serve_per_core`).
 fn per_core(config: Config) -> std::io::Result<()> {
     let threads = config
