@@ -40,16 +40,9 @@ pub(super) fn threads(
     get: &impl Fn(&str) -> Option<String>,
     fail: &mut impl FnMut(&'static str, String),
 ) -> Option<(Option<usize>, Scheduler)> {
-    let count = match get(WORKER_THREADS) {
-        None => Some(None),
-        Some(v) => match positive::<usize>(&v, "a number of threads") {
-            Ok(n) => Some(Some(n)),
-            Err(e) => {
-                fail(WORKER_THREADS, e);
-                None
-            }
-        },
-    };
+    let count = parse_or(get, WORKER_THREADS, Some(None), fail, |v| {
+        positive::<usize>(v, "a number of threads").map(Some)
+    });
     let scheduler = parse_or(
         get,
         SCHEDULER,
