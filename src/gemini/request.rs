@@ -10,7 +10,7 @@
 //! (`generateContentRequest`) is rewritten inside its wrapper.
 
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -22,7 +22,7 @@ use crate::plan::ToolPlan;
 use crate::splice::TenantSplices;
 use crate::turn::callable;
 use crate::turn::{lent_history, WireRequest};
-use crate::wire::{raw_array, to_raw, Keys, RawObject};
+use crate::wire::{to_raw, Keys, RawObject};
 
 /// A Gemini request.
 #[derive(Clone, Debug)]
@@ -270,10 +270,11 @@ impl GeminiRequest {
             |k| self.object.get(k).is_some(),
             ["systemInstruction", "system_instruction"],
         )?;
-        let part = format!(r#"{{"text":{}}}"#, plan.prompt_json.get());
+        let part = TextPart {
+            text: &plan.prompt_json,
+        };
         let Some(system) = self.object.get(key).filter(|r| r.get() != "null") else {
-            let text = format!(r#"{{"parts":[{part}]}}"#);
-            self.object.set(key, to_raw_text(text));
+            self.object.set(key, to_raw(&PartsAlone { parts: [part] }));
             return Ok(());
         };
         if system.get().starts_with('"') {
@@ -292,13 +293,9 @@ impl GeminiRequest {
             })?,
             _ => Vec::new(),
         };
-        parts.push(to_raw_text(part));
-        instruction.set(
-            "parts",
-            to_raw_text(raw_array(parts.iter().map(AsRef::as_ref))),
-        );
-        let text = instruction.to_text();
-        self.object.set(key, to_raw_text(text));
+        parts.push(to_raw(&part));
+        instruction.set("parts", to_raw(&parts));
+        self.object.set(key, to_raw(&instruction));
         Ok(())
     }
 }
@@ -400,9 +397,18 @@ impl WireRequest for GeminiRequest {
     }
 }
 
-/// JSON text the proxy wrote as a raw value.
-fn to_raw_text(text: String) -> Box<RawValue> {
-    RawValue::from_string(text).unwrap_or_else(|_| to_raw(&Value::Null))
+/// The sections' text part, written from raw values as they are: joined
+/// as text, the system instruction was read again whole to become a raw
+/// value, three times a request.
+#[derive(Serialize)]
+struct TextPart<'a> {
+    text: &'a RawValue,
+}
+
+/// A system instruction of the sections alone.
+#[derive(Serialize)]
+struct PartsAlone<'a> {
+    parts: [TextPart<'a>; 1],
 }
 
 /// The content with `new` parts after its own; every other field as sent.
@@ -428,7 +434,7 @@ fn with_parts(
         move_signature(&mut parts, own);
     }
     object.set("parts", to_raw(&parts));
-    Ok(to_raw_text(object.to_text()))
+    Ok(to_raw(&object))
 }
 
 /// Moves the first signature among `parts[added..]` onto the first call
