@@ -5,6 +5,7 @@
 //! user sees every mistake at once, each naming its variable.
 
 mod callers;
+mod connections;
 mod egress;
 mod errors;
 mod inspector;
@@ -43,6 +44,7 @@ pub use crate::runtime::worker::Sandbox;
 pub use crate::runtime::Limits;
 pub use crate::select::ClientSelect;
 pub use callers::Callers;
+pub use connections::ConnectionLimits;
 pub use egress::{Egress, ProxyUrl};
 pub use errors::{ConfigError, ConfigErrors};
 pub use inspector::{AdminToken, InspectorConfig};
@@ -135,15 +137,6 @@ pub struct Config {
     pub inspector: Option<InspectorConfig>,
     /// Who may call: the `Host` names and web origins beside loopback.
     pub callers: Callers,
-}
-
-/// Time limits on client connections, so none is held open for nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Time to send a request's headers.
-    pub header_read_timeout: Duration,
-    /// Time an idle keep-alive connection stays open.
-    pub keepalive_timeout: Duration,
 }
 
 /// Byte budgets: every cache and store is bounded by bytes, not entries.
@@ -294,19 +287,7 @@ impl Config {
         let limits = run::limits(&get, &mut fail);
         let threads = threads::threads(&get, &mut fail);
         let run_slots = run::slots(&get, &mut fail);
-        let header_read = parse_or(&get, HEADER_READ_TIMEOUT_SECS, Some(10), &mut fail, |v| {
-            bounded::<u64>(v, "a number of seconds", 3600)
-        });
-        let keepalive = parse_or(&get, KEEPALIVE_TIMEOUT_SECS, Some(60), &mut fail, |v| {
-            bounded::<u64>(v, "a number of seconds", 3600)
-        });
-        let connections = match (header_read, keepalive) {
-            (Some(h), Some(k)) => Some(ConnectionLimits {
-                header_read_timeout: Duration::from_secs(h),
-                keepalive_timeout: Duration::from_secs(k),
-            }),
-            _ => None,
-        };
+        let connections = connections::limits(&get, &mut fail);
         let upstream_idle = parse_or(&get, UPSTREAM_IDLE_SECS, Some(300), &mut fail, |v| {
             bounded::<u64>(v, "a number of seconds", 24 * 3600)
         });
